@@ -1,0 +1,103 @@
+//! `AnyBackend`: one type for whichever backend a URL named.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::backend::*;
+use crate::model::{Enqueued, JobId, JobRecord, LeasedJob, QueueCounts};
+use crate::wake::Wakeup;
+use crate::Error;
+
+/// A shared handle to any backend, itself a [`Backend`]. Cheap to clone.
+///
+/// ```
+/// use jobs_core::{AnyBackend, MemoryBackend};
+///
+/// let backend = AnyBackend::new(MemoryBackend::new());
+/// assert!(backend.downcast_ref::<MemoryBackend>().is_some());
+/// ```
+#[derive(Clone)]
+pub struct AnyBackend(Arc<dyn Backend>);
+
+impl AnyBackend {
+    /// Wraps a backend (an `AnyBackend` is not wrapped twice).
+    pub fn new<B: Backend>(backend: B) -> Self {
+        let any: &dyn Any = &backend;
+        match any.downcast_ref::<AnyBackend>() {
+            Some(inner) => inner.clone(),
+            None => AnyBackend(Arc::new(backend)),
+        }
+    }
+
+    /// The concrete backend, if it is a `B`.
+    pub fn downcast_ref<B: Backend>(&self) -> Option<&B> {
+        self.0.as_any().downcast_ref::<B>()
+    }
+}
+
+impl fmt::Debug for AnyBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AnyBackend")
+    }
+}
+
+#[async_trait]
+impl Backend for AnyBackend {
+    async fn enqueue(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
+        self.0.enqueue(p).await
+    }
+    async fn enqueue_cron(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {
+        self.0.enqueue_cron(p).await
+    }
+    async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
+        self.0.fetch(p).await
+    }
+    async fn complete(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
+        self.0.complete(p).await
+    }
+    async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {
+        self.0.fail(p).await
+    }
+    async fn release(&self, p: ReleaseParams) -> Result<Vec<bool>, Error> {
+        self.0.release(p).await
+    }
+    async fn renew(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
+        self.0.renew(p).await
+    }
+    async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
+        self.0.progress(p).await
+    }
+    async fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
+        self.0.job(id).await
+    }
+    async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
+        self.0.list(p).await
+    }
+    async fn retry(&self, p: RetryParams) -> Result<bool, Error> {
+        self.0.retry(p).await
+    }
+    async fn delete(&self, p: DeleteParams) -> Result<bool, Error> {
+        self.0.delete(p).await
+    }
+    async fn cancel(&self, p: CancelParams) -> Result<bool, Error> {
+        self.0.cancel(p).await
+    }
+    async fn rescue(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
+        self.0.rescue(p).await
+    }
+    async fn prune(&self, p: PruneParams) -> Result<u64, Error> {
+        self.0.prune(p).await
+    }
+    async fn counts(&self, p: CountsParams) -> Result<QueueCounts, Error> {
+        self.0.counts(p).await
+    }
+    async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error> {
+        self.0.subscribe(queues).await
+    }
+    fn as_any(&self) -> &dyn Any {
+        self.0.as_any()
+    }
+}

@@ -1,0 +1,342 @@
+//! Enqueueing typed jobs: the `Producer` a job is enqueued through, per-call overrides, and the
+//! typed handle that reads the job back.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use crate::backend::{Backend, EnqueueParams};
+use crate::backoff::Backoff;
+use crate::clock::{self, Clock, SystemClock};
+use crate::job::Job;
+use crate::model::{Enqueued, JobId, JobRecord, JobStatus, NewJob, Timestamp};
+use crate::Error;
+
+/// Something jobs can be enqueued through and read back from: `&B` for every [`Backend`], and
+/// backend-specific handles such as a Postgres pool or transaction.
+///
+/// `M` only tells the implementations apart (so a backend crate can implement this for a driver
+/// type); it is always inferred.
+pub trait Producer<M>: Send {
+    /// Stores the jobs.
+    fn enqueue_jobs(
+        self,
+        jobs: Vec<NewJob>,
+    ) -> impl Future<Output = Result<Vec<Enqueued>, Error>> + Send;
+    /// Reads one job.
+    fn read_job(self, id: JobId) -> impl Future<Output = Result<Option<JobRecord>, Error>> + Send;
+}
+
+/// The [`Producer`] marker of backends themselves.
+pub enum ViaBackend {}
+
+impl<B: Backend> Producer<ViaBackend> for &B {
+    fn enqueue_jobs(
+        self,
+        jobs: Vec<NewJob>,
+    ) -> impl Future<Output = Result<Vec<Enqueued>, Error>> + Send {
+        self.enqueue(EnqueueParams {
+            jobs,
+            now: SystemClock.now(),
+        })
+    }
+
+    fn read_job(self, id: JobId) -> impl Future<Output = Result<Option<JobRecord>, Error>> + Send {
+        self.job(id)
+    }
+}
+
+/// A job with per-call overrides of its attribute's defaults, ready to enqueue.
+#[derive(Clone, Debug)]
+#[must_use = "a job is only stored by `.enqueue(..)`"]
+pub struct Enqueue<J: Job> {
+    job: J,
+    queue: Option<String>,
+    priority: Option<i16>,
+    run_at: Option<Timestamp>,
+    delay: Option<Duration>,
+    max_attempts: Option<u32>,
+    backoff: Option<Backoff>,
+    timeout: Option<Duration>,
+    unique_key: Option<String>,
+    trace_context: Option<String>,
+}
+
+impl<J: Job> From<J> for Enqueue<J> {
+    fn from(job: J) -> Self {
+        Enqueue {
+            job,
+            queue: None,
+            priority: None,
+            run_at: None,
+            delay: None,
+            max_attempts: None,
+            backoff: None,
+            timeout: None,
+            unique_key: None,
+            trace_context: None,
+        }
+    }
+}
+
+impl<J: Job> Enqueue<J> {
+    /// Runs in another queue than the attribute's.
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// Lower runs first.
+    pub fn priority(mut self, priority: i16) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// Not run before `delay` from now.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+
+    /// Not run before `at`.
+    pub fn run_at(mut self, at: Timestamp) -> Self {
+        self.run_at = Some(at);
+        self
+    }
+
+    /// Attempts before dead.
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts);
+        self
+    }
+
+    /// The delay before each retry.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = Some(backoff);
+        self
+    }
+
+    /// How long one attempt may run.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Deduplicates on `key`: while a job with it is active in the queue, enqueue returns that job.
+    pub fn unique_key(mut self, key: impl Into<String>) -> Self {
+        self.unique_key = Some(key.into());
+        self
+    }
+
+    /// Carries the caller's trace context (such as a W3C `traceparent`) into the job's span.
+    pub fn trace_context(mut self, context: impl Into<String>) -> Self {
+        self.trace_context = Some(context.into());
+        self
+    }
+
+    /// The job as a backend stores it, with `now` for its delay.
+    pub fn to_new_job(&self, now: Timestamp) -> Result<NewJob, Error> {
+        let defaults = J::options();
+        let max_attempts = self.max_attempts.unwrap_or(defaults.max_attempts);
+        if max_attempts == 0 {
+            return Err(Error::Invalid(format!(
+                "job `{}`: attempts must be at least 1",
+                J::NAME
+            )));
+        }
+        let run_at = match (self.run_at, self.delay) {
+            (Some(at), Some(delay)) => clock::add(at, delay),
+            (Some(at), None) => at,
+            (None, Some(delay)) => clock::add(now, delay),
+            (None, None) => now,
+        };
+        Ok(NewJob {
+            id: JobId::new(),
+            name: J::NAME.to_string(),
+            queue: self.queue.clone().unwrap_or(defaults.queue),
+            payload: serde_json::value::to_raw_value(&self.job)?,
+            priority: self.priority.unwrap_or(defaults.priority),
+            run_at,
+            max_attempts,
+            backoff: self.backoff.unwrap_or(defaults.backoff),
+            timeout: self.timeout.or(defaults.timeout),
+            unique_key: self
+                .unique_key
+                .clone()
+                .or_else(|| Job::unique_key(&self.job)),
+            trace_context: self.trace_context.clone(),
+        })
+    }
+
+    /// Stores the job; returns its typed handle.
+    pub async fn enqueue<M, P: Producer<M>>(self, producer: P) -> Result<JobHandle<J>, Error> {
+        let new_job = self.to_new_job(SystemClock.now())?;
+        let stored = producer.enqueue_jobs(vec![new_job]).await?;
+        let first = stored
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::backend("the backend stored no job"))?;
+        Ok(JobHandle::new(first))
+    }
+}
+
+/// Enqueueing for every [`Job`]: `job.enqueue(&backend)`, or overrides first:
+/// `job.priority(1).delay(d).enqueue(&backend)`.
+pub trait JobExt: Job + Sized {
+    /// Stores the job with its attribute's defaults.
+    fn enqueue<M, P: Producer<M>>(
+        self,
+        producer: P,
+    ) -> impl Future<Output = Result<JobHandle<Self>, Error>> + Send {
+        Enqueue::from(self).enqueue(producer)
+    }
+
+    /// Stores many jobs in one batch (one statement or script where the backend allows).
+    fn enqueue_many<M, P: Producer<M>>(
+        producer: P,
+        jobs: impl IntoIterator<Item = impl Into<Enqueue<Self>>>,
+    ) -> impl Future<Output = Result<Vec<JobHandle<Self>>, Error>> + Send {
+        let now = SystemClock.now();
+        let built: Result<Vec<NewJob>, Error> = jobs
+            .into_iter()
+            .map(|job| job.into().to_new_job(now))
+            .collect();
+        async move {
+            let stored = producer.enqueue_jobs(built?).await?;
+            Ok(stored.into_iter().map(JobHandle::new).collect())
+        }
+    }
+
+    /// Overrides the queue.
+    fn queue(self, queue: impl Into<String>) -> Enqueue<Self> {
+        Enqueue::from(self).queue(queue)
+    }
+    /// Overrides the priority (lower runs first).
+    fn priority(self, priority: i16) -> Enqueue<Self> {
+        Enqueue::from(self).priority(priority)
+    }
+    /// Delays the job.
+    fn delay(self, delay: Duration) -> Enqueue<Self> {
+        Enqueue::from(self).delay(delay)
+    }
+    /// Schedules the job at a time.
+    fn run_at(self, at: Timestamp) -> Enqueue<Self> {
+        Enqueue::from(self).run_at(at)
+    }
+    /// Overrides the attempts.
+    fn attempts(self, attempts: u32) -> Enqueue<Self> {
+        Enqueue::from(self).attempts(attempts)
+    }
+    /// Overrides the backoff.
+    fn backoff(self, backoff: Backoff) -> Enqueue<Self> {
+        Enqueue::from(self).backoff(backoff)
+    }
+    /// Overrides the timeout.
+    fn timeout(self, timeout: Duration) -> Enqueue<Self> {
+        Enqueue::from(self).timeout(timeout)
+    }
+    /// Sets a dedup key.
+    fn unique_key(self, key: impl Into<String>) -> Enqueue<Self> {
+        Enqueue::from(self).unique_key(key)
+    }
+}
+
+impl<J: Job> JobExt for J {}
+
+/// A typed reference to an enqueued job: read its status, or await its typed result.
+#[derive(Debug)]
+pub struct JobHandle<J: Job> {
+    id: JobId,
+    duplicate: bool,
+    _job: PhantomData<fn() -> J>,
+}
+
+impl<J: Job> Clone for JobHandle<J> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<J: Job> Copy for JobHandle<J> {}
+
+impl<J: Job> JobHandle<J> {
+    fn new(stored: Enqueued) -> Self {
+        JobHandle {
+            id: stored.id,
+            duplicate: stored.duplicate,
+            _job: PhantomData,
+        }
+    }
+
+    /// A handle to a job known by id (say, from an HTTP request).
+    pub fn from_id(id: JobId) -> Self {
+        JobHandle {
+            id,
+            duplicate: false,
+            _job: PhantomData,
+        }
+    }
+
+    /// The job's id.
+    pub fn id(&self) -> JobId {
+        self.id
+    }
+
+    /// True when a unique key matched an active job: this handle is that job's.
+    pub fn is_duplicate(&self) -> bool {
+        self.duplicate
+    }
+
+    /// The stored record.
+    pub async fn record<M, P: Producer<M>>(&self, producer: P) -> Result<JobRecord, Error> {
+        producer
+            .read_job(self.id)
+            .await?
+            .ok_or(Error::NotFound(self.id))
+    }
+
+    /// The job's status.
+    pub async fn status<M, P: Producer<M>>(&self, producer: P) -> Result<JobStatus, Error> {
+        Ok(self.record(producer).await?.status)
+    }
+
+    /// The typed result: `None` while the job has not completed; an error if it ended dead or
+    /// cancelled.
+    pub async fn result<M, P: Producer<M>>(&self, producer: P) -> Result<Option<J::Output>, Error> {
+        let record = self.record(producer).await?;
+        Self::outcome(record)
+    }
+
+    /// Waits until the job finishes and returns its typed result, polling with a growing interval
+    /// (1 ms up to 250 ms).
+    pub async fn wait<M, P>(&self, producer: P) -> Result<J::Output, Error>
+    where
+        P: Producer<M> + Copy,
+    {
+        let mut pause = Duration::from_millis(1);
+        loop {
+            if let Some(output) = self.result(producer).await? {
+                return Ok(output);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+        }
+    }
+
+    fn outcome(record: JobRecord) -> Result<Option<J::Output>, Error> {
+        match record.status {
+            JobStatus::Completed => {
+                let result = record
+                    .result
+                    .ok_or_else(|| Error::backend("completed job has no stored result"))?;
+                Ok(Some(serde_json::from_str(result.get())?))
+            }
+            JobStatus::Dead | JobStatus::Cancelled => Err(Error::JobEnded {
+                id: record.id,
+                status: record.status,
+                last_error: record.errors.last().map(|e| e.message.clone()),
+            }),
+            _ => Ok(None),
+        }
+    }
+}

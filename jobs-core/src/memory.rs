@@ -1,0 +1,534 @@
+//! `MemoryBackend`: the whole job model in one process's memory, for demos and users' tests.
+//!
+//! It keeps every guarantee of the other backends (leases, fencing, ordering, retries, unique
+//! keys, cron ticks, retention) and passes the same conformance suite; it only forgets
+//! everything when the process ends.
+
+use std::any::Any;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+
+use crate::backend::*;
+use crate::clock;
+use crate::model::{
+    AttemptError, Enqueued, JobId, JobRecord, JobStatus, Lease, LeaseToken, LeasedJob, NewJob,
+    QueueCounts, Timestamp,
+};
+use crate::wake::{WakeHub, Wakeup};
+use crate::Error;
+
+/// An in-memory job store. Clones share the same store.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use jobs_core::{Backend, CountsParams, MemoryBackend};
+///
+/// let backend = MemoryBackend::new();
+/// let counts = backend.counts(CountsParams { queue: "email".into() }).await.unwrap();
+/// assert_eq!(counts.pending, 0);
+/// # });
+/// ```
+#[derive(Clone, Default)]
+pub struct MemoryBackend {
+    store: Arc<Mutex<Store>>,
+    hub: Arc<WakeHub>,
+}
+
+impl MemoryBackend {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn store(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wake(&self, queues: impl IntoIterator<Item = String>) {
+        for queue in queues {
+            self.hub.notify(&queue);
+        }
+    }
+}
+
+impl std::fmt::Debug for MemoryBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryBackend")
+            .field("jobs", &self.store().jobs.len())
+            .finish()
+    }
+}
+
+/// Order of ready jobs: priority, then run_at, then FIFO (ids are time-ordered).
+type ReadyKey = (i16, Timestamp, JobId);
+
+#[derive(Default)]
+struct Store {
+    jobs: HashMap<JobId, JobRecord>,
+    /// Pending and scheduled jobs per queue.
+    waiting: HashMap<String, BTreeSet<ReadyKey>>,
+    /// Running jobs by lease expiry.
+    running: BTreeSet<(Timestamp, JobId)>,
+    /// Completed and cancelled jobs per queue by finish time, for retention.
+    finished: HashMap<String, BTreeSet<(Timestamp, JobId)>>,
+    /// Unique keys held by active jobs, per queue.
+    unique: HashMap<(String, String), JobId>,
+    counts: HashMap<String, QueueCounts>,
+    cron_ticks: HashMap<String, Timestamp>,
+}
+
+fn ready_key(r: &JobRecord) -> ReadyKey {
+    (r.priority, r.run_at, r.id)
+}
+
+impl Store {
+    fn count(&mut self, queue: &str, status: JobStatus, delta: i64) {
+        let slot = self
+            .counts
+            .entry(queue.to_string())
+            .or_default()
+            .get_mut(status);
+        *slot = slot.saturating_add_signed(delta);
+    }
+
+    /// Takes a record out of the index of its current status.
+    fn unindex(&mut self, r: &JobRecord) {
+        match r.status {
+            JobStatus::Scheduled | JobStatus::Pending => {
+                if let Some(set) = self.waiting.get_mut(&r.queue) {
+                    set.remove(&ready_key(r));
+                }
+            }
+            JobStatus::Running => {
+                if let Some(lease) = &r.lease {
+                    self.running.remove(&(lease.expires_at, r.id));
+                }
+            }
+            JobStatus::Completed | JobStatus::Cancelled => {
+                if let (Some(set), Some(at)) = (self.finished.get_mut(&r.queue), r.finished_at) {
+                    set.remove(&(at, r.id));
+                }
+            }
+            JobStatus::Dead => {}
+        }
+        if r.status.is_active() {
+            if let Some(key) = &r.unique_key {
+                let slot = (r.queue.clone(), key.clone());
+                if self.unique.get(&slot) == Some(&r.id) {
+                    self.unique.remove(&slot);
+                }
+            }
+        }
+        self.count(&r.queue, r.status, -1);
+    }
+
+    /// Puts a record into the index of its status.
+    fn index(&mut self, r: &JobRecord) {
+        match r.status {
+            JobStatus::Scheduled | JobStatus::Pending => {
+                self.waiting
+                    .entry(r.queue.clone())
+                    .or_default()
+                    .insert(ready_key(r));
+            }
+            JobStatus::Running => {
+                if let Some(lease) = &r.lease {
+                    self.running.insert((lease.expires_at, r.id));
+                }
+            }
+            JobStatus::Completed | JobStatus::Cancelled => {
+                if let Some(at) = r.finished_at {
+                    self.finished
+                        .entry(r.queue.clone())
+                        .or_default()
+                        .insert((at, r.id));
+                }
+            }
+            JobStatus::Dead => {}
+        }
+        if r.status.is_active() {
+            if let Some(key) = &r.unique_key {
+                self.unique.insert((r.queue.clone(), key.clone()), r.id);
+            }
+        }
+        self.count(&r.queue, r.status, 1);
+    }
+
+    /// Changes a stored record, keeping every index in step.
+    fn update<T>(&mut self, id: JobId, change: impl FnOnce(&mut JobRecord) -> T) -> Option<T> {
+        let mut record = self.jobs.remove(&id)?;
+        self.unindex(&record);
+        let out = change(&mut record);
+        self.index(&record);
+        self.jobs.insert(id, record);
+        Some(out)
+    }
+
+    /// The running job `lease` names, if the token still matches.
+    fn leased(&self, lease: &LeaseRef) -> Option<&JobRecord> {
+        self.jobs.get(&lease.id).filter(|r| {
+            r.status == JobStatus::Running && r.lease.as_ref().map(|l| l.token) == Some(lease.token)
+        })
+    }
+
+    fn insert(&mut self, job: NewJob, now: Timestamp) -> Enqueued {
+        if let Some(key) = &job.unique_key {
+            if let Some(&id) = self.unique.get(&(job.queue.clone(), key.clone())) {
+                return Enqueued {
+                    id,
+                    duplicate: true,
+                };
+            }
+        }
+        let record = JobRecord::new(job, now);
+        let id = record.id;
+        self.index(&record);
+        self.jobs.insert(id, record);
+        Enqueued {
+            id,
+            duplicate: false,
+        }
+    }
+
+    fn finish_retry_or_dead(
+        r: &mut JobRecord,
+        error: String,
+        retry_at: Option<Timestamp>,
+        now: Timestamp,
+    ) {
+        r.errors.push(AttemptError {
+            attempt: r.attempt,
+            message: error,
+            at: now,
+        });
+        r.lease = None;
+        match retry_at {
+            Some(at) => {
+                r.status = JobStatus::Pending;
+                r.run_at = at;
+            }
+            None => {
+                r.status = JobStatus::Dead;
+                r.finished_at = Some(now);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for MemoryBackend {
+    async fn enqueue(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
+        let mut woken = Vec::new();
+        let out = {
+            let mut store = self.store();
+            p.jobs
+                .into_iter()
+                .map(|job| {
+                    if job.run_at <= p.now && !woken.contains(&job.queue) {
+                        woken.push(job.queue.clone());
+                    }
+                    store.insert(job, p.now)
+                })
+                .collect()
+        };
+        self.wake(woken);
+        Ok(out)
+    }
+
+    async fn enqueue_cron(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {
+        let queue = p.job.queue.clone();
+        let stored = {
+            let mut store = self.store();
+            if store
+                .cron_ticks
+                .get(&p.schedule)
+                .is_some_and(|last| *last >= p.tick)
+            {
+                return Ok(None);
+            }
+            store.cron_ticks.insert(p.schedule, p.tick);
+            store.insert(p.job, p.now)
+        };
+        self.wake([queue]);
+        Ok((!stored.duplicate).then_some(stored.id))
+    }
+
+    async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
+        let mut store = self.store();
+        let mut picked: Vec<ReadyKey> = Vec::new();
+        for queue in &p.queues {
+            if let Some(set) = store.waiting.get(queue) {
+                picked.extend(
+                    set.iter()
+                        .filter(|(_, run_at, _)| *run_at <= p.now)
+                        .take(p.limit)
+                        .copied(),
+                );
+            }
+        }
+        picked.sort_unstable();
+        picked.truncate(p.limit);
+        let expires_at = clock::add(p.now, p.lease_for);
+        let mut leased = Vec::with_capacity(picked.len());
+        for (_, _, id) in picked {
+            let token = LeaseToken::new();
+            let record = store.update(id, |r| {
+                r.status = JobStatus::Running;
+                r.attempt += 1;
+                r.started_at = Some(p.now);
+                r.lease = Some(Lease {
+                    worker: p.worker.clone(),
+                    token,
+                    expires_at,
+                });
+                r.clone()
+            });
+            if let Some(record) = record {
+                leased.push(LeasedJob { record, token });
+            }
+        }
+        Ok(leased)
+    }
+
+    async fn complete(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
+        let mut store = self.store();
+        Ok(p.items
+            .into_iter()
+            .map(|c| {
+                store.leased(&c.lease).is_some()
+                    && store
+                        .update(c.lease.id, |r| {
+                            r.status = JobStatus::Completed;
+                            r.result = Some(c.result);
+                            r.lease = None;
+                            r.finished_at = Some(p.now);
+                        })
+                        .is_some()
+            })
+            .collect())
+    }
+
+    async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {
+        let mut woken = Vec::new();
+        let out = {
+            let mut store = self.store();
+            p.items
+                .into_iter()
+                .map(|f| {
+                    if store.leased(&f.lease).is_none() {
+                        return false;
+                    }
+                    store
+                        .update(f.lease.id, |r| {
+                            Store::finish_retry_or_dead(r, f.error, f.retry_at, p.now);
+                            if r.status == JobStatus::Pending && r.run_at <= p.now {
+                                woken.push(r.queue.clone());
+                            }
+                        })
+                        .is_some()
+                })
+                .collect()
+        };
+        self.wake(woken);
+        Ok(out)
+    }
+
+    async fn release(&self, p: ReleaseParams) -> Result<Vec<bool>, Error> {
+        let mut woken = Vec::new();
+        let out = {
+            let mut store = self.store();
+            p.items
+                .into_iter()
+                .map(|lease| {
+                    if store.leased(&lease).is_none() {
+                        return false;
+                    }
+                    store
+                        .update(lease.id, |r| {
+                            r.status = JobStatus::Pending;
+                            r.attempt = r.attempt.saturating_sub(1);
+                            r.lease = None;
+                            woken.push(r.queue.clone());
+                        })
+                        .is_some()
+                })
+                .collect()
+        };
+        self.wake(woken);
+        Ok(out)
+    }
+
+    async fn renew(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
+        let mut store = self.store();
+        Ok(p.items
+            .into_iter()
+            .map(|lease| {
+                let live = store
+                    .leased(&lease)
+                    .and_then(|r| r.lease.as_ref())
+                    .is_some_and(|l| l.expires_at >= p.now);
+                live && store
+                    .update(lease.id, |r| {
+                        if let Some(l) = r.lease.as_mut() {
+                            l.expires_at = p.expires_at;
+                        }
+                    })
+                    .is_some()
+            })
+            .collect())
+    }
+
+    async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
+        let mut store = self.store();
+        if store.leased(&p.lease).is_none() {
+            return Ok(false);
+        }
+        Ok(store
+            .jobs
+            .get_mut(&p.lease.id)
+            .map(|r| r.progress = p.progress.min(100))
+            .is_some())
+    }
+
+    async fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
+        Ok(self.store().jobs.get(&id).cloned())
+    }
+
+    async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
+        let store = self.store();
+        let mut found: Vec<&JobRecord> = store
+            .jobs
+            .values()
+            .filter(|r| p.queue.as_ref().is_none_or(|q| &r.queue == q))
+            .filter(|r| p.status.is_none_or(|s| r.status == s))
+            .filter(|r| p.after.is_none_or(|after| r.id > after))
+            .collect();
+        found.sort_unstable_by_key(|r| r.id);
+        Ok(found.into_iter().take(p.limit).cloned().collect())
+    }
+
+    async fn retry(&self, p: RetryParams) -> Result<bool, Error> {
+        let queue = {
+            let mut store = self.store();
+            let Some(record) = store.jobs.get(&p.id) else {
+                return Ok(false);
+            };
+            if !matches!(record.status, JobStatus::Dead | JobStatus::Cancelled) {
+                return Ok(false);
+            }
+            if let Some(key) = &record.unique_key {
+                if let Some(holder) = store.unique.get(&(record.queue.clone(), key.clone())) {
+                    return Err(Error::Invalid(format!(
+                        "cannot retry job {}: its unique key `{key}` is held by active job {holder}",
+                        p.id
+                    )));
+                }
+            }
+            store.update(p.id, |r| {
+                r.status = JobStatus::Pending;
+                r.attempt = 0;
+                r.run_at = p.now;
+                r.finished_at = None;
+                r.lease = None;
+                r.queue.clone()
+            })
+        };
+        self.wake(queue.clone());
+        Ok(queue.is_some())
+    }
+
+    async fn delete(&self, p: DeleteParams) -> Result<bool, Error> {
+        let mut store = self.store();
+        let Some(record) = store.jobs.remove(&p.id) else {
+            return Ok(false);
+        };
+        store.unindex(&record);
+        Ok(true)
+    }
+
+    async fn cancel(&self, p: CancelParams) -> Result<bool, Error> {
+        let mut store = self.store();
+        let active = store.jobs.get(&p.id).is_some_and(|r| r.status.is_active());
+        Ok(active
+            && store
+                .update(p.id, |r| {
+                    r.status = JobStatus::Cancelled;
+                    r.lease = None;
+                    r.finished_at = Some(p.now);
+                })
+                .is_some())
+    }
+
+    async fn rescue(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
+        let mut woken = Vec::new();
+        let rescued = {
+            let mut store = self.store();
+            let expired: Vec<JobId> = store
+                .running
+                .iter()
+                .take_while(|(expires_at, _)| *expires_at < p.now)
+                .take(p.limit)
+                .map(|(_, id)| *id)
+                .collect();
+            for id in &expired {
+                store.update(*id, |r| {
+                    let error = format!(
+                        "lease expired during attempt {}: the worker stopped renewing it \
+                         (it crashed, was killed or stalled)",
+                        r.attempt
+                    );
+                    let retry_at = (r.attempt < r.max_attempts).then_some(p.now);
+                    Store::finish_retry_or_dead(r, error, retry_at, p.now);
+                    woken.push(r.queue.clone());
+                });
+            }
+            expired
+        };
+        woken.dedup();
+        self.wake(woken);
+        Ok(rescued)
+    }
+
+    async fn prune(&self, p: PruneParams) -> Result<u64, Error> {
+        let mut store = self.store();
+        let Some(finished) = store.finished.get(&p.queue) else {
+            return Ok(0);
+        };
+        let total = finished.len() as u64;
+        let over_count = p.keep_count.map_or(0, |keep| total.saturating_sub(keep));
+        let doomed: Vec<JobId> = finished
+            .iter()
+            .enumerate()
+            .take_while(|(i, (at, _))| {
+                (*i as u64) < over_count || p.finished_before.is_some_and(|before| *at < before)
+            })
+            .take(p.limit)
+            .map(|(_, (_, id))| *id)
+            .collect();
+        for id in &doomed {
+            if let Some(record) = store.jobs.remove(id) {
+                store.unindex(&record);
+            }
+        }
+        Ok(doomed.len() as u64)
+    }
+
+    async fn counts(&self, p: CountsParams) -> Result<QueueCounts, Error> {
+        Ok(self
+            .store()
+            .counts
+            .get(&p.queue)
+            .copied()
+            .unwrap_or_default())
+    }
+
+    async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error> {
+        Ok(self.hub.subscribe(queues))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,335 @@
+//! The job model shared by every backend: ids, statuses and the stored record.
+
+use std::fmt;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use crate::backoff::Backoff;
+
+/// Timestamps are UTC throughout.
+pub type Timestamp = DateTime<Utc>;
+
+/// A JSON document kept as its text: payloads and results are never re-encoded on the hot path.
+pub type Json = Box<RawValue>;
+
+/// A job's id: a UUIDv7, so ids sort by creation time and can be made by the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JobId(pub Uuid);
+
+impl JobId {
+    /// A new id, ordered after every id this process made before.
+    pub fn new() -> Self {
+        JobId(Uuid::now_v7())
+    }
+}
+
+impl Default for JobId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::str::FromStr for JobId {
+    type Err = uuid::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(s).map(JobId)
+    }
+}
+
+/// The token of one lease: handed out by each fetch, presented by every later write.
+///
+/// A worker whose lease lapsed and was handed to another worker holds a stale token, so its late
+/// writes are refused (fencing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LeaseToken(pub Uuid);
+
+impl LeaseToken {
+    /// A fresh random token.
+    pub fn new() -> Self {
+        LeaseToken(Uuid::new_v4())
+    }
+}
+
+impl Default for LeaseToken {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Where a job is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobStatus {
+    /// Waiting for its `run_at`, set in the future at enqueue.
+    Scheduled,
+    /// Ready to run once `run_at` has passed (also after a retry).
+    Pending,
+    /// Leased by a worker.
+    Running,
+    /// Finished with a result.
+    Completed,
+    /// Attempts exhausted or a fatal error: kept until retried or deleted.
+    Dead,
+    /// Cancelled by a person or a program.
+    Cancelled,
+}
+
+impl JobStatus {
+    /// Every status, in life order.
+    pub const ALL: [JobStatus; 6] = [
+        JobStatus::Scheduled,
+        JobStatus::Pending,
+        JobStatus::Running,
+        JobStatus::Completed,
+        JobStatus::Dead,
+        JobStatus::Cancelled,
+    ];
+
+    /// The lowercase name stored by backends.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Scheduled => "scheduled",
+            JobStatus::Pending => "pending",
+            JobStatus::Running => "running",
+            JobStatus::Completed => "completed",
+            JobStatus::Dead => "dead",
+            JobStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the job still waits or runs (the states in which a unique key is held).
+    pub fn is_active(self) -> bool {
+        matches!(
+            self,
+            JobStatus::Scheduled | JobStatus::Pending | JobStatus::Running
+        )
+    }
+
+    /// Whether the job reached an end state.
+    pub fn is_finished(self) -> bool {
+        !self.is_active()
+    }
+}
+
+impl fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for JobStatus {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        JobStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| crate::Error::Invalid(format!("unknown job status `{s}`")))
+    }
+}
+
+/// The error of one failed attempt, kept in the job's history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptError {
+    /// The attempt that failed, from 1.
+    pub attempt: u32,
+    /// What went wrong, as the handler's error displayed it (with its sources).
+    pub message: String,
+    /// When the failure was recorded.
+    pub at: Timestamp,
+}
+
+/// A worker's hold on a running job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The worker holding it.
+    pub worker: String,
+    /// The token every write must present.
+    pub token: LeaseToken,
+    /// When it lapses unless renewed.
+    pub expires_at: Timestamp,
+}
+
+/// A job to store: what `enqueue` hands to a backend.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NewJob {
+    /// Made by the client, so a batch needs no round trip to learn its ids.
+    pub id: JobId,
+    /// The stable stored name of the job type.
+    pub name: String,
+    /// The queue it waits in.
+    pub queue: String,
+    /// The arguments, as JSON.
+    pub payload: Json,
+    /// Lower runs first.
+    pub priority: i16,
+    /// Not run before this time.
+    pub run_at: Timestamp,
+    /// How many attempts before the job is dead.
+    pub max_attempts: u32,
+    /// The delay before each retry.
+    pub backoff: Backoff,
+    /// How long one attempt may run.
+    #[serde(with = "crate::serde_millis::option")]
+    pub timeout: Option<Duration>,
+    /// While a job with this key (in this queue) is active, enqueueing another returns it.
+    pub unique_key: Option<String>,
+    /// The caller's trace context (e.g. a W3C `traceparent`), carried into the job's span.
+    pub trace_context: Option<String>,
+}
+
+/// What a backend answers for each job it was asked to enqueue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Enqueued {
+    /// The stored job's id: the new job's, or the existing one's for a duplicate unique key.
+    pub id: JobId,
+    /// True when a unique key matched an active job and nothing new was stored.
+    pub duplicate: bool,
+}
+
+/// A job as stored, readable by id from any process.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Its id.
+    pub id: JobId,
+    /// The stable stored name of the job type.
+    pub name: String,
+    /// The queue it waits in.
+    pub queue: String,
+    /// The arguments, as JSON.
+    pub payload: Json,
+    /// Lower runs first.
+    pub priority: i16,
+    /// Not run before this time.
+    pub run_at: Timestamp,
+    /// Where the job is in its life.
+    pub status: JobStatus,
+    /// Attempts started so far (the running one included).
+    pub attempt: u32,
+    /// Attempts allowed before the job is dead.
+    pub max_attempts: u32,
+    /// The delay before each retry.
+    pub backoff: Backoff,
+    /// How long one attempt may run.
+    #[serde(with = "crate::serde_millis::option")]
+    pub timeout: Option<Duration>,
+    /// The worker's hold while running.
+    pub lease: Option<Lease>,
+    /// Progress in percent, as the handler last reported it.
+    pub progress: u8,
+    /// The handler's result, once completed.
+    pub result: Option<Json>,
+    /// The error of each failed attempt, oldest first.
+    pub errors: Vec<AttemptError>,
+    /// The dedup key, if any.
+    pub unique_key: Option<String>,
+    /// The caller's trace context.
+    pub trace_context: Option<String>,
+    /// When it was enqueued.
+    pub created_at: Timestamp,
+    /// When its latest attempt started.
+    pub started_at: Option<Timestamp>,
+    /// When it reached an end state.
+    pub finished_at: Option<Timestamp>,
+}
+
+impl JobRecord {
+    /// The record a freshly enqueued job starts as.
+    pub fn new(job: NewJob, now: Timestamp) -> Self {
+        let status = if job.run_at > now {
+            JobStatus::Scheduled
+        } else {
+            JobStatus::Pending
+        };
+        JobRecord {
+            id: job.id,
+            name: job.name,
+            queue: job.queue,
+            payload: job.payload,
+            priority: job.priority,
+            run_at: job.run_at,
+            status,
+            attempt: 0,
+            max_attempts: job.max_attempts,
+            backoff: job.backoff,
+            timeout: job.timeout,
+            lease: None,
+            progress: 0,
+            result: None,
+            errors: Vec::new(),
+            unique_key: job.unique_key,
+            trace_context: job.trace_context,
+            created_at: now,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    /// The error of the latest failed attempt.
+    pub fn last_error(&self) -> Option<&AttemptError> {
+        self.errors.last()
+    }
+}
+
+/// A job handed to a worker by `fetch`, with the lease that every later write must present.
+#[derive(Clone, Debug)]
+pub struct LeasedJob {
+    /// The job as it is now stored (status running, attempt counted).
+    pub record: JobRecord,
+    /// The token of this lease.
+    pub token: LeaseToken,
+}
+
+/// How many jobs of a queue are in each status.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueCounts {
+    /// Waiting for a future `run_at` (delayed at enqueue).
+    pub scheduled: u64,
+    /// Ready or waiting for a retry.
+    pub pending: u64,
+    /// Leased by a worker.
+    pub running: u64,
+    /// Finished and retained.
+    pub completed: u64,
+    /// In the dead-letter set.
+    pub dead: u64,
+    /// Cancelled and retained.
+    pub cancelled: u64,
+}
+
+impl QueueCounts {
+    /// The count for one status.
+    pub fn get(&self, status: JobStatus) -> u64 {
+        match status {
+            JobStatus::Scheduled => self.scheduled,
+            JobStatus::Pending => self.pending,
+            JobStatus::Running => self.running,
+            JobStatus::Completed => self.completed,
+            JobStatus::Dead => self.dead,
+            JobStatus::Cancelled => self.cancelled,
+        }
+    }
+
+    /// The count for one status, to change.
+    pub fn get_mut(&mut self, status: JobStatus) -> &mut u64 {
+        match status {
+            JobStatus::Scheduled => &mut self.scheduled,
+            JobStatus::Pending => &mut self.pending,
+            JobStatus::Running => &mut self.running,
+            JobStatus::Completed => &mut self.completed,
+            JobStatus::Dead => &mut self.dead,
+            JobStatus::Cancelled => &mut self.cancelled,
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The registry of job types: filled by `#[job]` through inventory, or by hand with `register`.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::value::RawValue;
+
+use crate::context::JobContext;
+use crate::job::{CronSpec, Job, JobOptions};
+use crate::model::Json;
+use crate::state::{StateKey, StateMap};
+use crate::{Error, JobError};
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+type RunFn = fn(&RawValue, JobContext, StateMap) -> BoxFuture<Result<Json, JobError>>;
+
+/// Everything a worker needs to run one job type, with the type erased.
+#[derive(Clone, Copy)]
+pub struct JobType {
+    /// The stable stored name.
+    pub name: &'static str,
+    /// The Rust type's path, for error messages.
+    pub type_name: &'static str,
+    type_id: fn() -> TypeId,
+    options: fn() -> JobOptions,
+    cron: fn() -> Option<CronSpec>,
+    required_state: fn() -> Vec<StateKey>,
+    run: RunFn,
+}
+
+impl JobType {
+    /// The entry of `J`.
+    pub fn of<J: Job>() -> Self {
+        JobType {
+            name: J::NAME,
+            type_name: std::any::type_name::<J>(),
+            type_id: TypeId::of::<J>,
+            options: J::options,
+            cron: J::cron,
+            required_state: J::required_state,
+            run: run_erased::<J>,
+        }
+    }
+
+    /// The attribute's defaults.
+    pub fn options(&self) -> JobOptions {
+        (self.options)()
+    }
+
+    /// The schedule, for a periodic job.
+    pub fn cron(&self) -> Option<CronSpec> {
+        (self.cron)()
+    }
+
+    /// The state types the handler takes.
+    pub fn required_state(&self) -> Vec<StateKey> {
+        (self.required_state)()
+    }
+
+    /// Decodes the payload and runs the handler; the result comes back as JSON.
+    pub fn run(
+        &self,
+        payload: &RawValue,
+        ctx: JobContext,
+        state: StateMap,
+    ) -> BoxFuture<Result<Json, JobError>> {
+        (self.run)(payload, ctx, state)
+    }
+}
+
+fn run_erased<J: Job>(
+    payload: &RawValue,
+    ctx: JobContext,
+    state: StateMap,
+) -> BoxFuture<Result<Json, JobError>> {
+    let decoded = serde_json::from_str::<J>(payload.get());
+    Box::pin(async move {
+        let job = decoded.map_err(|e| {
+            JobError::retryable(format!(
+                "payload does not deserialize as `{}` (job `{}`): {e}",
+                std::any::type_name::<J>(),
+                J::NAME
+            ))
+        })?;
+        let output = job.run(ctx, state).await?;
+        serde_json::value::to_raw_value(&output).map_err(|e| {
+            JobError::fatal(format!(
+                "result of job `{}` does not serialize: {e}",
+                J::NAME
+            ))
+        })
+    })
+}
+
+/// One `#[job]`'s entry in the inventory.
+pub struct Registration(fn() -> JobType);
+
+impl Registration {
+    /// The entry of `J`, as `#[job]` submits it.
+    pub const fn of<J: Job>() -> Self {
+        Registration(JobType::of::<J>)
+    }
+}
+
+inventory::collect!(Registration);
+
+/// Every job type registered through `#[job]` in the binary.
+pub fn registered() -> Vec<JobType> {
+    inventory::iter::<Registration>
+        .into_iter()
+        .map(|r| (r.0)())
+        .collect()
+}
+
+/// Builds the name → type map, refusing two different types with one stored name.
+pub(crate) fn index(
+    types: impl IntoIterator<Item = JobType>,
+) -> Result<HashMap<String, JobType>, Error> {
+    let mut by_name: HashMap<String, JobType> = HashMap::new();
+    for job in types {
+        if let Some(existing) = by_name.get(job.name) {
+            if (existing.type_id)() != (job.type_id)() {
+                return Err(Error::Worker(format!(
+                    "two jobs are stored under the name `{}`: `{}` and `{}`; give one a \
+                     different `name = \"...\"`",
+                    job.name, existing.type_name, job.type_name
+                )));
+            }
+            continue;
+        }
+        by_name.insert(job.name.to_string(), job);
+    }
+    Ok(by_name)
+}

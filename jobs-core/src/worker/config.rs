@@ -1,0 +1,264 @@
+//! `Worker`: the builder of a worker's settings.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::any::AnyBackend;
+use crate::backend::Backend;
+use crate::clock::{Clock, SystemClock};
+use crate::job::Job;
+use crate::registry::JobType;
+use crate::state::StateMap;
+use crate::Error;
+
+use super::events::{Hook, Hooks, JobEvent};
+
+/// How many finished (completed or cancelled) jobs a queue keeps; dead jobs are kept until
+/// deleted. Both limits apply when both are set.
+///
+/// ```
+/// use std::time::Duration;
+/// use jobs_core::Retention;
+///
+/// let policy = Retention::count(1_000).and_age(Duration::from_secs(3600));
+/// assert_eq!(policy.keep_count, Some(1_000));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Keep at most this many, the newest.
+    pub keep_count: Option<u64>,
+    /// Keep none older than this.
+    pub keep_for: Option<Duration>,
+}
+
+impl Retention {
+    /// Keep the newest `n`.
+    pub const fn count(n: u64) -> Self {
+        Retention {
+            keep_count: Some(n),
+            keep_for: None,
+        }
+    }
+
+    /// Keep those finished within `age`.
+    pub const fn age(age: Duration) -> Self {
+        Retention {
+            keep_count: None,
+            keep_for: Some(age),
+        }
+    }
+
+    /// Keep every finished job.
+    pub const fn all() -> Self {
+        Retention {
+            keep_count: None,
+            keep_for: None,
+        }
+    }
+
+    /// Adds an age limit.
+    pub const fn and_age(mut self, age: Duration) -> Self {
+        self.keep_for = Some(age);
+        self
+    }
+}
+
+impl Default for Retention {
+    /// The newest 10,000 per queue, none older than 24 hours.
+    fn default() -> Self {
+        Retention::count(10_000).and_age(Duration::from_secs(24 * 3600))
+    }
+}
+
+/// A worker: runs every registered job of its queues.
+///
+/// ```no_run
+/// # async fn demo(backend: jobs_core::AnyBackend) -> Result<(), jobs_core::Error> {
+/// use jobs_core::{shutdown_signal, Worker};
+///
+/// Worker::new(backend)
+///     .queues(["email", "pdf"])
+///     .concurrency(8)
+///     .run_until(shutdown_signal())
+///     .await
+/// # }
+/// ```
+pub struct Worker {
+    pub(crate) backend: AnyBackend,
+    pub(crate) queues: Vec<String>,
+    pub(crate) concurrency: usize,
+    pub(crate) prefetch: usize,
+    pub(crate) lease_for: Duration,
+    pub(crate) poll_interval: Duration,
+    pub(crate) rescue_interval: Duration,
+    pub(crate) prune_interval: Duration,
+    pub(crate) grace: Duration,
+    pub(crate) state: StateMap,
+    pub(crate) extra_types: Vec<JobType>,
+    pub(crate) retention: HashMap<String, Retention>,
+    pub(crate) default_retention: Retention,
+    pub(crate) hooks: Hooks,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) cron: bool,
+    pub(crate) id: String,
+}
+
+impl Worker {
+    /// A worker on `backend` with the defaults: the queues of every registered job,
+    /// concurrency 10, no prefetch, 5 s leases renewed every 5/3 s, lost jobs rescued every
+    /// second (so a dead worker's jobs run again within about 6 s), 30 s shutdown grace.
+    pub fn new<B: Backend>(backend: B) -> Self {
+        Worker {
+            backend: AnyBackend::new(backend),
+            queues: Vec::new(),
+            concurrency: 10,
+            prefetch: 0,
+            lease_for: Duration::from_secs(5),
+            poll_interval: Duration::from_millis(500),
+            rescue_interval: Duration::from_secs(1),
+            prune_interval: Duration::from_secs(10),
+            grace: Duration::from_secs(30),
+            state: StateMap::default(),
+            extra_types: Vec::new(),
+            retention: HashMap::new(),
+            default_retention: Retention::default(),
+            hooks: Hooks::default(),
+            clock: Arc::new(SystemClock),
+            cron: true,
+            id: format!(
+                "{}-{}",
+                std::process::id(),
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            ),
+        }
+    }
+
+    /// The queues to run (default: those of every registered job).
+    pub fn queues<I, S>(mut self, queues: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.queues = queues.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How many jobs run at once (at least 1).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// How many jobs to lease beyond those running, so the next ones start without a round trip.
+    pub fn prefetch(mut self, n: usize) -> Self {
+        self.prefetch = n;
+        self
+    }
+
+    /// How long a lease lasts unless renewed (renewed every third of it).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease_for = lease.max(Duration::from_millis(30));
+        self
+    }
+
+    /// How often an idle worker looks for jobs when no wake-up came (delayed jobs become due).
+    pub fn poll_interval(mut self, every: Duration) -> Self {
+        self.poll_interval = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How often expired leases are rescued.
+    pub fn rescue_interval(mut self, every: Duration) -> Self {
+        self.rescue_interval = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How often finished jobs are pruned.
+    pub fn prune_interval(mut self, every: Duration) -> Self {
+        self.prune_interval = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long running jobs may finish after shutdown begins before they are handed back.
+    pub fn grace_period(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Adds a value for handlers' `State<T>` parameters.
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.insert(value);
+        self
+    }
+
+    /// Registers a job type by hand, beside those `#[job]` registered through inventory.
+    pub fn register<J: Job>(mut self) -> Self {
+        self.extra_types.push(JobType::of::<J>());
+        self
+    }
+
+    /// The retention of one queue.
+    pub fn retention(mut self, queue: impl Into<String>, policy: Retention) -> Self {
+        self.retention.insert(queue.into(), policy);
+        self
+    }
+
+    /// The retention of queues without their own.
+    pub fn default_retention(mut self, policy: Retention) -> Self {
+        self.default_retention = policy;
+        self
+    }
+
+    /// Called after each completed job.
+    pub fn on_completed(mut self, hook: impl Fn(&JobEvent) + Send + Sync + 'static) -> Self {
+        self.hooks.completed.push(Arc::new(hook) as Hook);
+        self
+    }
+
+    /// Called after each failed attempt (including the last).
+    pub fn on_failed(mut self, hook: impl Fn(&JobEvent) + Send + Sync + 'static) -> Self {
+        self.hooks.failed.push(Arc::new(hook) as Hook);
+        self
+    }
+
+    /// Called when a job goes dead.
+    pub fn on_dead(mut self, hook: impl Fn(&JobEvent) + Send + Sync + 'static) -> Self {
+        self.hooks.dead.push(Arc::new(hook) as Hook);
+        self
+    }
+
+    /// The time source (a [`ManualClock`](crate::ManualClock) in tests).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Whether this worker enqueues the cron ticks of its queues' periodic jobs (default true;
+    /// any number of workers may, each tick is stored once).
+    pub fn cron(mut self, enabled: bool) -> Self {
+        self.cron = enabled;
+        self
+    }
+
+    /// This worker's id, stored in its leases (default: pid and a random suffix).
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// Runs until the shutdown signal from ctrl-c or SIGTERM.
+    pub async fn run(self) -> Result<(), Error> {
+        self.run_until(super::shutdown_signal()).await
+    }
+
+    /// Runs until `signal` resolves, then shuts down gracefully: stops fetching, lets running jobs
+    /// finish within the grace period and hands the rest back without spending an attempt.
+    ///
+    /// Fails at start if two job types share a stored name, a handler's `State<T>` is missing,
+    /// or a cron schedule does not parse.
+    pub async fn run_until(self, signal: impl Future<Output = ()> + Send) -> Result<(), Error> {
+        super::run::run(self, signal).await
+    }
+}

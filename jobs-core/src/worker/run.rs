@@ -1,0 +1,271 @@
+//! The worker's main loop: start-up checks, the fetch loop, and graceful shutdown.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::any::AnyBackend;
+use crate::backend::{Backend, FetchParams, ReleaseParams};
+use crate::clock::Clock;
+use crate::context::JobContext;
+use crate::cron::Schedule;
+use crate::registry::{self, JobType};
+use crate::state::StateMap;
+use crate::wake::Wakeup;
+use crate::Error;
+
+use super::config::Worker;
+use super::events::Hooks;
+use super::leases::{keep_alive, Leases};
+use super::reporter::{flush_loop, Done};
+use super::{cron, execute, maintenance};
+
+/// The most jobs one fetch asks for.
+const MAX_FETCH: usize = 256;
+
+/// What every task of a running worker shares.
+pub(crate) struct Shared {
+    pub backend: AnyBackend,
+    pub types: HashMap<String, JobType>,
+    pub state: StateMap,
+    pub clock: Arc<dyn Clock>,
+    pub hooks: Hooks,
+    pub leases: Leases,
+    /// Jobs that may run at once.
+    pub run_permits: Arc<Semaphore>,
+    /// Shutdown began: fetch nothing more, hand back jobs that have not started.
+    pub stopping: CancellationToken,
+    /// The grace period ran out: stop running jobs and hand them back.
+    pub hard_stop: CancellationToken,
+}
+
+pub(crate) async fn run(
+    worker: Worker,
+    signal: impl Future<Output = ()> + Send,
+) -> Result<(), Error> {
+    let types = registry::index(
+        registry::registered()
+            .into_iter()
+            .chain(worker.extra_types.iter().copied()),
+    )?;
+    let queues = choose_queues(&worker, &types)?;
+    let served: Vec<&JobType> = types
+        .values()
+        .filter(|t| queues.contains(&t.options().queue))
+        .collect();
+    check_state(&served, &worker.state)?;
+    let schedules = parse_schedules(&served)?;
+    let wakeup = worker.backend.subscribe(&queues).await?;
+
+    let shared = Arc::new(Shared {
+        backend: worker.backend.clone(),
+        types,
+        state: worker.state.clone(),
+        clock: worker.clock.clone(),
+        hooks: worker.hooks.clone(),
+        leases: Leases::default(),
+        run_permits: Arc::new(Semaphore::new(worker.concurrency)),
+        stopping: CancellationToken::new(),
+        hard_stop: CancellationToken::new(),
+    });
+    tracing::info!(worker = %worker.id, ?queues, concurrency = worker.concurrency, "worker started");
+
+    let background_stop = CancellationToken::new();
+    let mut background = JoinSet::new();
+    background.spawn(keep_alive(
+        shared.clone(),
+        worker.lease_for,
+        background_stop.clone(),
+    ));
+    let retention = queues
+        .iter()
+        .map(|q| {
+            let policy = worker
+                .retention
+                .get(q)
+                .copied()
+                .unwrap_or(worker.default_retention);
+            (q.clone(), policy)
+        })
+        .collect();
+    background.spawn(maintenance::maintain(
+        shared.clone(),
+        retention,
+        worker.rescue_interval,
+        worker.prune_interval,
+        background_stop.clone(),
+    ));
+    if worker.cron {
+        for (job, schedule) in schedules {
+            background.spawn(cron::schedule_ticks(
+                shared.clone(),
+                job,
+                schedule,
+                background_stop.clone(),
+            ));
+        }
+    }
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let reporter = tokio::spawn(flush_loop(shared.clone(), done_rx));
+
+    let mut jobs = JoinSet::new();
+    let fetching = fetch_loop(&shared, &worker, &queues, &wakeup, &mut jobs, &done_tx);
+    tokio::select! {
+        _ = signal => {}
+        _ = fetching => {}
+    }
+
+    // Graceful shutdown.
+    tracing::info!(worker = %worker.id, running = jobs.len(), "worker stopping");
+    shared.stopping.cancel();
+    let drained = tokio::time::timeout(worker.grace, async {
+        while jobs.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            jobs = jobs.len(),
+            "grace period over: handing running jobs back"
+        );
+        shared.hard_stop.cancel();
+        while jobs.join_next().await.is_some() {}
+    }
+    drop(done_tx);
+    let _ = reporter.await;
+    let leftover = shared.leases.snapshot();
+    if !leftover.is_empty() {
+        let now = shared.clock.now();
+        if let Err(e) = shared
+            .backend
+            .release(ReleaseParams {
+                items: leftover,
+                now,
+            })
+            .await
+        {
+            tracing::warn!(error = %e, "could not hand jobs back; their leases will lapse");
+        }
+    }
+    background_stop.cancel();
+    while background.join_next().await.is_some() {}
+    tracing::info!(worker = %worker.id, "worker stopped");
+    Ok(())
+}
+
+/// Leases jobs while there are free slots, sleeping on the backend's wake-up when idle.
+async fn fetch_loop(
+    shared: &Arc<Shared>,
+    worker: &Worker,
+    queues: &[String],
+    wakeup: &Wakeup,
+    jobs: &mut JoinSet<()>,
+    done: &mpsc::UnboundedSender<Done>,
+) {
+    let slots = Arc::new(Semaphore::new(worker.concurrency + worker.prefetch));
+    let mut pause = Duration::from_millis(50);
+    loop {
+        while jobs.try_join_next().is_some() {}
+        let permits = take_slots(&slots).await;
+        let params = FetchParams {
+            queues: queues.to_vec(),
+            limit: permits.len(),
+            worker: worker.id.clone(),
+            lease_for: worker.lease_for,
+            now: shared.clock.now(),
+        };
+        match shared.backend.fetch(params).await {
+            Ok(leased) if leased.is_empty() => {
+                drop(permits);
+                tokio::select! {
+                    _ = wakeup.wait() => {}
+                    _ = tokio::time::sleep(worker.poll_interval) => {}
+                }
+            }
+            Ok(leased) => {
+                pause = Duration::from_millis(50);
+                for (job, slot) in leased.into_iter().zip(permits) {
+                    let ctx = JobContext::new(shared.backend.clone(), &job);
+                    shared.leases.insert(ctx.clone());
+                    jobs.spawn(execute::execute(
+                        shared.clone(),
+                        job,
+                        ctx,
+                        slot,
+                        done.clone(),
+                    ));
+                }
+            }
+            Err(e) => {
+                drop(permits);
+                tracing::warn!(error = %e, retry_in_ms = pause.as_millis() as u64, "fetch failed");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Waits for one free slot, then takes every other free one (up to a fetch's worth).
+async fn take_slots(slots: &Arc<Semaphore>) -> Vec<OwnedSemaphorePermit> {
+    let first = slots.clone().acquire_owned().await.expect("never closed");
+    let mut permits = vec![first];
+    while permits.len() < MAX_FETCH {
+        match slots.clone().try_acquire_owned() {
+            Ok(permit) => permits.push(permit),
+            Err(_) => break,
+        }
+    }
+    permits
+}
+
+fn choose_queues(worker: &Worker, types: &HashMap<String, JobType>) -> Result<Vec<String>, Error> {
+    if !worker.queues.is_empty() {
+        return Ok(worker.queues.clone());
+    }
+    let queues: BTreeSet<String> = types.values().map(|t| t.options().queue).collect();
+    if queues.is_empty() {
+        return Err(Error::Worker(
+            "no queues to run: no job is registered and none were named with `.queues(..)`".into(),
+        ));
+    }
+    Ok(queues.into_iter().collect())
+}
+
+fn check_state(types: &[&JobType], state: &StateMap) -> Result<(), Error> {
+    let missing: Vec<String> = types
+        .iter()
+        .flat_map(|t| {
+            t.required_state()
+                .into_iter()
+                .filter(|key| !state.contains(key))
+                .map(move |key| {
+                    format!(
+                        "job `{}` takes `State<{}>` but the worker has none (add it with `.state(..)`)",
+                        t.name, key.type_name
+                    )
+                })
+        })
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Worker(missing.join("; ")))
+    }
+}
+
+fn parse_schedules(types: &[&JobType]) -> Result<Vec<(JobType, Schedule)>, Error> {
+    types
+        .iter()
+        .filter_map(|t| t.cron().map(|spec| (**t, spec)))
+        .map(|(t, spec)| {
+            Schedule::from_spec(&spec)
+                .map(|schedule| (t, schedule))
+                .map_err(|e| Error::Worker(format!("job `{}`: {e}", t.name)))
+        })
+        .collect()
+}

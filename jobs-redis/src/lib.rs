@@ -1,0 +1,1 @@
+//! The redis backend of `jobs` (in progress).

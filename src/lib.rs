@@ -1,0 +1,61 @@
+//! Typed background jobs for Rust.
+//!
+//! An attribute turns an async fn into a job; a worker runs it in the background with retries,
+//! backoff, priorities, schedules and a dead-letter set; storage is a pluggable backend chosen by
+//! a Cargo feature and a URL: `memory://` (always there), `postgres://…` (feature `postgres`),
+//! `redis://…` (feature `redis`).
+//!
+//! ```
+//! use jobs::prelude::*;
+//!
+//! #[derive(Debug, serde::Serialize, serde::Deserialize, PartialEq)]
+//! pub struct Sent { to: String }
+//!
+//! #[job(queue = "email", attempts = 3, backoff = "exponential")]
+//! async fn send_welcome_email(user_id: i64, email: String, ctx: JobContext) -> Result<Sent, JobError> {
+//!     ctx.progress(50).await?;
+//!     Ok(Sent { to: email })
+//! }
+//!
+//! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+//! let backend = jobs::connect("memory://").await?;
+//! let job = SendWelcomeEmail::new(123, "alice@example.com".into()).enqueue(&backend).await?;
+//!
+//! let worker = Worker::new(backend.clone()).queues(["email"]).concurrency(5);
+//! let running = tokio::spawn(worker.run_until(async { tokio::time::sleep(std::time::Duration::from_millis(500)).await }));
+//! let sent = job.wait(&backend).await?;
+//! assert_eq!(sent, Sent { to: "alice@example.com".into() });
+//! running.await.unwrap()?;
+//! # Ok::<(), jobs::Error>(()) }).unwrap();
+//! ```
+
+#![warn(missing_docs)]
+
+mod connect;
+
+pub use connect::connect;
+pub use jobs_core::*;
+pub use jobs_macros::job;
+
+#[cfg(feature = "postgres")]
+pub use jobs_postgres as postgres;
+#[cfg(feature = "redis")]
+pub use jobs_redis as redis;
+
+/// What a job author needs: `use jobs::prelude::*;`.
+pub mod prelude {
+    pub use jobs_core::{
+        AnyBackend, Backend, Backoff, JobContext, JobError, JobExt, JobHandle, JobStatus,
+        MemoryBackend, State, Worker,
+    };
+    pub use jobs_macros::job;
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use jobs_core::__private::*;
+    pub use jobs_core::{
+        Backoff, CronSpec, IntoJobResult, Job, JobContext, JobError, JobOptions, Registration,
+        State, StateKey, StateMap,
+    };
+}
