@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use chrono::Utc;
+use chrono::{Timelike, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 
@@ -49,7 +49,8 @@ impl Schedule {
 
     /// The first tick strictly after `time`.
     pub fn next_after(&self, time: Timestamp) -> Option<Timestamp> {
-        let local = time.with_timezone(&self.tz);
+        // Ticks fall on whole seconds: search from the second `time` is in.
+        let local = time.with_nanosecond(0)?.with_timezone(&self.tz);
         self.cron
             .find_next_occurrence(&local, false)
             .ok()

@@ -1,0 +1,180 @@
+//! The job types the worker checks run, implemented by hand (no macro in jobs-core).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Backoff, CronSpec, Job, JobContext, JobError, JobId, JobOptions, StateKey, StateMap};
+
+use super::support::QUEUE;
+
+fn options(attempts: u32, backoff: Backoff) -> JobOptions {
+    JobOptions {
+        queue: QUEUE.to_string(),
+        max_attempts: attempts,
+        backoff,
+        priority: 10,
+        timeout: None,
+    }
+}
+
+const FAST: Backoff = Backoff::fixed(Duration::from_millis(5));
+
+/// Reports 50 % progress and returns `n * 2`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Echo {
+    /// The input.
+    pub n: u64,
+}
+
+impl Job for Echo {
+    const NAME: &'static str = "conformance.echo";
+    type Output = u64;
+    fn options() -> JobOptions {
+        options(3, FAST)
+    }
+    async fn run(self, ctx: JobContext, _state: StateMap) -> Result<u64, JobError> {
+        ctx.progress(50).await?;
+        Ok(self.n * 2)
+    }
+}
+
+/// Fails its first `failures` attempts, then succeeds with the attempt number.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Flaky {
+    pub failures: u32,
+}
+
+impl Job for Flaky {
+    const NAME: &'static str = "conformance.flaky";
+    type Output = u32;
+    fn options() -> JobOptions {
+        options(5, Backoff::exponential(Duration::from_secs(1)))
+    }
+    async fn run(self, ctx: JobContext, _state: StateMap) -> Result<u32, JobError> {
+        if ctx.attempt() <= self.failures {
+            return Err(JobError::retryable(format!(
+                "flaky failure {}",
+                ctx.attempt()
+            )));
+        }
+        Ok(ctx.attempt())
+    }
+}
+
+/// Always fails; fatally when asked.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Fails {
+    pub fatal: bool,
+}
+
+impl Job for Fails {
+    const NAME: &'static str = "conformance.fails";
+    type Output = ();
+    fn options() -> JobOptions {
+        options(3, FAST)
+    }
+    async fn run(self, ctx: JobContext, _state: StateMap) -> Result<(), JobError> {
+        let message = format!("failure in attempt {}", ctx.attempt());
+        Err(if self.fatal {
+            JobError::fatal(message)
+        } else {
+            JobError::retryable(message)
+        })
+    }
+}
+
+/// Panics.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Panics {}
+
+impl Job for Panics {
+    const NAME: &'static str = "conformance.panics";
+    type Output = ();
+    fn options() -> JobOptions {
+        options(1, FAST)
+    }
+    async fn run(self, _ctx: JobContext, _state: StateMap) -> Result<(), JobError> {
+        panic!("boom")
+    }
+}
+
+/// Sleeps `ms` milliseconds.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Sleeps {
+    pub ms: u64,
+}
+
+impl Job for Sleeps {
+    const NAME: &'static str = "conformance.sleeps";
+    type Output = u64;
+    fn options() -> JobOptions {
+        options(1, FAST)
+    }
+    async fn run(self, _ctx: JobContext, _state: StateMap) -> Result<u64, JobError> {
+        tokio::time::sleep(Duration::from_millis(self.ms)).await;
+        Ok(self.ms)
+    }
+}
+
+/// Counts runs per job id, to catch a job run twice. Clones share the counts.
+#[derive(Clone, Debug, Default)]
+pub struct Counter {
+    runs: Arc<Mutex<HashMap<JobId, u32>>>,
+}
+
+impl Counter {
+    /// How many times each job ran.
+    pub fn runs(&self) -> HashMap<JobId, u32> {
+        self.runs.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Counts its run in the worker's `State<Counter>`, after a short pause.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Counted {}
+
+impl Job for Counted {
+    const NAME: &'static str = "conformance.counted";
+    type Output = ();
+    fn options() -> JobOptions {
+        options(3, FAST)
+    }
+    fn required_state() -> Vec<StateKey> {
+        vec![StateKey::of::<Counter>()]
+    }
+    async fn run(self, ctx: JobContext, state: StateMap) -> Result<(), JobError> {
+        let counter = state.require::<Counter>()?;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        *counter
+            .runs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(ctx.id())
+            .or_default() += 1;
+        Ok(())
+    }
+}
+
+/// A periodic job ticking every second.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Ticker {}
+
+impl Job for Ticker {
+    const NAME: &'static str = "conformance.ticker";
+    type Output = ();
+    fn options() -> JobOptions {
+        options(1, FAST)
+    }
+    fn cron() -> Option<CronSpec> {
+        Some(CronSpec {
+            expression: "* * * * * *",
+            timezone: Some("Europe/Paris"),
+        })
+    }
+    async fn run(self, _ctx: JobContext, _state: StateMap) -> Result<(), JobError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,144 @@
+//! Helpers of the checks: building jobs, fixed times, waiting for a condition, running workers.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::{
+    AnyBackend, Backend, Backoff, EnqueueParams, Error, JobId, JobRecord, Json, NewJob, Timestamp,
+    Worker,
+};
+
+/// The queue every check uses.
+pub const QUEUE: &str = "conformance";
+
+/// A fixed instant with whole milliseconds, so every backend stores it exactly.
+pub fn t0() -> Timestamp {
+    "2030-01-01T00:00:00Z".parse().expect("valid time")
+}
+
+/// `t0` plus `ms` milliseconds (negative for earlier).
+pub fn at(ms: i64) -> Timestamp {
+    t0() + chrono::Duration::milliseconds(ms)
+}
+
+/// JSON text as a payload.
+pub fn json(text: &str) -> Json {
+    RawValue::from_string(text.to_string()).expect("valid JSON")
+}
+
+/// A job of `name` in `QUEUE`, ready at `t0`.
+pub fn new_job(name: &str) -> NewJob {
+    NewJob {
+        id: JobId::new(),
+        name: name.to_string(),
+        queue: QUEUE.to_string(),
+        payload: json(r#"{"n":1}"#),
+        priority: 10,
+        run_at: t0(),
+        max_attempts: 3,
+        backoff: Backoff::fixed(Duration::from_secs(1)),
+        timeout: None,
+        unique_key: None,
+        trace_context: None,
+    }
+}
+
+/// Enqueues one job at `t0` and returns its id.
+pub async fn put(backend: &AnyBackend, job: NewJob) -> JobId {
+    put_at(backend, job, t0()).await
+}
+
+/// Enqueues one job at `now` and returns its id.
+pub async fn put_at(backend: &AnyBackend, job: NewJob, now: Timestamp) -> JobId {
+    let stored = backend
+        .enqueue(EnqueueParams {
+            jobs: vec![job],
+            now,
+        })
+        .await
+        .expect("enqueue");
+    stored[0].id
+}
+
+/// The stored record, which must exist.
+pub async fn record(backend: &AnyBackend, id: JobId) -> JobRecord {
+    backend
+        .job(id)
+        .await
+        .expect("read job")
+        .unwrap_or_else(|| panic!("job {id} should exist"))
+}
+
+/// Waits (up to 10 s, checking every 5 ms) until `condition` holds.
+pub async fn eventually<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !condition().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits (up to 10 s) until job `id` satisfies `condition` and returns its record.
+pub async fn wait_for(
+    backend: &AnyBackend,
+    id: JobId,
+    what: &str,
+    condition: impl Fn(&JobRecord) -> bool,
+) -> JobRecord {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = record(backend, id).await;
+        if condition(&r) {
+            return r;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}; job is {r:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A worker running in the background until stopped.
+pub struct Running {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<Result<(), Error>>,
+}
+
+impl Running {
+    /// Starts `worker`.
+    pub fn start(worker: Worker) -> Self {
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(worker.run_until(async {
+            let _ = stopped.await;
+        }));
+        Running { stop, task }
+    }
+
+    /// Signals shutdown and waits for the worker to return.
+    pub async fn stop(self) -> Result<(), Error> {
+        let _ = self.stop.send(());
+        self.task.await.expect("worker task")
+    }
+}
+
+/// A worker on `QUEUE` with short timers for tests.
+pub fn worker(backend: &AnyBackend) -> Worker {
+    Worker::new(backend.clone())
+        .queues([QUEUE])
+        .concurrency(4)
+        .poll_interval(Duration::from_millis(10))
+        .rescue_interval(Duration::from_millis(20))
+        .cron(false)
+}
