@@ -11,4 +11,5 @@ mod memory {
     jobs_core::conformance!(super::fresh);
 }
 
+#[path = "conformance/broken.rs"]
 mod broken;
