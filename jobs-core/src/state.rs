@@ -77,6 +77,11 @@ impl StateMap {
         Arc::make_mut(&mut self.values).insert(TypeId::of::<T>(), Arc::new(value));
     }
 
+    /// Adds a value that the caller keeps a handle to, replacing one of the same type.
+    pub fn insert_arc<T: Send + Sync + 'static>(&mut self, value: Arc<T>) {
+        Arc::make_mut(&mut self.values).insert(TypeId::of::<T>(), value);
+    }
+
     /// The value of type `T`.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<State<T>> {
         let value = self.values.get(&TypeId::of::<T>())?.clone();

@@ -193,6 +193,12 @@ impl Worker {
         self
     }
 
+    /// Adds a value for handlers' `State<T>` parameters that the caller keeps a handle to.
+    pub fn state_arc<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
+        self.state.insert_arc(value);
+        self
+    }
+
     /// Registers a job type by hand, beside those `#[job]` registered through inventory.
     pub fn register<J: Job>(mut self) -> Self {
         self.extra_types.push(JobType::of::<J>());
