@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use jobs::prelude::*;
-use jobs::JobEvent;
+use jobs::{Clock, JobEvent};
 use serde::{Deserialize, Serialize};
 
 /// Sends mail (here: prints it).
@@ -42,9 +42,15 @@ async fn send_welcome_email(
     tokio::time::sleep(Duration::from_millis(50)).await; // render the template
     ctx.progress(60).await?;
     let message_number = mailer.sent.fetch_add(1, Ordering::SeqCst) + 1;
-    println!("    📧 {} → {email} (user {user_id}): ようこそ!", mailer.from);
+    println!(
+        "    📧 {} → {email} (user {user_id}): ようこそ!",
+        mailer.from
+    );
     ctx.progress(100).await?;
-    Ok(Sent { to: email, message_number })
+    Ok(Sent {
+        to: email,
+        message_number,
+    })
 }
 
 /// Charges an order; the payment network times out on the first two attempts.
@@ -56,7 +62,11 @@ async fn charge_order(order_id: u64, cents: u64, ctx: JobContext) -> Result<Stri
             ctx.attempt()
         )));
     }
-    Ok(format!("order {order_id}: charged {}.{:02} €", cents / 100, cents % 100))
+    Ok(format!(
+        "order {order_id}: charged {}.{:02} €",
+        cents / 100,
+        cents % 100
+    ))
 }
 
 /// Renders an invoice; the template is broken, so every attempt fails.
@@ -81,7 +91,10 @@ fn short(id: jobs::JobId) -> String {
 #[tokio::main]
 async fn main() -> Result<(), jobs::Error> {
     let url = std::env::var("JOBS_URL").unwrap_or_else(|_| "memory://".to_string());
-    println!("jobs quickstart on {}\n", url.split('@').next_back().unwrap_or(&url));
+    println!(
+        "jobs quickstart on {}\n",
+        url.split('@').next_back().unwrap_or(&url)
+    );
     let backend = jobs::connect(&url).await?;
     let started = Instant::now();
 
@@ -107,19 +120,35 @@ async fn main() -> Result<(), jobs::Error> {
     let worker = Worker::new(backend.clone())
         .queues(["email", "payments", "pdf", "reports"])
         .concurrency(1)
-        .state(Mailer { from: "hello@shop.example", sent: AtomicU32::new(0) })
+        .state(Mailer {
+            from: "hello@shop.example",
+            sent: AtomicU32::new(0),
+        })
         .state_arc(report_order.clone())
         .on_completed(move |e: &JobEvent| {
-            println!("  [{:>5} ms] ✓ {} …{} completed (attempt {})", started.elapsed().as_millis(), e.name, short(e.id), e.attempt)
+            println!(
+                "  [{:>5} ms] ✓ {} …{} completed (attempt {})",
+                started.elapsed().as_millis(),
+                e.name,
+                short(e.id),
+                e.attempt
+            )
         })
         .on_failed(move |e: &JobEvent| {
             let next = match e.retry_at {
-                Some(at) => format!("retry in {} ms", (at - jobs::SystemClock.now()).num_milliseconds().max(0)),
+                Some(at) => format!(
+                    "retry in {} ms",
+                    (at - jobs::SystemClock.now()).num_milliseconds().max(0)
+                ),
                 None => "no attempts left".to_string(),
             };
             println!(
                 "  [{:>5} ms] ✗ {} …{} attempt {} failed: {} — {next}",
-                started.elapsed().as_millis(), e.name, short(e.id), e.attempt, e.error.as_deref().unwrap_or("")
+                started.elapsed().as_millis(),
+                e.name,
+                short(e.id),
+                e.attempt,
+                e.error.as_deref().unwrap_or("")
             )
         })
         .on_dead(|e: &JobEvent| println!("             ☠ {} …{} is dead", e.name, short(e.id)));
@@ -148,17 +177,35 @@ async fn main() -> Result<(), jobs::Error> {
     println!("\nresults, read back by id:");
     println!("  send_welcome_email → {sent:?} (progress {progress} %)");
     println!("  charge_order       → {charged:?}");
-    println!("  render_invoice     → {} after {} attempts; its error history:", dead.status, dead.attempt);
+    println!(
+        "  render_invoice     → {} after {} attempts; its error history:",
+        dead.status, dead.attempt
+    );
     for error in &dead.errors {
         println!("      attempt {}: {}", error.attempt, error.message);
     }
-    println!("  reports ran in this order: {:?}", report_order.lock().unwrap());
+    println!(
+        "  reports ran in this order: {:?}",
+        report_order.lock().unwrap()
+    );
     println!("\nthe dead job stays in the dead-letter set until a person retries or deletes it:");
     let retried = backend
-        .retry(jobs::RetryParams { id: invoice.id(), now: jobs::SystemClock.now() })
+        .retry(jobs::RetryParams {
+            id: invoice.id(),
+            now: jobs::SystemClock.now(),
+        })
         .await?;
-    println!("  retry by hand → {}", if retried { "back to pending with fresh attempts" } else { "not retried" });
-    backend.delete(jobs::DeleteParams { id: invoice.id() }).await?;
+    println!(
+        "  retry by hand → {}",
+        if retried {
+            "back to pending with fresh attempts"
+        } else {
+            "not retried"
+        }
+    );
+    backend
+        .delete(jobs::DeleteParams { id: invoice.id() })
+        .await?;
     println!("  deleted.\ndone in {} ms", started.elapsed().as_millis());
     Ok(())
 }

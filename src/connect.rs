@@ -19,7 +19,9 @@ pub async fn connect(url: &str) -> Result<AnyBackend, Error> {
     let scheme = url
         .split_once("://")
         .map(|(scheme, _)| scheme)
-        .ok_or_else(|| Error::Invalid(format!("`{url}` is not a backend URL: expected SCHEME://…")))?;
+        .ok_or_else(|| {
+            Error::Invalid(format!("`{url}` is not a backend URL: expected SCHEME://…"))
+        })?;
     match scheme {
         "memory" => Ok(AnyBackend::new(memory(&url["memory://".len()..]))),
         "postgres" | "postgresql" => postgres(url).await,
@@ -47,7 +49,9 @@ fn memory(name: &str) -> MemoryBackend {
 
 #[cfg(feature = "postgres")]
 async fn postgres(url: &str) -> Result<AnyBackend, Error> {
-    Ok(AnyBackend::new(jobs_postgres::PgBackend::connect(url).await?))
+    Ok(AnyBackend::new(
+        jobs_postgres::PgBackend::connect(url).await?,
+    ))
 }
 
 #[cfg(not(feature = "postgres"))]
@@ -59,7 +63,9 @@ async fn postgres(_url: &str) -> Result<AnyBackend, Error> {
 
 #[cfg(feature = "redis")]
 async fn redis(url: &str) -> Result<AnyBackend, Error> {
-    Ok(AnyBackend::new(jobs_redis::RedisBackend::connect(url).await?))
+    Ok(AnyBackend::new(
+        jobs_redis::RedisBackend::connect(url).await?,
+    ))
 }
 
 #[cfg(not(feature = "redis"))]

@@ -45,7 +45,7 @@ pub use jobs_redis as redis;
 /// What a job author needs: `use jobs::prelude::*;`.
 pub mod prelude {
     pub use jobs_core::{
-        AnyBackend, Backend, Backoff, JobContext, JobError, JobExt, JobHandle, JobStatus,
+        AnyBackend, Backend, Backoff, Clock, JobContext, JobError, JobExt, JobHandle, JobStatus,
         MemoryBackend, State, Worker,
     };
     pub use jobs_macros::job;
@@ -59,3 +59,8 @@ pub mod __private {
         State, StateKey, StateMap,
     };
 }
+
+/// The README's examples, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

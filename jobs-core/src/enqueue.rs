@@ -123,7 +123,7 @@ impl<J: Job> Enqueue<J> {
     }
 
     /// Deduplicates on `key`: while a job with it is active in the queue, enqueue returns that job.
-    pub fn unique_key(mut self, key: impl Into<String>) -> Self {
+    pub fn unique(mut self, key: impl Into<String>) -> Self {
         self.unique_key = Some(key.into());
         self
     }
@@ -235,9 +235,9 @@ pub trait JobExt: Job + Sized {
     fn timeout(self, timeout: Duration) -> Enqueue<Self> {
         Enqueue::from(self).timeout(timeout)
     }
-    /// Sets a dedup key.
-    fn unique_key(self, key: impl Into<String>) -> Enqueue<Self> {
-        Enqueue::from(self).unique_key(key)
+    /// Sets a dedup key (see [`Enqueue::unique`]).
+    fn unique(self, key: impl Into<String>) -> Enqueue<Self> {
+        Enqueue::from(self).unique(key)
     }
 }
 

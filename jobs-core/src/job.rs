@@ -110,6 +110,10 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
 }
 
 /// The `Output` of a handler's return type: `Result<T, E>` gives `T`, `()` gives `()`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a job result",
+    label = "a `#[job]` fn returns `Result<T, E>` with `E: Into<JobError>`, or nothing"
+)]
 pub trait IntoJobResult {
     /// The success value.
     type Output: Serialize + DeserializeOwned + Send + 'static;

@@ -190,7 +190,8 @@ async fn fail(
         Ok(accepted) if accepted.first() == Some(&true) => {
             match retry_at {
                 Some(at) => {
-                    tracing::warn!(error = %message, retry_at = %at, "attempt failed; will retry")
+                    tracing::warn!(error = %message, retry_at = %at, "attempt failed; will retry");
+                    shared.retry_due(at);
                 }
                 None => tracing::error!(error = %message, "job is dead"),
             }

@@ -1,11 +1,12 @@
 //! The worker's main loop: start-up checks, the fetch loop, and graceful shutdown.
 
-use std::collections::{BTreeSet, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -14,6 +15,7 @@ use crate::backend::{Backend, FetchParams, ReleaseParams};
 use crate::clock::Clock;
 use crate::context::JobContext;
 use crate::cron::Schedule;
+use crate::model::Timestamp;
 use crate::registry::{self, JobType};
 use crate::state::StateMap;
 use crate::wake::Wakeup;
@@ -42,6 +44,34 @@ pub(crate) struct Shared {
     pub stopping: CancellationToken,
     /// The grace period ran out: stop running jobs and hand them back.
     pub hard_stop: CancellationToken,
+    /// When retries this worker recorded become due, so it fetches them on time without polling.
+    pub retries: Mutex<BinaryHeap<Reverse<Timestamp>>>,
+    /// Wakes the idle fetch loop when a retry is scheduled.
+    pub retry_scheduled: Notify,
+}
+
+impl Shared {
+    /// Remembers that a job becomes due at `at`.
+    pub fn retry_due(&self, at: Timestamp) {
+        self.retries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Reverse(at));
+        self.retry_scheduled.notify_one();
+    }
+
+    /// How long an idle fetch loop may sleep: the poll interval, or less if a retry is due sooner.
+    fn idle_for(&self, poll: Duration) -> Duration {
+        let now = self.clock.now();
+        let mut retries = self.retries.lock().unwrap_or_else(|e| e.into_inner());
+        while retries.peek().is_some_and(|Reverse(at)| *at <= now) {
+            retries.pop();
+        }
+        match retries.peek() {
+            Some(Reverse(at)) => (*at - now).to_std().unwrap_or_default().min(poll),
+            None => poll,
+        }
+    }
 }
 
 pub(crate) async fn run(
@@ -72,6 +102,8 @@ pub(crate) async fn run(
         run_permits: Arc::new(Semaphore::new(worker.concurrency)),
         stopping: CancellationToken::new(),
         hard_stop: CancellationToken::new(),
+        retries: Mutex::new(BinaryHeap::new()),
+        retry_scheduled: Notify::new(),
     });
     tracing::info!(worker = %worker.id, ?queues, concurrency = worker.concurrency, "worker started");
 
@@ -183,7 +215,8 @@ async fn fetch_loop(
                 drop(permits);
                 tokio::select! {
                     _ = wakeup.wait() => {}
-                    _ = tokio::time::sleep(worker.poll_interval) => {}
+                    _ = shared.retry_scheduled.notified() => {}
+                    _ = tokio::time::sleep(shared.idle_for(worker.poll_interval)) => {}
                 }
             }
             Ok(leased) => {

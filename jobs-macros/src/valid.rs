@@ -1,0 +1,217 @@
+//! The checks on the fn's signature, its payload, and the keys against its parameters; each error
+//! lands on the token at fault.
+
+use syn::{ReturnType, Signature, Type};
+
+use crate::ast::Func;
+use crate::attr::{Attrs, Unique};
+use crate::errors::Errors;
+
+/// Reports every way the fn's signature, apart from its parameters, cannot make a job.
+pub(crate) fn check_signature(sig: &Signature) -> syn::Result<()> {
+    let mut errors = Errors::default();
+    if sig.asyncness.is_none() {
+        errors.push(syn::Error::new_spanned(
+            sig.fn_token,
+            format!(
+                "`#[job]` needs an `async fn`: write `async fn {}`",
+                sig.ident
+            ),
+        ));
+    }
+    if let Some(unsafety) = sig.unsafety {
+        errors.push(syn::Error::new_spanned(
+            unsafety,
+            "`#[job]` fns cannot be `unsafe`",
+        ));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        errors.push(syn::Error::new_spanned(
+            &sig.generics,
+            "`#[job]` fns cannot be generic: the job struct needs concrete payload types",
+        ));
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        if let Type::ImplTrait(_) = **ty {
+            errors.push(syn::Error::new_spanned(
+                ty,
+                "a `#[job]` fn returns `Result<T, E>` (with `E: Into<JobError>`) or nothing, \
+                 not `impl Trait`",
+            ));
+        }
+    }
+    errors.finish(())
+}
+
+/// Reports every way the payload and the keys cannot make a job.
+pub(crate) fn check(attrs: &Attrs, func: &Func) -> syn::Result<()> {
+    let mut errors = Errors::default();
+    check_payload(func, &mut errors);
+    check_keys(attrs, func, &mut errors);
+    errors.finish(())
+}
+
+fn check_payload(func: &Func, errors: &mut Errors) {
+    for (ident, ty, _) in func.payload() {
+        match ty {
+            Type::Reference(_) => errors.push(syn::Error::new_spanned(
+                ty,
+                format!(
+                    "payload parameter `{ident}` borrows; a payload is stored with the job, so \
+                     take an owned type such as `String` for `&str`"
+                ),
+            )),
+            Type::ImplTrait(_) => errors.push(syn::Error::new_spanned(
+                ty,
+                format!(
+                    "`#[job]` fns cannot be generic: give payload parameter `{ident}` a \
+                     concrete type"
+                ),
+            )),
+            _ => {}
+        }
+    }
+}
+
+fn check_keys(attrs: &Attrs, func: &Func, errors: &mut Errors) {
+    if let Some(attempts) = &attrs.attempts {
+        if attempts.value == 0 {
+            errors.at(
+                attempts.span,
+                "`attempts = 0` would never run the job; use 1 or more",
+            );
+        }
+    }
+    if let Some(timeout) = &attrs.timeout {
+        if timeout.value == 0 {
+            errors.at(timeout.span, "`timeout` must be longer than zero");
+        }
+    }
+    match (&attrs.cron, &attrs.tz) {
+        (None, Some(tz)) => errors.at(
+            tz.span(),
+            "`tz` applies to a cron job only: add `cron = \"...\"` or remove `tz`",
+        ),
+        (Some(cron), _) => {
+            let text = cron.value();
+            let fields = text.split_whitespace().count();
+            if fields != 5 && fields != 6 {
+                errors.at(
+                    cron.span(),
+                    format!(
+                        "`cron = \"{text}\"` has {fields} fields; expected 5 (minute hour \
+                         day-of-month month day-of-week) or 6 with seconds first"
+                    ),
+                );
+            }
+            for (ident, _, arg) in func.payload() {
+                errors.push(syn::Error::new_spanned(
+                    arg,
+                    format!(
+                        "a cron job takes no payload, but `{ident}` would be one; \
+                         take only `State<T>` and `JobContext` parameters"
+                    ),
+                ));
+            }
+        }
+        (None, None) => {}
+    }
+    if let Some(Unique::Template { lit, fields }) = &attrs.unique {
+        let payload: Vec<String> = func.payload().map(|(i, _, _)| i.to_string()).collect();
+        for field in fields.iter().filter(|f| !payload.contains(f)) {
+            let known = match payload.len() {
+                0 => "the job has no payload fields".to_string(),
+                _ => format!("the payload fields are `{}`", payload.join("`, `")),
+            };
+            errors.at(
+                lit.span(),
+                format!("`{{{field}}}` in `unique` is not a payload field; {known}"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+    use quote::quote;
+    use syn::ItemFn;
+
+    use super::*;
+    use crate::attr;
+
+    fn errors(args: TokenStream, item: TokenStream) -> Vec<String> {
+        let attrs = attr::parse(args).unwrap();
+        let item: ItemFn = syn::parse2(item).unwrap();
+        let func = Func::from_syn(&item).unwrap();
+        let mut errors = Errors::default();
+        errors.take(check_signature(&item.sig));
+        errors.take(check(&attrs, &func));
+        match errors.finish(()) {
+            Ok(()) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_good_job_passes() {
+        let item = quote!(
+            async fn f(a: i64, s: State<M>, ctx: JobContext) -> Result<(), E> {}
+        );
+        assert!(errors(quote!(attempts = 1, unique = "k:{a}"), item).is_empty());
+        let cron = quote!(
+            async fn nightly(s: State<M>) {}
+        );
+        assert!(errors(quote!(cron = "0 0 3 * * *", tz = "Europe/Paris"), cron).is_empty());
+    }
+
+    #[test]
+    fn signature_errors() {
+        let found = errors(
+            quote!(),
+            quote!(
+                unsafe fn f<T>(a: &str, b: impl Copy) -> impl Copy {}
+            ),
+        );
+        assert_eq!(found.len(), 6, "{found:#?}");
+        assert_eq!(found[0], "`#[job]` needs an `async fn`: write `async fn f`");
+        assert_eq!(found[1], "`#[job]` fns cannot be `unsafe`");
+        assert!(found[2].starts_with("`#[job]` fns cannot be generic"));
+        assert!(found[3].starts_with("a `#[job]` fn returns `Result<T, E>`"));
+        assert!(found[4].starts_with("payload parameter `a` borrows"));
+        assert!(found[5].starts_with("`#[job]` fns cannot be generic"));
+    }
+
+    #[test]
+    fn key_errors() {
+        let found = errors(
+            quote!(
+                attempts = 0,
+                timeout = "0s",
+                tz = "UTC",
+                unique = "{id}:{a}"
+            ),
+            quote!(
+                async fn f(a: i64) {}
+            ),
+        );
+        assert_eq!(
+            found,
+            [
+                "`attempts = 0` would never run the job; use 1 or more",
+                "`timeout` must be longer than zero",
+                "`tz` applies to a cron job only: add `cron = \"...\"` or remove `tz`",
+                "`{id}` in `unique` is not a payload field; the payload fields are `a`",
+            ]
+        );
+        let found = errors(
+            quote!(cron = "* * *"),
+            quote!(
+                async fn f(a: i64, b: u8) {}
+            ),
+        );
+        assert_eq!(found.len(), 3);
+        assert!(found[0].starts_with("`cron = \"* * *\"` has 3 fields; expected 5"));
+        assert!(found[1].starts_with("a cron job takes no payload, but `a` would be one"));
+    }
+}

@@ -1,0 +1,209 @@
+//! The facade end to end: `#[job]` jobs enqueued through `jobs::connect(url)` and run by a
+//! worker, on every backend compiled in.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use jobs::prelude::*;
+use jobs::{Clock, JobStatus};
+use serde::{Deserialize, Serialize};
+
+struct Greeter {
+    greeting: &'static str,
+    calls: AtomicU32,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Greeted {
+    text: String,
+    attempt: u32,
+}
+
+#[job(
+    queue = "e2e",
+    attempts = 2,
+    backoff = "fixed(10ms)",
+    name = "e2e.greet"
+)]
+async fn greet(
+    name: String,
+    greeter: State<Greeter>,
+    ctx: JobContext,
+) -> Result<Greeted, JobError> {
+    greeter.calls.fetch_add(1, Ordering::SeqCst);
+    ctx.progress(75).await?;
+    Ok(Greeted {
+        text: format!("{}, {name}", greeter.greeting),
+        attempt: ctx.attempt(),
+    })
+}
+
+#[job(queue = "e2e", unique = "welcome:{user_id}", name = "e2e.welcome_once")]
+async fn welcome_once(user_id: i64) {
+    let _ = user_id;
+}
+
+/// The URLs of the backends compiled in; each test gets an isolated store.
+async fn backends() -> Vec<jobs::AnyBackend> {
+    vec![jobs::connect("memory://").await.expect("memory backend")]
+}
+
+fn worker(backend: &jobs::AnyBackend) -> Worker {
+    Worker::new(backend.clone())
+        .queues(["e2e"])
+        .poll_interval(Duration::from_millis(10))
+        .state(Greeter {
+            greeting: "hello",
+            calls: AtomicU32::new(0),
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_jobs_run_on_every_backend() {
+    for backend in backends().await {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(worker(&backend).run_until(async {
+            let _ = stopped.await;
+        }));
+        let handle = Greet::new("ada".into()).enqueue(&backend).await.unwrap();
+        let greeted = handle.wait(&backend).await.unwrap();
+        assert_eq!(
+            greeted,
+            Greeted {
+                text: "hello, ada".into(),
+                attempt: 1
+            }
+        );
+        let record = handle.record(&backend).await.unwrap();
+        assert_eq!(
+            (record.status, record.progress, record.name.as_str()),
+            (JobStatus::Completed, 75, "e2e.greet")
+        );
+        assert_eq!(record.max_attempts, 2);
+        let _ = stop.send(());
+        running.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn unique_attribute_dedupes_on_every_backend() {
+    for backend in backends().await {
+        let first = WelcomeOnce::new(9).enqueue(&backend).await.unwrap();
+        let again = WelcomeOnce::new(9).enqueue(&backend).await.unwrap();
+        let other = WelcomeOnce::new(10).enqueue(&backend).await.unwrap();
+        assert!(!first.is_duplicate() && again.is_duplicate() && !other.is_duplicate());
+        assert_eq!(again.id(), first.id());
+        assert_ne!(other.id(), first.id());
+        let record = first.record(&backend).await.unwrap();
+        assert_eq!(record.unique_key.as_deref(), Some("welcome:9"));
+    }
+}
+
+#[test]
+fn attribute_jobs_are_registered_by_name() {
+    let names: Vec<&str> = jobs::registered().iter().map(|t| t.name).collect();
+    assert!(
+        names.contains(&"e2e.greet") && names.contains(&"e2e.welcome_once"),
+        "{names:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_job_fn_stays_callable() {
+    let backend = jobs::MemoryBackend::new();
+    let id = Greet::new("x".into()).enqueue(&backend).await.unwrap().id();
+    let leased = jobs::Backend::fetch(
+        &backend,
+        jobs::FetchParams {
+            queues: vec!["e2e".into()],
+            limit: 1,
+            worker: "test".into(),
+            lease_for: Duration::from_secs(5),
+            now: jobs::SystemClock.now(),
+        },
+    )
+    .await
+    .unwrap();
+    let ctx = JobContext::new(jobs::AnyBackend::new(backend.clone()), &leased[0]);
+    let greeter = State::new(Greeter {
+        greeting: "hi",
+        calls: AtomicU32::new(0),
+    });
+    let out = greet("grace".into(), greeter.clone(), ctx).await.unwrap();
+    assert_eq!(
+        out,
+        Greeted {
+            text: "hi, grace".into(),
+            attempt: 1
+        }
+    );
+    assert_eq!(greeter.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        jobs::Backend::job(&backend, id)
+            .await
+            .unwrap()
+            .unwrap()
+            .progress,
+        75
+    );
+}
+
+#[tokio::test]
+async fn connect_rejects_bad_urls_clearly() {
+    let err = jobs::connect("localhost:5432")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "`localhost:5432` is not a backend URL: expected SCHEME://…"
+    );
+    let err = jobs::connect("amqp://localhost")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("unsupported backend URL scheme `amqp`"),
+        "{err}"
+    );
+    #[cfg(not(feature = "postgres"))]
+    {
+        let err = jobs::connect("postgres://localhost/x")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("need the `postgres` feature"), "{err}");
+    }
+    #[cfg(not(feature = "redis"))]
+    {
+        let err = jobs::connect("redis://localhost")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("need the `redis` feature"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn named_memory_stores_are_shared_in_process() {
+    let producer = jobs::connect("memory://shop").await.unwrap();
+    let consumer = jobs::connect("memory://shop").await.unwrap();
+    let id = WelcomeOnce::new(1).enqueue(&producer).await.unwrap().id();
+    assert!(jobs::Backend::job(&consumer, id).await.unwrap().is_some());
+    let fresh = jobs::connect("memory://").await.unwrap();
+    assert!(jobs::Backend::job(&fresh, id).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_missing_state_stops_the_worker_at_start() {
+    let backend = jobs::connect("memory://").await.unwrap();
+    let err = Worker::new(backend)
+        .queues(["e2e"])
+        .run_until(async {})
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("job `e2e.greet` takes `State<"),
+        "{err}"
+    );
+}

@@ -1,0 +1,8 @@
+use jobs::prelude::*;
+
+#[job]
+struct SendWelcomeEmail {
+    user_id: i64,
+}
+
+fn main() {}

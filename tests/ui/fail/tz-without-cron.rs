@@ -1,0 +1,6 @@
+use jobs::prelude::*;
+
+#[job(tz = "Europe/Paris")]
+async fn nightly_report() {}
+
+fn main() {}
