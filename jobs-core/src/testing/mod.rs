@@ -15,6 +15,7 @@
 
 pub mod checks;
 mod jobs;
+pub mod processes;
 mod support;
 
 use std::future::Future;

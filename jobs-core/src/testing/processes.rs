@@ -1,0 +1,292 @@
+//! Worker processes sharing one store: the test binary re-executes itself, and the copy runs a
+//! worker. Checks that each job runs exactly once across processes, and that a job whose worker
+//! process was killed with SIGKILL runs again elsewhere once its lease lapses.
+//!
+//! A backend crate runs them with [`conformance_processes!`](crate::conformance_processes),
+//! passing an `async fn(String) -> impl Backend` that connects to the store a name selects (a
+//! schema, a key prefix): the parent and its children call it with the same name.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::support::{worker, QUEUE};
+use crate::*;
+
+/// Names the store a child connects to; a test run without it is not a child.
+const STORE_ENV: &str = "JOBS_CONFORMANCE_STORE";
+/// The child's lease, in milliseconds.
+const LEASE_ENV: &str = "JOBS_CONFORMANCE_LEASE_MS";
+
+/// The job the processes run: prints `ran <id>` when it runs; with `stall`, its first attempt
+/// never ends.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Tally {
+    /// Returned as the result.
+    pub n: u64,
+    /// Whether the first attempt hangs (for the kill check).
+    pub stall: bool,
+}
+
+impl Job for Tally {
+    const NAME: &'static str = "conformance.tally";
+    type Output = u64;
+    fn options() -> JobOptions {
+        JobOptions {
+            queue: QUEUE.into(),
+            ..Default::default()
+        }
+    }
+    async fn run(self, ctx: JobContext, _state: StateMap) -> Result<u64, JobError> {
+        if self.stall && ctx.attempt() == 1 {
+            std::future::pending::<()>().await;
+        }
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "ran {}", ctx.id())?;
+        out.flush()?;
+        Ok(self.n)
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// The name `--exact` needs for the test `name` defined beside the caller (`module_path!()`).
+pub fn sibling(module_path: &str, name: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_, path)) => format!("{path}::{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// In a child (its environment names a store), runs a worker until SIGTERM; otherwise nothing.
+pub fn child<B, F, Fut>(connect: F)
+where
+    B: Backend,
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = B>,
+{
+    let Ok(store) = std::env::var(STORE_ENV) else {
+        return;
+    };
+    let lease_ms = std::env::var(LEASE_ENV)
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(5_000);
+    runtime().block_on(async {
+        let backend = AnyBackend::new(connect(store).await);
+        worker(&backend)
+            .register::<Tally>()
+            .concurrency(16)
+            .lease(Duration::from_millis(lease_ms))
+            .rescue_interval(Duration::from_millis(100))
+            .run()
+            .await
+            .expect("the worker process runs");
+    });
+}
+
+/// A worker process and the `ran <id>` lines it prints.
+struct Process {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Process {
+    fn spawn(test: &str, store: &str, lease_ms: u64) -> Self {
+        let mut child = Command::new(std::env::current_exe().expect("the test binary"))
+            .args([test, "--exact", "--nocapture", "--test-threads=1"])
+            .env(STORE_ENV, store)
+            .env(LEASE_ENV, lease_ms.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn a worker process");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(id) = line.strip_prefix("ran ") {
+                    let _ = tx.send(id.to_string());
+                }
+            }
+        });
+        Process { child, lines }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM, then the ids it ran.
+    fn stop(mut self) -> Vec<String> {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill(1)");
+        assert!(status.success(), "could not signal the worker process");
+        let exit = self.child.wait().expect("the worker process exits");
+        assert!(exit.success(), "the worker process failed: {exit}");
+        self.lines.iter().collect()
+    }
+}
+
+fn store_name() -> String {
+    format!(
+        "conformance_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+async fn wait_until<F, Fut>(what: &str, within: Duration, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    while !done().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Four worker processes drain 10,000 jobs: every job completes, and runs exactly once.
+pub fn exactly_once<B, F, Fut>(connect: F, child_test: &str)
+where
+    B: Backend,
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = B>,
+{
+    const N: u64 = 10_000;
+    let store = store_name();
+    runtime().block_on(async {
+        let backend = AnyBackend::new(connect(store.clone()).await);
+        let processes: Vec<Process> = (0..4)
+            .map(|_| Process::spawn(child_test, &store, 5_000))
+            .collect();
+        for start in (0..N).step_by(1_000) {
+            Tally::enqueue_many(
+                &backend,
+                (start..start + 1_000).map(|n| Tally { n, stall: false }),
+            )
+            .await
+            .expect("enqueue");
+        }
+        let counts = || async {
+            backend
+                .counts(CountsParams {
+                    queue: QUEUE.into(),
+                })
+                .await
+                .expect("counts")
+        };
+        wait_until("every job completed", Duration::from_secs(120), || async {
+            counts().await.completed == N
+        })
+        .await;
+        let per_process: Vec<Vec<String>> = processes.into_iter().map(Process::stop).collect();
+        let runs: Vec<&String> = per_process.iter().flatten().collect();
+        let distinct: std::collections::HashSet<&String> = runs.iter().copied().collect();
+        assert_eq!(
+            (runs.len(), distinct.len()),
+            (N as usize, N as usize),
+            "a job ran twice or never"
+        );
+        let working = per_process.iter().filter(|ran| !ran.is_empty()).count();
+        assert!(working >= 2, "only {working} of 4 processes ran jobs");
+        let c = counts().await;
+        assert_eq!((c.completed, c.pending, c.running, c.dead), (N, 0, 0, 0));
+    });
+}
+
+/// A worker process killed with SIGKILL mid-job: once its lease lapses, another process runs
+/// the job to completion.
+pub fn killed_worker_job_runs_again<B, F, Fut>(connect: F, child_test: &str)
+where
+    B: Backend,
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = B>,
+{
+    let store = store_name();
+    runtime().block_on(async {
+        let backend = AnyBackend::new(connect(store.clone()).await);
+        let handle = Tally { n: 7, stall: true }
+            .enqueue(&backend)
+            .await
+            .expect("enqueue");
+        let mut first = Process::spawn(child_test, &store, 500);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let holder = loop {
+            let record = handle.record(&backend).await.expect("record");
+            if let (JobStatus::Running, Some(lease)) = (record.status, record.lease) {
+                break lease.worker;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the first process never took the job"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        assert!(
+            holder.starts_with(&format!("{}-", first.pid())),
+            "held by {holder}"
+        );
+        first.child.kill().expect("SIGKILL");
+        first.child.wait().expect("reap the killed process");
+
+        let second = Process::spawn(child_test, &store, 500);
+        assert_eq!(handle.wait(&backend).await.expect("the job completes"), 7);
+        let ran = second.stop();
+        assert_eq!(
+            ran,
+            vec![handle.id().to_string()],
+            "the second process ran it"
+        );
+        let done = handle.record(&backend).await.expect("record");
+        assert_eq!((done.status, done.attempt), (JobStatus::Completed, 2));
+        assert!(
+            done.errors[0]
+                .message
+                .starts_with("lease expired during attempt 1"),
+            "{:?}",
+            done.errors
+        );
+    });
+}
+
+/// Expands to the process checks (plus the hidden child test they re-execute), each on the
+/// store that `$connect` (a path to an `async fn(String) -> impl Backend`) selects by name.
+/// Invoke it inside a module of its own.
+#[macro_export]
+macro_rules! conformance_processes {
+    ($connect:path) => {
+        /// Not a check: the worker process the checks below start (idle when run directly).
+        #[test]
+        fn worker_process() {
+            $crate::testing::processes::child($connect);
+        }
+
+        #[test]
+        fn four_worker_processes_run_each_job_exactly_once() {
+            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
+            $crate::testing::processes::exactly_once($connect, &child);
+        }
+
+        #[test]
+        fn a_killed_worker_process_job_runs_again_elsewhere() {
+            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
+            $crate::testing::processes::killed_worker_job_runs_again($connect, &child);
+        }
+    };
+}
