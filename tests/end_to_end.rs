@@ -43,9 +43,29 @@ async fn welcome_once(user_id: i64) {
     let _ = user_id;
 }
 
-/// The URLs of the backends compiled in; each test gets an isolated store.
+/// A name no other test run uses (`jobs_test_<unix secs>_<random>`; old ones are cleaned up by
+/// the backends' own test suites).
+#[allow(dead_code)]
+fn isolated_name() -> String {
+    let secs = jobs::SystemClock.now().timestamp();
+    format!("jobs_test_{secs}_{}", &jobs::JobId::new().0.simple().to_string()[20..])
+}
+
+/// Every backend compiled in, each reached through `jobs::connect(url)` and isolated in a
+/// store of its own (a schema, a key prefix).
 async fn backends() -> Vec<jobs::AnyBackend> {
-    vec![jobs::connect("memory://").await.expect("memory backend")]
+    let mut all = vec![jobs::connect("memory://").await.expect("memory backend")];
+    #[cfg(feature = "postgres")]
+    {
+        let url = std::env::var("JOBS_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let connected = jobs::connect(&url).await.expect("PostgreSQL");
+        let pg = connected.downcast_ref::<jobs::postgres::PgBackend>().expect("a PgBackend");
+        let pg = pg.clone().schema(&isolated_name()).expect("schema name");
+        pg.migrate().await.expect("migrations");
+        all.push(jobs::AnyBackend::new(pg));
+    }
+    all
 }
 
 fn worker(backend: &jobs::AnyBackend) -> Worker {

@@ -114,8 +114,9 @@ impl Process {
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(id) = line.strip_prefix("ran ") {
-                    let _ = tx.send(id.to_string());
+                // The test harness may have printed `test … ... ` on the same line first.
+                if let Some((_, id)) = line.rsplit_once("ran ") {
+                    let _ = tx.send(id.trim().to_string());
                 }
             }
         });

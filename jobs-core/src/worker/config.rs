@@ -89,7 +89,7 @@ pub struct Worker {
     pub(crate) backend: AnyBackend,
     pub(crate) queues: Vec<String>,
     pub(crate) concurrency: usize,
-    pub(crate) prefetch: usize,
+    pub(crate) prefetch: Option<usize>,
     pub(crate) lease_for: Duration,
     pub(crate) poll_interval: Duration,
     pub(crate) rescue_interval: Duration,
@@ -107,14 +107,14 @@ pub struct Worker {
 
 impl Worker {
     /// A worker on `backend` with the defaults: the queues of every registered job,
-    /// concurrency 10, no prefetch, 5 s leases renewed every 5/3 s, lost jobs rescued every
+    /// concurrency 10, prefetch equal to the concurrency, 5 s leases renewed every 5/3 s, lost jobs rescued every
     /// second (so a dead worker's jobs run again within about 6 s), 30 s shutdown grace.
     pub fn new<B: Backend>(backend: B) -> Self {
         Worker {
             backend: AnyBackend::new(backend),
             queues: Vec::new(),
             concurrency: 10,
-            prefetch: 0,
+            prefetch: None,
             lease_for: Duration::from_secs(5),
             poll_interval: Duration::from_millis(500),
             rescue_interval: Duration::from_secs(1),
@@ -151,9 +151,12 @@ impl Worker {
         self
     }
 
-    /// How many jobs to lease beyond those running, so the next ones start without a round trip.
+    /// How many jobs to lease beyond those running (default: as many as the concurrency), so the
+    /// next ones start without a round trip and fetches come in batches. A prefetched job waits
+    /// behind those already running, so a higher-priority job enqueued meanwhile may start after
+    /// up to this many others; a job prefetched by a worker that dies is rescued like a running one.
     pub fn prefetch(mut self, n: usize) -> Self {
-        self.prefetch = n;
+        self.prefetch = Some(n);
         self
     }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use tracing::Instrument;
 
 use crate::backend::{Backend, Completion, FailParams, Failure, ReleaseParams};
@@ -15,6 +15,7 @@ use crate::model::{JobRecord, Json, LeasedJob};
 use crate::JobError;
 
 use super::events::{call, JobEvent};
+use super::gate::RunPermit;
 use super::reporter::{with_retries, Done};
 use super::run::Shared;
 
@@ -34,6 +35,7 @@ pub(crate) async fn execute(
     job: LeasedJob,
     ctx: JobContext,
     slot: OwnedSemaphorePermit,
+    turn: oneshot::Receiver<RunPermit>,
     done: mpsc::UnboundedSender<Done>,
 ) {
     let record = job.record;
@@ -46,7 +48,7 @@ pub(crate) async fn execute(
         trace_context = record.trace_context.as_deref(),
     );
     async move {
-        let outcome = run_handler(&shared, &record, &ctx).await;
+        let outcome = run_handler(&shared, &record, &ctx, turn).await;
         record_outcome(&shared, &record, &ctx, outcome, done).await;
         drop(slot);
     }
@@ -54,11 +56,16 @@ pub(crate) async fn execute(
     .await
 }
 
-async fn run_handler(shared: &Shared, record: &JobRecord, ctx: &JobContext) -> Outcome {
+async fn run_handler(
+    shared: &Shared,
+    record: &JobRecord,
+    ctx: &JobContext,
+    turn: oneshot::Receiver<RunPermit>,
+) -> Outcome {
     let _running = tokio::select! {
         biased;
         _ = shared.stopping.cancelled() => return Outcome::Interrupted,
-        permit = shared.run_permits.clone().acquire_owned() => match permit {
+        permit = turn => match permit {
             Ok(permit) => permit,
             Err(_) => return Outcome::Interrupted,
         },

@@ -5,6 +5,7 @@ mod config;
 mod cron;
 mod events;
 mod execute;
+mod gate;
 mod leases;
 mod maintenance;
 mod reporter;

@@ -23,6 +23,7 @@ use crate::Error;
 
 use super::config::Worker;
 use super::events::Hooks;
+use super::gate::RunGate;
 use super::leases::{keep_alive, Leases};
 use super::reporter::{flush_loop, Done};
 use super::{cron, execute, maintenance};
@@ -38,8 +39,8 @@ pub(crate) struct Shared {
     pub clock: Arc<dyn Clock>,
     pub hooks: Hooks,
     pub leases: Leases,
-    /// Jobs that may run at once.
-    pub run_permits: Arc<Semaphore>,
+    /// Lets leased jobs start, `concurrency` at once, in priority order.
+    pub gate: Arc<RunGate>,
     /// Shutdown began: fetch nothing more, hand back jobs that have not started.
     pub stopping: CancellationToken,
     /// The grace period ran out: stop running jobs and hand them back.
@@ -99,7 +100,7 @@ pub(crate) async fn run(
         clock: worker.clock.clone(),
         hooks: worker.hooks.clone(),
         leases: Leases::default(),
-        run_permits: Arc::new(Semaphore::new(worker.concurrency)),
+        gate: RunGate::new(worker.concurrency),
         stopping: CancellationToken::new(),
         hard_stop: CancellationToken::new(),
         retries: Mutex::new(BinaryHeap::new()),
@@ -198,7 +199,9 @@ async fn fetch_loop(
     jobs: &mut JoinSet<()>,
     done: &mpsc::UnboundedSender<Done>,
 ) {
-    let slots = Arc::new(Semaphore::new(worker.concurrency + worker.prefetch));
+    let slots = Arc::new(Semaphore::new(
+        worker.concurrency + worker.prefetch.unwrap_or(worker.concurrency),
+    ));
     let mut pause = Duration::from_millis(50);
     loop {
         while jobs.try_join_next().is_some() {}
@@ -221,16 +224,12 @@ async fn fetch_loop(
             }
             Ok(leased) => {
                 pause = Duration::from_millis(50);
-                for (job, slot) in leased.into_iter().zip(permits) {
+                let turns = shared.gate.admit(leased.iter().map(|j| &j.record));
+                for ((job, slot), turn) in leased.into_iter().zip(permits).zip(turns) {
                     let ctx = JobContext::new(shared.backend.clone(), &job);
                     shared.leases.insert(ctx.clone());
-                    jobs.spawn(execute::execute(
-                        shared.clone(),
-                        job,
-                        ctx,
-                        slot,
-                        done.clone(),
-                    ));
+                    let run = execute::execute(shared.clone(), job, ctx, slot, turn, done.clone());
+                    jobs.spawn(run);
                 }
             }
             Err(e) => {

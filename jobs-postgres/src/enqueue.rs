@@ -1,0 +1,155 @@
+//! The one SQL path every enqueue takes: the backend, a pool, a caller's transaction, cron.
+
+use std::collections::HashMap;
+
+use jobs_core::{CronTickParams, Enqueued, Error, JobId, NewJob, Timestamp};
+use sqlx::{PgConnection, Row};
+use uuid::Uuid;
+
+use crate::error::db;
+use crate::record::{int4, millis};
+use crate::sql::Sql;
+
+/// How often a batch is resent whose unique keys were taken by concurrent transactions that
+/// this statement's snapshot could not see (each resend takes a new snapshot).
+const ROUNDS: usize = 3;
+
+/// Stores `jobs` in one statement (more only when a concurrent enqueue raced for a unique key).
+///
+/// Jobs of one batch sharing a queue and unique key are stored once: the later ones are
+/// duplicates of the first.
+pub(crate) async fn enqueue(
+    sql: &Sql,
+    conn: &mut PgConnection,
+    jobs: Vec<NewJob>,
+    now: Timestamp,
+) -> Result<Vec<Enqueued>, Error> {
+    // The first job holding each (queue, key) within the batch.
+    let mut first: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut same_as: Vec<Option<usize>> = Vec::with_capacity(jobs.len());
+    for (i, job) in jobs.iter().enumerate() {
+        let earlier = job.unique_key.as_deref().and_then(|key| {
+            let slot = first.entry((job.queue.as_str(), key)).or_insert(i);
+            (*slot != i).then_some(*slot)
+        });
+        same_as.push(earlier);
+    }
+    let mut out: Vec<Option<Enqueued>> = vec![None; jobs.len()];
+    let mut todo: Vec<usize> = (0..jobs.len()).filter(|&i| same_as[i].is_none()).collect();
+    for _ in 0..ROUNDS {
+        if todo.is_empty() {
+            break;
+        }
+        let batch: Vec<&NewJob> = todo.iter().map(|&i| &jobs[i]).collect();
+        let rows = insert(sql, &mut *conn, &batch, now).await?;
+        let mut again = Vec::new();
+        for (&i, (stored, holder)) in todo.iter().zip(rows) {
+            out[i] = match (stored, holder) {
+                (true, _) => Some(Enqueued {
+                    id: jobs[i].id,
+                    duplicate: false,
+                }),
+                (false, Some(holder)) => Some(Enqueued {
+                    id: JobId(holder),
+                    duplicate: true,
+                }),
+                (false, None) => {
+                    again.push(i);
+                    None
+                }
+            };
+        }
+        todo = again;
+    }
+    if !todo.is_empty() {
+        return Err(Error::backend(
+            "unique keys kept being taken by concurrent enqueues invisible to this transaction",
+        ));
+    }
+    for (i, earlier) in same_as.iter().enumerate() {
+        if let Some(earlier) = earlier {
+            out[i] = out[*earlier].map(|e| Enqueued {
+                id: e.id,
+                duplicate: true,
+            });
+        }
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// One round: for each job, whether it was stored, and else which active job holds its key.
+async fn insert(
+    sql: &Sql,
+    conn: &mut PgConnection,
+    jobs: &[&NewJob],
+    now: Timestamp,
+) -> Result<Vec<(bool, Option<Uuid>)>, Error> {
+    let mut backoffs = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        backoffs.push(serde_json::to_string(&job.backoff)?);
+    }
+    let rows = sqlx::query(&sql.enqueue)
+        .bind(jobs.iter().map(|j| j.id.0).collect::<Vec<Uuid>>())
+        .bind(jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>())
+        .bind(jobs.iter().map(|j| j.queue.as_str()).collect::<Vec<_>>())
+        .bind(jobs.iter().map(|j| j.payload.get()).collect::<Vec<_>>())
+        .bind(jobs.iter().map(|j| j.priority).collect::<Vec<i16>>())
+        .bind(jobs.iter().map(|j| j.run_at).collect::<Vec<Timestamp>>())
+        .bind(
+            jobs.iter()
+                .map(|j| int4(j.max_attempts))
+                .collect::<Vec<i32>>(),
+        )
+        .bind(backoffs)
+        .bind(
+            jobs.iter()
+                .map(|j| j.timeout.map(millis))
+                .collect::<Vec<Option<i64>>>(),
+        )
+        .bind(
+            jobs.iter()
+                .map(|j| j.unique_key.as_deref())
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            jobs.iter()
+                .map(|j| j.trace_context.as_deref())
+                .collect::<Vec<_>>(),
+        )
+        .bind(now)
+        .bind(sql.channel())
+        .fetch_all(conn)
+        .await
+        .map_err(db)?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                row.try_get("stored").map_err(db)?,
+                row.try_get("holder").map_err(db)?,
+            ))
+        })
+        .collect()
+}
+
+/// Claims the tick and stores its job, in one transaction; `None` when the tick (or a later one)
+/// was already claimed, or the job's unique key is held.
+pub(crate) async fn enqueue_cron(
+    sql: &Sql,
+    conn: &mut PgConnection,
+    p: CronTickParams,
+) -> Result<Option<JobId>, Error> {
+    let mut tx = sqlx::Connection::begin(conn).await.map_err(db)?;
+    let claimed = sqlx::query(&sql.cron_tick)
+        .bind(&p.schedule)
+        .bind(p.tick)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?
+        .is_some();
+    if !claimed {
+        return Ok(None);
+    }
+    let stored = enqueue(sql, &mut tx, vec![p.job], p.now).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(stored.first().filter(|e| !e.duplicate).map(|e| e.id))
+}

@@ -1,0 +1,47 @@
+//! Upkeep the worker runs on timers: rescue of lapsed leases and retention pruning.
+
+use jobs_core::{Error, JobId, PruneParams, RescueParams};
+use sqlx::PgExecutor;
+use uuid::Uuid;
+
+use crate::error::db;
+use crate::sql::Sql;
+
+/// Rescues running jobs whose lease lapsed: pending again, or dead when out of attempts.
+pub(crate) async fn rescue<'e>(
+    sql: &Sql,
+    exec: impl PgExecutor<'e>,
+    p: RescueParams,
+) -> Result<Vec<JobId>, Error> {
+    if p.limit == 0 {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = sqlx::query_scalar(&sql.rescue)
+        .bind(p.now)
+        .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+        .bind(sql.channel())
+        .fetch_all(exec)
+        .await
+        .map_err(db)?;
+    Ok(ids.into_iter().map(JobId).collect())
+}
+
+/// Removes finished jobs beyond the retention policy, oldest first.
+pub(crate) async fn prune<'e>(
+    sql: &Sql,
+    exec: impl PgExecutor<'e>,
+    p: PruneParams,
+) -> Result<u64, Error> {
+    if p.limit == 0 || (p.keep_count.is_none() && p.finished_before.is_none()) {
+        return Ok(0);
+    }
+    let done = sqlx::query(&sql.prune)
+        .bind(&p.queue)
+        .bind(p.keep_count.map(|n| i64::try_from(n).unwrap_or(i64::MAX)))
+        .bind(p.finished_before)
+        .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+        .execute(exec)
+        .await
+        .map_err(db)?;
+    Ok(done.rows_affected())
+}

@@ -1,0 +1,95 @@
+//! Rows to job records, and the few conversions between Rust and column types.
+
+use std::time::Duration;
+
+use jobs_core::{Error, JobId, JobRecord, Json, Lease, LeaseToken, LeasedJob, Timestamp};
+use serde_json::value::RawValue;
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+use uuid::Uuid;
+
+use crate::error::db;
+
+/// A record read with the `{record}` columns of [`Sql`](crate::sql::Sql).
+pub(crate) fn record(row: &PgRow) -> Result<JobRecord, Error> {
+    let token: Option<Uuid> = row.try_get("lease_token").map_err(db)?;
+    let worker: Option<String> = row.try_get("lease_worker").map_err(db)?;
+    let expires_at: Option<Timestamp> = row.try_get("lease_expires_at").map_err(db)?;
+    let lease = match (worker, token, expires_at) {
+        (Some(worker), Some(token), Some(expires_at)) => Some(Lease {
+            worker,
+            token: LeaseToken(token),
+            expires_at,
+        }),
+        _ => None,
+    };
+    let status: String = row.try_get("status").map_err(db)?;
+    let backoff: String = row.try_get("backoff").map_err(db)?;
+    let errors: String = row.try_get("errors").map_err(db)?;
+    let result: Option<String> = row.try_get("result").map_err(db)?;
+    let timeout_ms: Option<i64> = row.try_get("timeout_ms").map_err(db)?;
+    let attempt: i32 = row.try_get("attempt").map_err(db)?;
+    let max_attempts: i32 = row.try_get("max_attempts").map_err(db)?;
+    let progress: i16 = row.try_get("progress").map_err(db)?;
+    Ok(JobRecord {
+        id: JobId(row.try_get("id").map_err(db)?),
+        name: row.try_get("name").map_err(db)?,
+        queue: row.try_get("queue").map_err(db)?,
+        payload: json(row.try_get("payload").map_err(db)?)?,
+        priority: row.try_get("priority").map_err(db)?,
+        run_at: row.try_get("run_at").map_err(db)?,
+        status: status.parse()?,
+        attempt: u32::try_from(attempt).unwrap_or(0),
+        max_attempts: u32::try_from(max_attempts).unwrap_or(1),
+        backoff: serde_json::from_str(&backoff)?,
+        timeout: timeout_ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+        lease,
+        progress: u8::try_from(progress.clamp(0, 100)).unwrap_or(0),
+        result: result.map(json).transpose()?,
+        errors: serde_json::from_str(&errors)?,
+        unique_key: row.try_get("unique_key").map_err(db)?,
+        trace_context: row.try_get("trace_context").map_err(db)?,
+        created_at: row.try_get("created_at").map_err(db)?,
+        started_at: row.try_get("started_at").map_err(db)?,
+        finished_at: row.try_get("finished_at").map_err(db)?,
+    })
+}
+
+/// A job just leased by fetch: the record and its lease's token.
+pub(crate) fn leased(row: &PgRow) -> Result<LeasedJob, Error> {
+    let record = record(row)?;
+    let token = record
+        .lease
+        .as_ref()
+        .map(|lease| lease.token)
+        .ok_or_else(|| Error::backend("a fetched job came back without a lease"))?;
+    Ok(LeasedJob { record, token })
+}
+
+/// JSON text from a `json` column, kept as it was stored.
+fn json(text: String) -> Result<Json, Error> {
+    Ok(RawValue::from_string(text)?)
+}
+
+/// A `u32` count as an `integer` column (saturating).
+pub(crate) fn int4(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// A duration as a `bigint` of milliseconds (saturating).
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Text PostgreSQL can store: NUL characters become U+FFFD.
+pub(crate) fn storable(text: &str) -> String {
+    text.replace('\0', "\u{FFFD}")
+}
+
+/// `now + d`, saturating far in the future instead of overflowing.
+pub(crate) fn later(now: Timestamp, d: Duration) -> Timestamp {
+    chrono::Duration::from_std(d)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
+}

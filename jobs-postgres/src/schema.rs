@@ -1,0 +1,131 @@
+//! The schema the backend keeps its tables in, and why the tables look the way they do.
+//!
+//! # Design
+//!
+//! Everything lives in one schema per backend (default `jobs`; the tests give each backend its
+//! own), in two tables:
+//!
+//! - `jobs`: one row per job, the whole job model as columns. The status is `text` with a
+//!   `CHECK` (readable in `psql`, no enum to migrate when a status is added). Payloads and
+//!   results are `json`, kept as the text the client sent, so the hot path never re-encodes
+//!   them; the errors of failed attempts are a `jsonb` array that a failure appends to in place.
+//!   The lease is three columns: worker, token (a fresh `uuid` per fetch) and expiry.
+//! - `cron_ticks`: the last tick enqueued per schedule; claiming a tick is an upsert whose
+//!   `WHERE tick < EXCLUDED.tick` lets exactly one of many workers through.
+//!
+//! Indexes are partial, so each covers only the rows its operation looks at and fetching stays
+//! flat however many finished rows are retained:
+//!
+//! | index | rows | serves |
+//! | --- | --- | --- |
+//! | `jobs_ready (queue, priority, run_at, id)` | pending, scheduled | fetch, in run order |
+//! | `jobs_leased (lease_expires_at)` | running | rescue of lapsed leases |
+//! | `jobs_unique_key (queue, unique_key)` UNIQUE | active, with a key | unique jobs |
+//! | `jobs_finished (queue, finished_at, id)` | completed, cancelled | retention pruning |
+//! | `jobs_dead (queue, id)` | dead | listing the dead-letter set |
+//!
+//! The hot path is one statement per batch, each carrying its rows as arrays (`unnest`):
+//!
+//! - enqueue: one `INSERT … SELECT FROM unnest(…) ON CONFLICT (queue, unique_key) DO NOTHING`
+//!   that also reports, for a held unique key, the active job holding it, and calls
+//!   `pg_notify` once per queue that got a ready job;
+//! - fetch: a CTE reading each queue through `jobs_ready` with `ORDER BY priority, run_at, id
+//!   LIMIT n FOR UPDATE SKIP LOCKED`, then `UPDATE … RETURNING` the leased rows;
+//! - complete, fail, release, renew: one `UPDATE … FROM unnest(ids, tokens, …)` whose
+//!   `WHERE lease_token = token AND status = 'running'` fences out stale workers, returning the
+//!   ids it accepted.
+//!
+//! Time is always a parameter (`now`), never the server's `now()`, so tests control it.
+//! Wake-ups go through `pg_notify` on a channel named like the schema, with the queue name as
+//! the payload; a notification sent inside a transaction is delivered when it commits.
+//!
+//! Migrations (in `jobs-postgres/migrations`, embedded with `sqlx::migrate!`) are applied by
+//! [`PgBackend::migrate`](crate::PgBackend::migrate) in one transaction that first takes a
+//! transaction-scoped advisory lock keyed on the schema (so workers starting together apply
+//! them once), then sets `search_path` to the schema for that transaction only and records
+//! each applied version with its checksum in the schema's own `_jobs_migrations` table. No
+//! connection is left with a changed `search_path`, and two schemas in one database migrate
+//! independently.
+
+use std::fmt;
+
+use jobs_core::Error;
+
+/// The schema used when none is named.
+pub const DEFAULT_SCHEMA: &str = "jobs";
+
+/// A validated schema name: a plain lowercase identifier, quoted wherever it enters SQL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Schema(String);
+
+impl Schema {
+    /// Checks that `name` matches `^[a-z_][a-z0-9_]{0,62}$` and is not reserved (`pg_…`).
+    pub(crate) fn new(name: &str) -> Result<Self, Error> {
+        let mut chars = name.chars();
+        let plain = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+            && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && name.len() <= 63;
+        if !plain {
+            return Err(Error::Invalid(format!(
+                "invalid schema name `{name}`: expected a plain identifier of 1 to 63 \
+                 characters: lowercase letters, digits and `_`, not starting with a digit"
+            )));
+        }
+        if name.starts_with("pg_") {
+            return Err(Error::Invalid(format!(
+                "invalid schema name `{name}`: names starting with `pg_` are reserved by PostgreSQL"
+            )));
+        }
+        Ok(Schema(name.to_string()))
+    }
+
+    /// The bare name (also the LISTEN/NOTIFY channel).
+    pub(crate) fn name(&self) -> &str {
+        &self.0
+    }
+
+    /// The name as a quoted identifier, ready to splice into SQL.
+    pub(crate) fn quoted(&self) -> String {
+        // Validation allows no `"`, so quoting needs no escaping.
+        format!("\"{}\"", self.0)
+    }
+}
+
+impl fmt::Display for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_plain_identifiers() {
+        for name in ["jobs", "_x", "tenant_42", &"a".repeat(63)] {
+            assert_eq!(Schema::new(name).unwrap().name(), name);
+        }
+        assert_eq!(Schema::new("jobs").unwrap().quoted(), "\"jobs\"");
+    }
+
+    #[test]
+    fn rejects_everything_else() {
+        for name in [
+            "",
+            "Jobs",
+            "1jobs",
+            "jobs-x",
+            "jobs\"; DROP TABLE x; --",
+            "jobs.x",
+            "pg_jobs",
+            "é",
+            &"a".repeat(64),
+        ] {
+            let err = Schema::new(name).unwrap_err();
+            assert!(matches!(err, Error::Invalid(_)), "{name}: {err}");
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The SQL of every operation, from the `.sql` files beside this module, with the schema
+//! spliced in once per backend. Values always travel as bound parameters.
+
+use std::sync::LazyLock;
+
+use crate::schema::{Schema, DEFAULT_SCHEMA};
+
+/// The columns of a [`JobRecord`](jobs_core::JobRecord), read from the row alias `j`; JSON
+/// columns come back as text so they are handed on without re-encoding.
+const RECORD: &str = "j.id, j.name, j.queue, j.payload::text AS payload, j.priority, j.run_at, \
+    j.status, j.attempt, j.max_attempts, j.backoff::text AS backoff, j.timeout_ms, \
+    j.lease_worker, j.lease_token, j.lease_expires_at, j.progress, j.result::text AS result, \
+    j.errors::text AS errors, j.unique_key, j.trace_context, j.created_at, j.started_at, \
+    j.finished_at";
+
+/// Every statement of one schema.
+#[derive(Debug)]
+pub(crate) struct Sql {
+    /// The schema, and the channel its wake-ups go on.
+    pub schema: Schema,
+    pub enqueue: String,
+    pub cron_tick: String,
+    pub fetch: String,
+    pub complete: String,
+    pub fail: String,
+    pub release: String,
+    pub renew: String,
+    pub progress: String,
+    pub job: String,
+    pub list: String,
+    pub counts: String,
+    pub retry: String,
+    pub delete: String,
+    pub cancel: String,
+    pub rescue: String,
+    pub prune: String,
+}
+
+impl Sql {
+    pub(crate) fn new(schema: Schema) -> Self {
+        let quoted = schema.quoted();
+        let splice = |text: &str| {
+            text.replace("{schema}", &quoted)
+                .replace("{record}", RECORD)
+        };
+        Sql {
+            enqueue: splice(include_str!("sql/enqueue.sql")),
+            cron_tick: splice(include_str!("sql/cron_tick.sql")),
+            fetch: splice(include_str!("sql/fetch.sql")),
+            complete: splice(include_str!("sql/complete.sql")),
+            fail: splice(include_str!("sql/fail.sql")),
+            release: splice(include_str!("sql/release.sql")),
+            renew: splice(include_str!("sql/renew.sql")),
+            progress: splice(include_str!("sql/progress.sql")),
+            job: splice(include_str!("sql/job.sql")),
+            list: splice(include_str!("sql/list.sql")),
+            counts: splice(include_str!("sql/counts.sql")),
+            retry: splice(include_str!("sql/retry.sql")),
+            delete: splice(include_str!("sql/delete.sql")),
+            cancel: splice(include_str!("sql/cancel.sql")),
+            rescue: splice(include_str!("sql/rescue.sql")),
+            prune: splice(include_str!("sql/prune.sql")),
+            schema,
+        }
+    }
+
+    /// The LISTEN/NOTIFY channel of this schema.
+    pub(crate) fn channel(&self) -> &str {
+        self.schema.name()
+    }
+}
+
+/// The statements of the default schema, for producers that only have a pool or a connection.
+pub(crate) static DEFAULT_SQL: LazyLock<Sql> =
+    LazyLock::new(|| Sql::new(Schema::new(DEFAULT_SCHEMA).expect("the default schema is valid")));

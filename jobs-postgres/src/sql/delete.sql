@@ -1,0 +1,2 @@
+-- Removes a job for good. $1 id.
+DELETE FROM {schema}.jobs WHERE id = $1

@@ -1,0 +1,26 @@
+-- Records failed attempts of a batch: the error is appended, then the job waits for its retry
+-- (retry_at) or is dead (retry_at NULL). Jobs whose retry is already due wake listeners.
+-- $1 ids, $2 tokens, $3 errors, $4 retry_at, $5 now, $6 channel.
+WITH failed AS (
+    UPDATE {schema}.jobs j
+    SET status = CASE WHEN f.retry_at IS NULL THEN 'dead' ELSE 'pending' END,
+        run_at = COALESCE(f.retry_at, j.run_at),
+        finished_at = CASE WHEN f.retry_at IS NULL THEN $5 ELSE j.finished_at END,
+        errors = j.errors || jsonb_build_array(jsonb_build_object(
+            'attempt', j.attempt, 'message', f.error, 'at', $5::timestamptz)),
+        lease_worker = NULL,
+        lease_token = NULL,
+        lease_expires_at = NULL
+    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[])
+         AS f(id, token, error, retry_at)
+    WHERE j.id = f.id
+      AND j.lease_token = f.token
+      AND j.status = 'running'
+    RETURNING j.id, j.queue, j.status, j.run_at
+),
+notified AS (
+    SELECT count(*) AS queues
+    FROM (SELECT pg_notify($6, q.queue)
+          FROM (SELECT DISTINCT queue FROM failed WHERE status = 'pending' AND run_at <= $5) q) n
+)
+SELECT failed.id FROM failed CROSS JOIN notified

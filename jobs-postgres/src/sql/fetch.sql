@@ -1,0 +1,30 @@
+-- Leases up to $3 ready jobs of the queues $1 in one round trip. Each queue is read through
+-- the partial ready index in run order (an index scan per queue, stopping after $3 rows), rows
+-- another fetch holds are skipped, and the best $3 of all queues are leased, each with a fresh
+-- token. $1 queues, $2 now, $3 limit, $4 worker, $5 lease expiry.
+WITH picked AS (
+    SELECT c.id
+    FROM unnest($1::text[]) AS q(queue)
+    CROSS JOIN LATERAL (
+        SELECT r.id, r.priority, r.run_at
+        FROM {schema}.jobs r
+        WHERE r.queue = q.queue
+          AND r.status IN ('pending', 'scheduled')
+          AND r.run_at <= $2
+        ORDER BY r.priority, r.run_at, r.id
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED
+    ) c
+    ORDER BY c.priority, c.run_at, c.id
+    LIMIT $3
+)
+UPDATE {schema}.jobs j
+SET status = 'running',
+    attempt = j.attempt + 1,
+    started_at = $2,
+    lease_worker = $4,
+    lease_token = gen_random_uuid(),
+    lease_expires_at = $5
+FROM picked
+WHERE j.id = picked.id
+RETURNING {record}

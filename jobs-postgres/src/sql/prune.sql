@@ -1,0 +1,24 @@
+-- Removes up to $4 finished (completed or cancelled) jobs of queue $1, oldest first: those
+-- beyond the newest $2 (when $2 is not NULL) and those finished before $3 (when not NULL).
+-- Both sets are prefixes of the finished index's order, so the delete walks it from the start.
+WITH cutoff AS (
+    SELECT finished_at, id
+    FROM {schema}.jobs
+    WHERE queue = $1 AND status IN ('completed', 'cancelled') AND $2::bigint IS NOT NULL
+    ORDER BY finished_at DESC, id DESC
+    OFFSET $2
+    LIMIT 1
+),
+doomed AS (
+    SELECT f.id
+    FROM {schema}.jobs f
+    WHERE f.queue = $1
+      AND f.status IN ('completed', 'cancelled')
+      AND (f.finished_at < $3 OR (f.finished_at, f.id) <= (SELECT finished_at, id FROM cutoff))
+    ORDER BY f.finished_at, f.id
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM {schema}.jobs j
+USING doomed
+WHERE j.id = doomed.id

@@ -1,0 +1,27 @@
+//! jobs-postgres against a real PostgreSQL (`postgres://postgres@127.0.0.1:5432/test`, or
+//! `JOBS_TEST_POSTGRES_URL`). Every test gets a schema of its own, so all run in parallel.
+
+#[path = "postgres/support.rs"]
+mod support;
+
+#[path = "postgres/bad_input.rs"]
+mod bad_input;
+#[path = "postgres/completion.rs"]
+mod completion;
+#[path = "postgres/enqueue.rs"]
+mod enqueue;
+#[path = "postgres/listen.rs"]
+mod listen;
+
+/// The backend conformance suite of jobs-core, one `#[test]` per guarantee.
+mod conformance {
+    jobs_core::conformance!(crate::support::fresh_backend);
+}
+
+/// Worker processes on one schema: exactly once across four, and a SIGKILLed worker's job rerun.
+mod processes {
+    async fn connect(schema: String) -> jobs_postgres::PgBackend {
+        crate::support::backend_in(&schema).await
+    }
+    jobs_core::conformance_processes!(connect);
+}

@@ -1,0 +1,159 @@
+//! The completion transaction: a handler's writes commit with its job's completion, or not at all.
+
+use std::time::Duration;
+
+use jobs_core::{
+    Backend, CancelParams, Clock, Error, Job, JobContext, JobError, JobExt, JobOptions, JobStatus,
+    MemoryBackend, StateMap, SystemClock, Worker,
+};
+use jobs_postgres::PgBackend;
+use serde::{Deserialize, Serialize};
+
+use crate::support::fresh_backend;
+
+/// What the handler does after its insert.
+#[derive(Serialize, Deserialize, Clone, Copy)]
+enum Then {
+    Succeed,
+    Fail,
+    LoseTheLease,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Ship {
+    order: i64,
+    then: Then,
+}
+
+impl Job for Ship {
+    const NAME: &'static str = "ship";
+    type Output = i64;
+
+    fn options() -> JobOptions {
+        JobOptions {
+            queue: "ship".into(),
+            max_attempts: 1,
+            ..Default::default()
+        }
+    }
+
+    async fn run(self, ctx: JobContext, _state: StateMap) -> Result<i64, JobError> {
+        let mut tx = jobs_postgres::transaction(&ctx).await?;
+        let backend = ctx.backend().downcast_ref::<PgBackend>().expect("Postgres");
+        sqlx::query(&format!(
+            "INSERT INTO \"{}\".shipments (order_id) VALUES ($1)",
+            backend.schema_name()
+        ))
+        .bind(self.order)
+        .execute(&mut *tx)
+        .await?;
+        match self.then {
+            Then::Succeed => Ok(self.order),
+            Then::Fail => Err(JobError::fatal("carrier refused the parcel")),
+            Then::LoseTheLease => {
+                let params = CancelParams {
+                    id: ctx.id(),
+                    now: SystemClock.now(),
+                };
+                assert!(backend.cancel(params).await?);
+                Ok(self.order)
+            }
+        }
+    }
+}
+
+async fn shipments(backend: &PgBackend, order: i64) -> i64 {
+    sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM \"{}\".shipments WHERE order_id = $1",
+        backend.schema_name()
+    ))
+    .bind(order)
+    .fetch_one(backend.pool())
+    .await
+    .expect("count shipments")
+}
+
+/// Runs one `Ship` job to its end and returns its status.
+async fn ship(order: i64, then: Then) -> (PgBackend, JobStatus) {
+    let backend = fresh_backend().await;
+    sqlx::query(&format!(
+        "CREATE TABLE \"{}\".shipments (order_id bigint NOT NULL)",
+        backend.schema_name()
+    ))
+    .execute(backend.pool())
+    .await
+    .expect("create shipments");
+    let handle = Ship { order, then }
+        .enqueue(&backend)
+        .await
+        .expect("enqueue");
+    let worker = Worker::new(backend.clone())
+        .register::<Ship>()
+        .queues(["ship"])
+        .cron(false);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(worker.run_until(async {
+        let _ = stopped.await;
+    }));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        let status = handle.status(&backend).await.expect("status");
+        if status.is_finished() {
+            break status;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "job still {status}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    // Give a refused completion time to roll back before looking.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let _ = stop.send(());
+    running.await.expect("worker task").expect("worker");
+    (backend, status)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handler_writes_commit_with_the_completion() {
+    let (backend, status) = ship(1, Then::Succeed).await;
+    assert_eq!(status, JobStatus::Completed);
+    assert_eq!(shipments(&backend, 1).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handler_writes_roll_back_when_it_fails_after_them() {
+    let (backend, status) = ship(2, Then::Fail).await;
+    assert_eq!(status, JobStatus::Dead);
+    assert_eq!(shipments(&backend, 2).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handler_writes_roll_back_when_the_lease_was_lost() {
+    let (backend, status) = ship(3, Then::LoseTheLease).await;
+    assert_eq!(status, JobStatus::Cancelled);
+    assert_eq!(shipments(&backend, 3).await, 0);
+}
+
+#[tokio::test]
+async fn transaction_needs_a_postgres_job() {
+    let memory = MemoryBackend::new();
+    let handle = Ship {
+        order: 4,
+        then: Then::Succeed,
+    }
+    .enqueue(&memory)
+    .await
+    .unwrap();
+    let leased = memory
+        .fetch(jobs_core::FetchParams {
+            queues: vec!["ship".into()],
+            limit: 1,
+            worker: "w".into(),
+            lease_for: Duration::from_secs(5),
+            now: SystemClock.now(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(leased[0].record.id, handle.id());
+    let ctx = JobContext::new(jobs_core::AnyBackend::new(memory), &leased[0]);
+    let err = jobs_postgres::transaction(&ctx).await.unwrap_err();
+    assert!(matches!(err, Error::Invalid(_)), "{err:?}");
+}
