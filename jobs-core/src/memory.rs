@@ -67,6 +67,13 @@ type ReadyKey = (i16, Timestamp, JobId);
 #[derive(Default)]
 struct Store {
     jobs: HashMap<JobId, JobRecord>,
+    idx: Indexes,
+    cron_ticks: HashMap<String, Timestamp>,
+}
+
+/// Every index of the stored jobs, kept in step with their records.
+#[derive(Default)]
+struct Indexes {
     /// Pending and scheduled jobs per queue.
     waiting: HashMap<String, BTreeSet<ReadyKey>>,
     /// Running jobs by lease expiry.
@@ -76,14 +83,13 @@ struct Store {
     /// Unique keys held by active jobs, per queue.
     unique: HashMap<(String, String), JobId>,
     counts: HashMap<String, QueueCounts>,
-    cron_ticks: HashMap<String, Timestamp>,
 }
 
 fn ready_key(r: &JobRecord) -> ReadyKey {
     (r.priority, r.run_at, r.id)
 }
 
-impl Store {
+impl Indexes {
     fn count(&mut self, queue: &str, status: JobStatus, delta: i64) {
         let slot = self
             .counts
@@ -155,14 +161,15 @@ impl Store {
         }
         self.count(&r.queue, r.status, 1);
     }
+}
 
-    /// Changes a stored record, keeping every index in step.
+impl Store {
+    /// Changes a stored record in place, keeping every index in step.
     fn update<T>(&mut self, id: JobId, change: impl FnOnce(&mut JobRecord) -> T) -> Option<T> {
-        let mut record = self.jobs.remove(&id)?;
-        self.unindex(&record);
-        let out = change(&mut record);
-        self.index(&record);
-        self.jobs.insert(id, record);
+        let record = self.jobs.get_mut(&id)?;
+        self.idx.unindex(record);
+        let out = change(record);
+        self.idx.index(record);
         Some(out)
     }
 
@@ -175,7 +182,7 @@ impl Store {
 
     fn insert(&mut self, job: NewJob, now: Timestamp) -> Enqueued {
         if let Some(key) = &job.unique_key {
-            if let Some(&id) = self.unique.get(&(job.queue.clone(), key.clone())) {
+            if let Some(&id) = self.idx.unique.get(&(job.queue.clone(), key.clone())) {
                 return Enqueued {
                     id,
                     duplicate: true,
@@ -184,7 +191,7 @@ impl Store {
         }
         let record = JobRecord::new(job, now);
         let id = record.id;
-        self.index(&record);
+        self.idx.index(&record);
         self.jobs.insert(id, record);
         Enqueued {
             id,
@@ -259,7 +266,7 @@ impl Backend for MemoryBackend {
         let mut store = self.store();
         let mut picked: Vec<ReadyKey> = Vec::new();
         for queue in &p.queues {
-            if let Some(set) = store.waiting.get(queue) {
+            if let Some(set) = store.idx.waiting.get(queue) {
                 picked.extend(
                     set.iter()
                         .filter(|(_, run_at, _)| *run_at <= p.now)
@@ -419,7 +426,7 @@ impl Backend for MemoryBackend {
                 return Ok(false);
             }
             if let Some(key) = &record.unique_key {
-                if let Some(holder) = store.unique.get(&(record.queue.clone(), key.clone())) {
+                if let Some(holder) = store.idx.unique.get(&(record.queue.clone(), key.clone())) {
                     return Err(Error::Invalid(format!(
                         "cannot retry job {}: its unique key `{key}` is held by active job {holder}",
                         p.id
@@ -444,7 +451,7 @@ impl Backend for MemoryBackend {
         let Some(record) = store.jobs.remove(&p.id) else {
             return Ok(false);
         };
-        store.unindex(&record);
+        store.idx.unindex(&record);
         Ok(true)
     }
 
@@ -466,6 +473,7 @@ impl Backend for MemoryBackend {
         let rescued = {
             let mut store = self.store();
             let expired: Vec<JobId> = store
+                .idx
                 .running
                 .iter()
                 .take_while(|(expires_at, _)| *expires_at < p.now)
@@ -493,7 +501,7 @@ impl Backend for MemoryBackend {
 
     async fn prune(&self, p: PruneParams) -> Result<u64, Error> {
         let mut store = self.store();
-        let Some(finished) = store.finished.get(&p.queue) else {
+        let Some(finished) = store.idx.finished.get(&p.queue) else {
             return Ok(0);
         };
         let total = finished.len() as u64;
@@ -509,7 +517,7 @@ impl Backend for MemoryBackend {
             .collect();
         for id in &doomed {
             if let Some(record) = store.jobs.remove(id) {
-                store.unindex(&record);
+                store.idx.unindex(&record);
             }
         }
         Ok(doomed.len() as u64)
@@ -518,6 +526,7 @@ impl Backend for MemoryBackend {
     async fn counts(&self, p: CountsParams) -> Result<QueueCounts, Error> {
         Ok(self
             .store()
+            .idx
             .counts
             .get(&p.queue)
             .copied()

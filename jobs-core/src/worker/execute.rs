@@ -1,5 +1,5 @@
-//! Runs one leased job: waits for a run slot, runs the handler in its own task (so a panic is
-//! a failed attempt, not a dead worker), enforces the timeout, and records the outcome.
+//! Runs one leased job: waits for its turn, runs the handler (a panic is a failed attempt, not
+//! a dead worker), enforces the timeout, and records the outcome.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +18,7 @@ use super::events::{call, JobEvent};
 use super::gate::RunPermit;
 use super::reporter::{with_retries, Done};
 use super::run::Shared;
+use super::unwind::{panic_message, CatchUnwind};
 
 /// How an attempt ended.
 enum Outcome {
@@ -76,53 +77,32 @@ async fn run_handler(
             record.name
         )));
     };
-    let started = std::time::Instant::now();
     let handler = job_type.run(&record.payload, ctx.clone(), shared.state.clone());
-    let mut task = tokio::spawn(handler.in_current_span());
     let deadline = async {
         match record.timeout {
             Some(limit) => tokio::time::sleep(limit).await,
             None => std::future::pending().await,
         }
     };
+    // Dropping the handler's future on any other branch stops it.
     let outcome = tokio::select! {
         biased;
-        _ = shared.hard_stop.cancelled() => Err(Outcome::Interrupted),
-        _ = ctx.cancelled() => Err(Outcome::Abandoned),
-        _ = deadline => Err(Outcome::Failed(JobError::retryable(format!(
+        _ = shared.hard_stop.cancelled() => Outcome::Interrupted,
+        _ = ctx.cancelled() => Outcome::Abandoned,
+        _ = deadline => Outcome::Failed(JobError::retryable(format!(
             "timed out after {}",
             humantime::format_duration(record.timeout.unwrap_or_default())
-        )))),
-        joined = &mut task => Ok(joined),
+        ))),
+        finished = CatchUnwind(handler) => match finished {
+            Ok(Ok(result)) => Outcome::Completed(result),
+            Ok(Err(error)) => Outcome::Failed(error),
+            Err(panic) => Outcome::Failed(JobError::retryable(panic_message(&*panic))),
+        },
     };
-    tracing::debug!(
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "handler finished"
-    );
-    match outcome {
-        Ok(Ok(Ok(result))) => Outcome::Completed(result),
-        Ok(Ok(Err(error))) => Outcome::Failed(error),
-        Ok(Err(join_error)) => Outcome::Failed(JobError::retryable(panic_message(join_error))),
-        Err(other) => {
-            ctx.cancel();
-            task.abort();
-            other
-        }
+    if matches!(outcome, Outcome::Interrupted | Outcome::Abandoned) {
+        ctx.cancel();
     }
-}
-
-fn panic_message(error: tokio::task::JoinError) -> String {
-    match error.try_into_panic() {
-        Ok(payload) => {
-            let text = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a non-string payload".to_string());
-            format!("handler panicked: {text}")
-        }
-        Err(error) => format!("handler task failed: {error}"),
-    }
+    outcome
 }
 
 async fn record_outcome(

@@ -11,6 +11,7 @@ mod maintenance;
 mod reporter;
 mod run;
 mod shutdown;
+mod unwind;
 
 pub use config::{Retention, Worker};
 pub use events::JobEvent;

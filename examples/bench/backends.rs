@@ -1,0 +1,166 @@
+//! The backends the bench runs on, each reset to a fresh state before a workload.
+
+use jobs::{
+    AnyBackend, Backend, Clock, CompleteParams, Completion, EnqueueParams, FetchParams, LeaseRef,
+};
+
+/// Which backend, from `--backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    Memory,
+    Postgres,
+    Redis,
+}
+
+impl BackendKind {
+    pub fn parse(name: &str) -> Self {
+        match name {
+            "postgres" => BackendKind::Postgres,
+            "redis" => BackendKind::Redis,
+            _ => BackendKind::Memory,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Memory => "memory",
+            BackendKind::Postgres => "postgres",
+            BackendKind::Redis => "redis",
+        }
+    }
+
+    /// Whether other processes see the same store (so producers and workers can be processes).
+    pub fn shared_across_processes(self) -> bool {
+        self != BackendKind::Memory
+    }
+}
+
+/// The protocol's PostgreSQL database and Redis db index.
+#[cfg(feature = "postgres")]
+const POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/bench_jobs";
+#[cfg(feature = "redis")]
+const REDIS_URL: &str = "redis://127.0.0.1:6379/5";
+
+/// Connects to the bench's store as it is.
+pub async fn connect(kind: BackendKind) -> AnyBackend {
+    match kind {
+        BackendKind::Memory => AnyBackend::new(jobs::MemoryBackend::new()),
+        #[cfg(feature = "postgres")]
+        BackendKind::Postgres => jobs::connect(POSTGRES_URL).await.expect("PostgreSQL"),
+        #[cfg(feature = "redis")]
+        BackendKind::Redis => jobs::connect(REDIS_URL).await.expect("Redis"),
+        #[allow(unreachable_patterns)]
+        other => panic!("the bench was built without the `{}` feature", other.name()),
+    }
+}
+
+/// Connects to an emptied store.
+pub async fn fresh_backend(kind: BackendKind) -> AnyBackend {
+    match kind {
+        BackendKind::Memory => connect(kind).await,
+        #[cfg(feature = "postgres")]
+        BackendKind::Postgres => {
+            postgres::reset().await;
+            connect(kind).await
+        }
+        #[cfg(feature = "redis")]
+        BackendKind::Redis => {
+            redis::reset().await;
+            connect(kind).await
+        }
+        #[allow(unreachable_patterns)]
+        other => connect(other).await,
+    }
+}
+
+/// Stores `n` completed jobs in the bench's queue, through the backend's own batched API.
+pub async fn retain_finished(_kind: BackendKind, backend: &AnyBackend, n: u64) {
+    const BATCH: u64 = 10_000;
+    let mut left = n;
+    while left > 0 {
+        let size = left.min(BATCH);
+        let jobs = (0..size)
+            .map(|i| {
+                let enqueue = jobs::Enqueue::from(super::job(i));
+                enqueue.to_new_job(jobs::SystemClock.now()).expect("job")
+            })
+            .collect();
+        let now = jobs::SystemClock.now();
+        backend
+            .enqueue(EnqueueParams { jobs, now })
+            .await
+            .expect("enqueue");
+        let leased = backend
+            .fetch(FetchParams {
+                queues: vec!["email".into()],
+                limit: size as usize,
+                worker: "bench-setup".into(),
+                lease_for: std::time::Duration::from_secs(600),
+                now,
+            })
+            .await
+            .expect("fetch");
+        let items = leased
+            .iter()
+            .map(|j| Completion {
+                lease: LeaseRef {
+                    id: j.record.id,
+                    token: j.token,
+                },
+                result: serde_json::value::RawValue::from_string("null".into()).expect("JSON"),
+            })
+            .collect();
+        backend
+            .complete(CompleteParams { items, now })
+            .await
+            .expect("complete");
+        left -= size;
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use jobs::postgres::sqlx::{self, Connection, PgConnection};
+
+    /// Creates the bench database if missing and drops the bench's schema.
+    pub async fn reset() {
+        let mut admin = PgConnection::connect("postgres://postgres@127.0.0.1:5432/postgres")
+            .await
+            .expect("PostgreSQL");
+        let exists: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'bench_jobs')",
+        )
+        .fetch_one(&mut admin)
+        .await
+        .expect("query");
+        if !exists {
+            sqlx::query("CREATE DATABASE bench_jobs")
+                .execute(&mut admin)
+                .await
+                .expect("create database");
+        }
+        let mut bench = PgConnection::connect(super::POSTGRES_URL)
+            .await
+            .expect("bench database");
+        sqlx::query("DROP SCHEMA IF EXISTS jobs CASCADE")
+            .execute(&mut bench)
+            .await
+            .expect("drop schema");
+    }
+}
+
+#[cfg(feature = "redis")]
+mod redis {
+    /// Empties db 5 (and only it).
+    pub async fn reset() {
+        let client = jobs::redis::redis::Client::open(super::REDIS_URL).expect("Redis URL");
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("Redis");
+        let _: () = jobs::redis::redis::cmd("FLUSHDB")
+            .query_async(&mut conn)
+            .await
+            .expect("FLUSHDB");
+    }
+}

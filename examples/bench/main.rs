@@ -1,0 +1,499 @@
+//! The benchmark of ../shared/bench/PROTOCOL.md: workloads W1a, W1b, W2, W3, W4 and W5, one JSON
+//! line each.
+//!
+//! ```text
+//! cargo run --release --example bench -- --backend memory
+//! cargo run --release --example bench --features postgres -- --backend postgres
+//! cargo run --release --example bench --features redis -- --backend redis -n 500
+//! ```
+//!
+//! W3's producer and W5's four workers are child processes (this binary re-executed with
+//! `--role`), except on the memory backend, which lives in one process.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::{Arg, ArgAction, ArgMatches};
+use jobs::prelude::*;
+use jobs::{AnyBackend, CountsParams, Retention};
+use tokio::sync::Notify;
+
+mod backends;
+use backends::{fresh_backend, BackendKind};
+
+/// Handler-side records: pickup latencies (µs) and, in worker children, the ids run.
+#[derive(Default)]
+struct Probe {
+    latencies_us: Mutex<Vec<u64>>,
+    ran: Mutex<Vec<jobs::JobId>>,
+    record_ids: bool,
+}
+
+fn now_us() -> i64 {
+    jobs::SystemClock.now().timestamp_micros()
+}
+
+#[job(queue = "email", attempts = 3, backoff = "exponential")]
+async fn bench_email(
+    user_id: u64,
+    email: String,
+    t: i64,
+    probe: State<Probe>,
+    ctx: JobContext,
+) -> Result<(), JobError> {
+    let _ = (user_id, email);
+    probe
+        .latencies_us
+        .lock()
+        .unwrap()
+        .push((now_us() - t).max(0) as u64);
+    if probe.record_ids {
+        probe.ran.lock().unwrap().push(ctx.id());
+    }
+    Ok(())
+}
+
+fn job(i: u64) -> BenchEmail {
+    BenchEmail::new(i, format!("user{i}@example.com"), now_us())
+}
+
+struct Line {
+    workload: &'static str,
+    n: u64,
+    concurrency: usize,
+    jobs_per_s: Option<f64>,
+    latency_ms: Option<(f64, f64, f64)>,
+    notes: String,
+}
+
+fn print(kind: BackendKind, line: Line) {
+    let (p50, p99, max) = match line.latency_ms {
+        Some((a, b, c)) => (format!("{a:.3}"), format!("{b:.3}"), format!("{c:.3}")),
+        None => ("null".into(), "null".into(), "null".into()),
+    };
+    let rate = line.jobs_per_s.map_or("null".into(), |r| format!("{r:.1}"));
+    println!(
+        "{{\"system\": \"jobs\", \"version\": \"{}\", \"backend\": \"{}\", \"workload\": \"{}\", \"n\": {}, \
+         \"concurrency\": {}, \"jobs_per_s\": {rate}, \"p50_ms\": {p50}, \"p99_ms\": {p99}, \"max_ms\": {max}, \
+         \"notes\": {:?}}}",
+        env!("CARGO_PKG_VERSION"),
+        kind.name(),
+        line.workload,
+        line.n,
+        line.concurrency,
+        line.notes
+    );
+    let _ = std::io::stdout().flush();
+}
+
+fn worker(backend: &AnyBackend, concurrency: usize, probe: Arc<Probe>) -> Worker {
+    Worker::new(backend.clone())
+        .queues(["email"])
+        .concurrency(concurrency)
+        .prefetch(concurrency)
+        .state_arc(probe)
+}
+
+/// Runs a worker until `done` is notified; returns when it has shut down.
+async fn run_worker_until(w: Worker, done: Arc<Notify>) {
+    w.run_until(async move { done.notified().await })
+        .await
+        .expect("worker");
+}
+
+async fn enqueue_bulk(backend: &AnyBackend, n: u64) {
+    for start in (0..n).step_by(1_000) {
+        let end = (start + 1_000).min(n);
+        BenchEmail::enqueue_many(backend, (start..end).map(job))
+            .await
+            .expect("bulk enqueue");
+    }
+}
+
+async fn w1a(kind: BackendKind, n: u64) {
+    let backend = fresh_backend(kind).await;
+    let started = Instant::now();
+    for i in 0..n {
+        job(i).enqueue(&backend).await.expect("enqueue");
+    }
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    let line = Line {
+        workload: "W1a",
+        n,
+        concurrency: 1,
+        jobs_per_s: Some(rate),
+        latency_ms: None,
+        notes: "one awaited enqueue per job".into(),
+    };
+    print(kind, line);
+}
+
+async fn w1b(kind: BackendKind, n: u64) {
+    let backend = fresh_backend(kind).await;
+    let started = Instant::now();
+    enqueue_bulk(&backend, n).await;
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    let line = Line {
+        workload: "W1b",
+        n,
+        concurrency: 1,
+        jobs_per_s: Some(rate),
+        latency_ms: None,
+        notes: "enqueue_many, batches of 1,000".into(),
+    };
+    print(kind, line);
+}
+
+/// Drains `n` queued jobs with one worker; returns jobs/s.
+async fn drain(backend: &AnyBackend, n: u64, concurrency: usize, retention: Retention) -> f64 {
+    let completed = Arc::new(AtomicU64::new(0));
+    let all_done = Arc::new(Notify::new());
+    let (seen, signal) = (completed.clone(), all_done.clone());
+    let stop = Arc::new(Notify::new());
+    let w = worker(backend, concurrency, Arc::new(Probe::default()))
+        .default_retention(retention)
+        .on_completed(move |_| {
+            if seen.fetch_add(1, Ordering::Relaxed) + 1 == n {
+                signal.notify_one();
+            }
+        });
+    let started = Instant::now();
+    let running = tokio::spawn(run_worker_until(w, stop.clone()));
+    all_done.notified().await;
+    let elapsed = started.elapsed();
+    stop.notify_one();
+    running.await.expect("worker task");
+    let counts = backend
+        .counts(CountsParams {
+            queue: "email".into(),
+        })
+        .await
+        .expect("counts");
+    assert!(
+        counts.pending + counts.running == 0,
+        "jobs left: {counts:?}"
+    );
+    n as f64 / elapsed.as_secs_f64()
+}
+
+async fn w2(kind: BackendKind, n: u64, concurrency: usize) -> f64 {
+    let backend = fresh_backend(kind).await;
+    enqueue_bulk(&backend, n).await;
+    let rate = drain(&backend, n, concurrency, Retention::default()).await;
+    let notes = "store-acknowledged completions counted; default retention (newest 10,000 completed per queue, 24 h), prefetch = concurrency";
+    print(
+        kind,
+        Line {
+            workload: "W2",
+            n,
+            concurrency,
+            jobs_per_s: Some(rate),
+            latency_ms: None,
+            notes: notes.into(),
+        },
+    );
+    rate
+}
+
+async fn w4(kind: BackendKind, n: u64, concurrency: usize, retained: u64, w2_rate: f64) {
+    let backend = fresh_backend(kind).await;
+    backends::retain_finished(kind, &backend, retained).await;
+    enqueue_bulk(&backend, n).await;
+    let rate = drain(&backend, n, concurrency, Retention::all()).await;
+    let notes = format!(
+        "{retained} completed jobs retained (retention: keep all during the run); W4/W2 = {:.3}",
+        rate / w2_rate
+    );
+    print(
+        kind,
+        Line {
+            workload: "W4",
+            n,
+            concurrency,
+            jobs_per_s: Some(rate),
+            latency_ms: None,
+            notes,
+        },
+    );
+}
+
+fn percentiles(mut us: Vec<u64>) -> (f64, f64, f64) {
+    us.sort_unstable();
+    let at = |p: f64| us[((us.len() as f64 - 1.0) * p).round() as usize] as f64 / 1_000.0;
+    (
+        at(0.50),
+        at(0.99),
+        *us.last().unwrap_or(&0) as f64 / 1_000.0,
+    )
+}
+
+async fn w3(kind: BackendKind, concurrency: usize, args: &ArgMatches) {
+    const N: u64 = 2_000;
+    let backend = fresh_backend(kind).await;
+    let probe = Arc::new(Probe::default());
+    let stop = Arc::new(Notify::new());
+    let running = tokio::spawn(run_worker_until(
+        worker(&backend, concurrency, probe.clone()),
+        stop.clone(),
+    ));
+    tokio::time::sleep(Duration::from_millis(300)).await; // started and warm
+    let notes = if kind.shared_across_processes() {
+        let status = child(args, "producer", &[])
+            .wait()
+            .expect("producer process");
+        assert!(status.success(), "producer failed");
+        "producer in its own process, 200 jobs/s"
+    } else {
+        produce_paced(&backend, N).await;
+        "producer on its own task (the memory backend lives in one process), 200 jobs/s"
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while (probe.latencies_us.lock().unwrap().len() as u64) < N && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    stop.notify_one();
+    running.await.expect("worker task");
+    let latencies = probe.latencies_us.lock().unwrap().clone();
+    assert_eq!(latencies.len() as u64, N, "every job picked up");
+    let line = Line {
+        workload: "W3",
+        n: N,
+        concurrency,
+        jobs_per_s: None,
+        latency_ms: Some(percentiles(latencies)),
+        notes: notes.into(),
+    };
+    print(kind, line);
+}
+
+/// Enqueues `n` jobs at 200 jobs/s.
+async fn produce_paced(backend: &AnyBackend, n: u64) {
+    let mut tick = tokio::time::interval(Duration::from_millis(5));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    for i in 0..n {
+        tick.tick().await;
+        job(i).enqueue(backend).await.expect("enqueue");
+    }
+}
+
+async fn w5(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches, w2_rate: f64) {
+    const WORKERS: usize = 4;
+    let backend = fresh_backend(kind).await;
+    enqueue_bulk(&backend, n).await;
+    let started = Instant::now();
+    if kind.shared_across_processes() {
+        let concurrency_arg = concurrency.to_string();
+        let children: Vec<Child> = (0..WORKERS)
+            .map(|_| child(args, "worker", &["--concurrency", &concurrency_arg]))
+            .collect();
+        wait_all_completed(&backend, n).await;
+        let elapsed = started.elapsed();
+        let mut ran: Vec<jobs::JobId> = Vec::new();
+        for mut c in children {
+            // SIGTERM: the child shuts down gracefully and prints the ids it ran.
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let out = BufReader::new(c.stdout.take().expect("piped"));
+            ran.extend(
+                out.lines()
+                    .map_while(Result::ok)
+                    .filter_map(|l| l.parse::<jobs::JobId>().ok()),
+            );
+            c.wait().expect("worker exit");
+        }
+        report_w5(
+            kind,
+            n,
+            concurrency,
+            elapsed,
+            &ran,
+            w2_rate,
+            "4 worker processes",
+        );
+    } else {
+        let probe = Arc::new(Probe {
+            record_ids: true,
+            ..Default::default()
+        });
+        let tasks: Vec<_> = (0..WORKERS)
+            .map(|_| {
+                let stop = Arc::new(Notify::new());
+                let w = worker(&backend, concurrency, probe.clone());
+                (stop.clone(), tokio::spawn(run_worker_until(w, stop)))
+            })
+            .collect();
+        wait_all_completed(&backend, n).await;
+        let elapsed = started.elapsed();
+        for (stop, task) in tasks {
+            stop.notify_one();
+            task.await.expect("worker task");
+        }
+        let ran = probe.ran.lock().unwrap().clone();
+        let how = "4 workers in one process (the memory backend lives in one process)";
+        report_w5(kind, n, concurrency, elapsed, &ran, w2_rate, how);
+    }
+}
+
+fn report_w5(
+    kind: BackendKind,
+    n: u64,
+    concurrency: usize,
+    elapsed: Duration,
+    ran: &[jobs::JobId],
+    w2_rate: f64,
+    how: &str,
+) {
+    let distinct: HashSet<_> = ran.iter().collect();
+    let twice = ran.len() - distinct.len();
+    let rate = n as f64 / elapsed.as_secs_f64();
+    let notes = format!("{how} of concurrency {concurrency}; runs {}, distinct {}, run twice {twice}; W5/W2 = {:.3}", ran.len(), distinct.len(), rate / w2_rate);
+    print(
+        kind,
+        Line {
+            workload: "W5",
+            n,
+            concurrency: concurrency * 4,
+            jobs_per_s: Some(rate),
+            latency_ms: None,
+            notes,
+        },
+    );
+    assert_eq!(twice, 0, "a job ran twice");
+}
+
+async fn wait_all_completed(backend: &AnyBackend, n: u64) {
+    loop {
+        let c = backend
+            .counts(CountsParams {
+                queue: "email".into(),
+            })
+            .await
+            .expect("counts");
+        if c.completed >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Re-executes this binary in a role.
+fn child(args: &ArgMatches, role: &str, extra: &[&str]) -> Child {
+    let mut cmd = Command::new(std::env::current_exe().expect("own path"));
+    cmd.args([
+        "--role",
+        role,
+        "--backend",
+        args.get_one::<String>("backend").expect("default"),
+    ]);
+    cmd.args(extra);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    cmd.spawn().expect("spawn child")
+}
+
+fn cli() -> clap::Command {
+    clap::Command::new("bench")
+        .about("The benchmark protocol's workloads, one JSON line each")
+        .arg(
+            Arg::new("backend")
+                .long("backend")
+                .default_value("memory")
+                .value_parser(["memory", "postgres", "redis"]),
+        )
+        .arg(
+            Arg::new("n")
+                .short('n')
+                .long("n")
+                .default_value("20000")
+                .value_parser(clap::value_parser!(u64)),
+        )
+        .arg(
+            Arg::new("concurrency")
+                .long("concurrency")
+                .default_value("16")
+                .value_parser(clap::value_parser!(usize)),
+        )
+        .arg(
+            Arg::new("retained")
+                .long("retained")
+                .default_value("1000000")
+                .value_parser(clap::value_parser!(u64))
+                .help("finished jobs retained for W4"),
+        )
+        .arg(
+            Arg::new("workload")
+                .long("workload")
+                .action(ArgAction::Append)
+                .value_parser(["W1a", "W1b", "W2", "W3", "W4", "W5"])
+                .help("run only these (repeatable)"),
+        )
+        .arg(
+            Arg::new("role")
+                .long("role")
+                .hide(true)
+                .value_parser(["producer", "worker"]),
+        )
+}
+
+#[tokio::main]
+async fn main() {
+    let args = cli().get_matches();
+    let kind = BackendKind::parse(args.get_one::<String>("backend").expect("default"));
+    let n = *args.get_one::<u64>("n").expect("default");
+    let concurrency = *args.get_one::<usize>("concurrency").expect("default");
+    match args.get_one::<String>("role").map(String::as_str) {
+        Some("producer") => return produce_paced(&backends::connect(kind).await, 2_000).await,
+        Some("worker") => return worker_child(kind, concurrency).await,
+        _ => {}
+    }
+    let wanted: Vec<&str> = args
+        .get_many::<String>("workload")
+        .map(|w| w.map(String::as_str).collect())
+        .unwrap_or_else(|| vec!["W1a", "W1b", "W2", "W3", "W4", "W5"]);
+    let retained = *args.get_one::<u64>("retained").expect("default");
+    let mut w2_rate = None;
+    for workload in wanted {
+        match workload {
+            "W1a" => w1a(kind, n).await,
+            "W1b" => w1b(kind, n).await,
+            "W2" => w2_rate = Some(w2(kind, n, concurrency).await),
+            "W3" => w3(kind, concurrency, &args).await,
+            "W4" => {
+                let base = match w2_rate {
+                    Some(r) => r,
+                    None => w2(kind, n, concurrency).await,
+                };
+                w4(kind, n, concurrency, retained, base).await
+            }
+            "W5" => {
+                let base = match w2_rate {
+                    Some(r) => r,
+                    None => w2(kind, n, concurrency).await,
+                };
+                w5(kind, n, concurrency, &args, base).await
+            }
+            _ => unreachable!("clap checked the names"),
+        }
+    }
+}
+
+/// A W5 worker process: runs until SIGTERM, then prints the ids it ran, one per line.
+async fn worker_child(kind: BackendKind, concurrency: usize) {
+    let backend = backends::connect(kind).await;
+    let probe = Arc::new(Probe {
+        record_ids: true,
+        ..Default::default()
+    });
+    worker(&backend, concurrency, probe.clone())
+        .run()
+        .await
+        .expect("worker");
+    let mut out = std::io::stdout().lock();
+    for id in probe.ran.lock().unwrap().iter() {
+        let _ = writeln!(out, "{id}");
+    }
+}
