@@ -48,19 +48,25 @@ async fn welcome_once(user_id: i64) {
 #[allow(dead_code)]
 fn isolated_name() -> String {
     let secs = jobs::SystemClock.now().timestamp();
-    format!("jobs_test_{secs}_{}", &jobs::JobId::new().0.simple().to_string()[20..])
+    format!(
+        "jobs_test_{secs}_{}",
+        &jobs::JobId::new().0.simple().to_string()[20..]
+    )
 }
 
 /// Every backend compiled in, each reached through `jobs::connect(url)` and isolated in a
 /// store of its own (a schema, a key prefix).
 async fn backends() -> Vec<jobs::AnyBackend> {
+    #[allow(unused_mut)]
     let mut all = vec![jobs::connect("memory://").await.expect("memory backend")];
     #[cfg(feature = "postgres")]
     {
         let url = std::env::var("JOBS_TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
         let connected = jobs::connect(&url).await.expect("PostgreSQL");
-        let pg = connected.downcast_ref::<jobs::postgres::PgBackend>().expect("a PgBackend");
+        let pg = connected
+            .downcast_ref::<jobs::postgres::PgBackend>()
+            .expect("a PgBackend");
         let pg = pg.clone().schema(&isolated_name()).expect("schema name");
         pg.migrate().await.expect("migrations");
         all.push(jobs::AnyBackend::new(pg));
@@ -226,4 +232,52 @@ async fn a_missing_state_stops_the_worker_at_start() {
         err.to_string().contains("job `e2e.greet` takes `State<"),
         "{err}"
     );
+}
+
+/// The benchmark example (built by `cargo test` beside the tests) runs every workload of the
+/// protocol with a small N on each backend compiled in and prints one valid JSON line each.
+#[test]
+fn the_bench_runs_every_workload() {
+    let deps = std::env::current_exe().expect("test binary");
+    let bench = deps
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target dir")
+        .join("examples/bench");
+    let mut kinds = vec!["memory"];
+    if cfg!(feature = "postgres") {
+        kinds.push("postgres");
+    }
+    if cfg!(feature = "redis") {
+        kinds.push("redis");
+    }
+    for kind in kinds {
+        let out = std::process::Command::new(&bench)
+            .args(["--backend", kind, "-n", "300", "--retained", "2000"])
+            .output()
+            .unwrap_or_else(|e| panic!("run {}: {e}", bench.display()));
+        assert!(
+            out.status.success(),
+            "{kind}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+            .expect("UTF-8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        let workloads: Vec<&str> = lines
+            .iter()
+            .map(|l| l["workload"].as_str().unwrap())
+            .collect();
+        assert_eq!(workloads, ["W1a", "W1b", "W2", "W3", "W4", "W5"], "{kind}");
+        for line in &lines {
+            assert_eq!(
+                (line["system"].as_str(), line["backend"].as_str()),
+                (Some("jobs"), Some(kind))
+            );
+            let measured = line["jobs_per_s"].as_f64().or(line["p50_ms"].as_f64());
+            assert!(measured.is_some_and(|v| v > 0.0), "{line}");
+        }
+    }
 }

@@ -231,8 +231,9 @@ fn percentiles(mut us: Vec<u64>) -> (f64, f64, f64) {
     )
 }
 
-async fn w3(kind: BackendKind, concurrency: usize, args: &ArgMatches) {
-    const N: u64 = 2_000;
+/// W3 enqueues 2,000 jobs (fewer when `-n` is smaller, for smoke runs).
+async fn w3(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches) {
+    let n = n.min(2_000);
     let backend = fresh_backend(kind).await;
     let probe = Arc::new(Probe::default());
     let stop = Arc::new(Notify::new());
@@ -242,26 +243,26 @@ async fn w3(kind: BackendKind, concurrency: usize, args: &ArgMatches) {
     ));
     tokio::time::sleep(Duration::from_millis(300)).await; // started and warm
     let notes = if kind.shared_across_processes() {
-        let status = child(args, "producer", &[])
+        let status = child(args, "producer", &["-n", &n.to_string()])
             .wait()
             .expect("producer process");
         assert!(status.success(), "producer failed");
         "producer in its own process, 200 jobs/s"
     } else {
-        produce_paced(&backend, N).await;
+        produce_paced(&backend, n).await;
         "producer on its own task (the memory backend lives in one process), 200 jobs/s"
     };
     let deadline = Instant::now() + Duration::from_secs(30);
-    while (probe.latencies_us.lock().unwrap().len() as u64) < N && Instant::now() < deadline {
+    while (probe.latencies_us.lock().unwrap().len() as u64) < n && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     stop.notify_one();
     running.await.expect("worker task");
     let latencies = probe.latencies_us.lock().unwrap().clone();
-    assert_eq!(latencies.len() as u64, N, "every job picked up");
+    assert_eq!(latencies.len() as u64, n, "every job picked up");
     let line = Line {
         workload: "W3",
-        n: N,
+        n,
         concurrency,
         jobs_per_s: None,
         latency_ms: Some(percentiles(latencies)),
@@ -446,7 +447,7 @@ async fn main() {
     let n = *args.get_one::<u64>("n").expect("default");
     let concurrency = *args.get_one::<usize>("concurrency").expect("default");
     match args.get_one::<String>("role").map(String::as_str) {
-        Some("producer") => return produce_paced(&backends::connect(kind).await, 2_000).await,
+        Some("producer") => return produce_paced(&backends::connect(kind).await, n).await,
         Some("worker") => return worker_child(kind, concurrency).await,
         _ => {}
     }
@@ -461,7 +462,7 @@ async fn main() {
             "W1a" => w1a(kind, n).await,
             "W1b" => w1b(kind, n).await,
             "W2" => w2_rate = Some(w2(kind, n, concurrency).await),
-            "W3" => w3(kind, concurrency, &args).await,
+            "W3" => w3(kind, n, concurrency, &args).await,
             "W4" => {
                 let base = match w2_rate {
                     Some(r) => r,

@@ -199,13 +199,15 @@ async fn fetch_loop(
     jobs: &mut JoinSet<()>,
     done: &mpsc::UnboundedSender<Done>,
 ) {
-    let slots = Arc::new(Semaphore::new(
-        worker.concurrency + worker.prefetch.unwrap_or(worker.concurrency),
-    ));
+    let prefetch = worker.prefetch.unwrap_or(worker.concurrency);
+    let slots = Arc::new(Semaphore::new(worker.concurrency + prefetch));
+    // While prefetched jobs keep the handlers busy, wait for half the prefetch to free up, so
+    // fetches come in batches rather than one per finished job.
+    let batch = (prefetch / 2).max(1);
     let mut pause = Duration::from_millis(50);
     loop {
         while jobs.try_join_next().is_some() {}
-        let permits = take_slots(&slots).await;
+        let permits = take_slots(&slots, batch).await;
         let params = FetchParams {
             queues: queues.to_vec(),
             limit: permits.len(),
@@ -242,10 +244,12 @@ async fn fetch_loop(
     }
 }
 
-/// Waits for one free slot, then takes every other free one (up to a fetch's worth).
-async fn take_slots(slots: &Arc<Semaphore>) -> Vec<OwnedSemaphorePermit> {
-    let first = slots.clone().acquire_owned().await.expect("never closed");
-    let mut permits = vec![first];
+/// Waits for `at_least` free slots, then takes every other free one (up to a fetch's worth).
+async fn take_slots(slots: &Arc<Semaphore>, at_least: usize) -> Vec<OwnedSemaphorePermit> {
+    let mut permits = Vec::with_capacity(at_least);
+    while permits.len() < at_least {
+        permits.push(slots.clone().acquire_owned().await.expect("never closed"));
+    }
     while permits.len() < MAX_FETCH {
         match slots.clone().try_acquire_owned() {
             Ok(permit) => permits.push(permit),
