@@ -71,6 +71,18 @@ async fn backends() -> Vec<jobs::AnyBackend> {
         pg.migrate().await.expect("migrations");
         all.push(jobs::AnyBackend::new(pg));
     }
+    #[cfg(feature = "redis")]
+    {
+        let url = std::env::var("JOBS_TEST_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        let connected = jobs::connect(&url).await.expect("Redis");
+        let redis = connected
+            .downcast_ref::<jobs::redis::RedisBackend>()
+            .expect("a RedisBackend");
+        all.push(jobs::AnyBackend::new(
+            redis.clone().prefix(&isolated_name()).expect("prefix"),
+        ));
+    }
     all
 }
 

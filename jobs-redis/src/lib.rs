@@ -1,1 +1,81 @@
-//! The redis backend of `jobs` (in progress).
+//! The Redis backend of `jobs`: every state change one atomic Lua script, idle workers woken by
+//! pub/sub, and keys laid out so that the same code runs on one server or a Redis Cluster.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), jobs_core::Error> {
+//! use jobs_redis::RedisBackend;
+//!
+//! let backend = RedisBackend::connect("redis://127.0.0.1:6379").await?.prefix("shop")?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//!
+//! Every key of a queue starts with the hash tag `{<prefix>:<queue>}`, so each script touches a
+//! single cluster slot. A job is a hash `{p:q}:j:<id>` of short fields (see the `record`
+//! module's table), small enough for Redis' compact listpack encoding, with its payload in
+//! `{p:q}:p:<id>`, a result over 64 bytes in `{p:q}:r:<id>` and its errors in the list
+//! `{p:q}:e:<id>`. The queue keeps sorted sets of ready jobs (scored by priority, members
+//! `hex(run_at) ‖ id`, so Redis' own order is exactly priority → run_at → FIFO, ids being
+//! UUIDv7s), delayed jobs (by run_at; each fetch first promotes the due ones, which become
+//! pending), leases (by expiry, for rescue), finished jobs (by finish time, for retention), dead
+//! jobs and all jobs (both by id, for `list`), plus hashes of counts per status, held unique keys
+//! and cron ticks. A fetch across several queues peeks at each queue's head, then leases from
+//! each the share that the merged order gives it.
+//!
+//! The operations that name only a job id find its queue among the queues this backend has
+//! seen and the registry set `{<prefix>}:queues` (written with every enqueue): no per-job index
+//! is kept, so enqueue and fetch pay nothing for it, at the price of one request per queue for
+//! `job(id)`, `retry`, `delete` and `cancel`. Writes under a lease carry only the id and the
+//! token, so every token embeds a hash of its queue's name. Listing by a status other than
+//! dead walks the queue's jobs in id order and skips the others.
+//!
+//! # Round trips
+//!
+//! Enqueueing a batch costs one round trip (the script of each queue and the registry `SADD`
+//! are sent together), a fetch of up to n jobs from one queue one (two across several queues),
+//! completing or failing a batch one, and renewing every lease a worker holds one per renewal
+//! period. Scripts are sent by SHA1 and loaded only when a server lacks them.
+//!
+//! # Wake-ups
+//!
+//! Scripts `PUBLISH` the queue's name on `<prefix>:wake` when a job becomes ready. One listener
+//! task per backend (started by the first `subscribe`) relays them to the workers, reconnects by
+//! itself and then wakes every worker, since it may have missed signals. Delayed jobs become
+//! ready when a fetch promotes them: idle workers fetch at their poll interval.
+//!
+//! # Persistence
+//!
+//! Redis keeps jobs only as durably as it is configured to. Without persistence (no RDB
+//! snapshots, no AOF) a restart loses every job, lease, unique key, cron tick and registered
+//! queue: workers reconnect and go on with the jobs enqueued after the restart, but what was
+//! waiting or running before is gone, and a worker's late writes for such jobs are refused. With
+//! `appendonly yes` and `appendfsync everysec`, at most about a second of changes is lost.
+//!
+//! # Memory
+//!
+//! Measured with `MEMORY USAGE` on Redis 7.0: a waiting job's hash takes about 200 bytes and a
+//! completed one's (with a short result) about 264, its payload key about 150 for a 40-byte
+//! payload; all in, with the keys' and sorted sets' overhead, a waiting job costs about 750 bytes
+//! and a retained completed one about 765 (for the 66-byte payload of the benchmark). Values over
+//! 64 bytes stay out of the hash, so it keeps the listpack encoding under Redis' default
+//! `hash-max-listpack-value`; a hashtable-encoded job would take over 1 KB. Retention bounds the
+//! total: completed and cancelled jobs are pruned by count and age per queue (by default the
+//! newest 10,000 of the last 24 hours, about 7.5 MB a queue), dead ones kept until deleted.
+
+#![warn(missing_docs)]
+
+mod admin;
+mod backend;
+mod connect;
+mod enqueue;
+mod keys;
+mod leases;
+mod listen;
+mod queues;
+mod record;
+mod scripts;
+
+pub use backend::RedisBackend;
+/// The Redis client this backend is built on, for [`RedisBackend::from_client`].
+pub use redis;

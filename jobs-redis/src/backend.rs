@@ -1,0 +1,241 @@
+//! `RedisBackend`: construction, the prefix, and the `Backend` impl that delegates to the
+//! modules of each group of operations.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use jobs_core::{
+    Backend, CancelParams, CompleteParams, CountsParams, CronTickParams, DeleteParams,
+    EnqueueParams, Enqueued, Error, FailParams, FetchParams, JobId, JobRecord, LeasedJob,
+    ListParams, ProgressParams, PruneParams, QueueCounts, ReleaseParams, RenewParams, RescueParams,
+    RetryParams, Timestamp, Wakeup,
+};
+use redis::{Client, FromRedisValue, Script, ScriptInvocation};
+
+use crate::connect::{self, Conn, Connected};
+use crate::keys::{Keys, DEFAULT_PREFIX};
+use crate::listen::Wake;
+use crate::queues::KnownQueues;
+use crate::record::micros;
+
+/// A job store in Redis or a Redis Cluster. Clones share one connection.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), jobs_core::Error> {
+/// use jobs_redis::RedisBackend;
+///
+/// let backend = RedisBackend::connect("redis://127.0.0.1:6379").await?.prefix("shop")?;
+/// let cluster = RedisBackend::connect("redis+cluster://127.0.0.1:7000,127.0.0.1:7001").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisBackend {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub conn: Conn,
+    pub keys: Keys,
+    pub channel: String,
+    pub queues: KnownQueues,
+    subscribers: Vec<Client>,
+    wake: Wake,
+}
+
+impl RedisBackend {
+    /// Connects to the server `url` names: `redis://[user:password@]host[:port][/db]` (or
+    /// `redis+unix:///path`) for one server, `redis+cluster://[user:password@]host:port,host:port`
+    /// for a cluster. Fails with [`Error::Connect`] (the password hidden) when the URL does not
+    /// parse or no server answers.
+    pub async fn connect(url: &str) -> Result<Self, Error> {
+        Ok(Self::new(connect::open(url).await?))
+    }
+
+    /// Connects to a Redis Cluster through the URLs of any of its nodes.
+    pub async fn connect_cluster<S: AsRef<str>>(urls: &[S]) -> Result<Self, Error> {
+        let urls: Vec<String> = urls.iter().map(|u| u.as_ref().to_string()).collect();
+        let target = urls.join(",");
+        Ok(Self::new(connect::open_cluster(&urls, &target).await?))
+    }
+
+    /// Connects through a configured client of one server.
+    pub async fn from_client(client: Client) -> Result<Self, Error> {
+        let target = client.get_connection_info().addr().to_string();
+        Ok(Self::new(connect::open_client(client, &target).await?))
+    }
+
+    fn new(connected: Connected) -> Self {
+        Self::with_keys(
+            connected.conn,
+            connected.subscribers,
+            Keys::new(DEFAULT_PREFIX).expect("valid"),
+        )
+    }
+
+    fn with_keys(conn: Conn, subscribers: Vec<Client>, keys: Keys) -> Self {
+        let channel = keys.channel();
+        RedisBackend {
+            inner: Arc::new(Inner {
+                conn,
+                queues: KnownQueues::default(),
+                wake: Wake::new(subscribers.clone(), channel.clone()),
+                channel,
+                subscribers,
+                keys,
+            }),
+        }
+    }
+
+    /// The same connection under another key prefix (default `jobs`), so that several
+    /// applications share one Redis. A prefix containing `{` or `}` is refused: braces would
+    /// change the hash tags that keep each queue in one cluster slot.
+    pub fn prefix(self, prefix: &str) -> Result<Self, Error> {
+        let keys = Keys::new(prefix)?;
+        Ok(Self::with_keys(
+            self.inner.conn.clone(),
+            self.inner.subscribers.clone(),
+            keys,
+        ))
+    }
+
+    /// The key prefix.
+    pub fn key_prefix(&self) -> &str {
+        self.inner.keys.prefix()
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    /// A call of `script` on `queue`: the queue's key base and the shared arguments (wake-up
+    /// channel, queue name, now), ready for the script's own.
+    pub(crate) fn invocation<'a>(
+        &self,
+        script: &'a Script,
+        queue: &str,
+        now: Timestamp,
+    ) -> ScriptInvocation<'a> {
+        let mut inv = script.key(self.inner.keys.queue(queue));
+        inv.arg(&self.inner.channel).arg(queue).arg(micros(now));
+        inv
+    }
+
+    /// Runs a script by its hash, loading it first if the server lacks it.
+    pub(crate) async fn run<T: FromRedisValue>(
+        &self,
+        inv: &ScriptInvocation<'_>,
+    ) -> Result<T, Error> {
+        inv.invoke_async(&mut self.inner.conn.clone())
+            .await
+            .map_err(Error::backend)
+    }
+
+    /// Runs one command.
+    pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, Error> {
+        cmd.query_async(&mut self.inner.conn.clone())
+            .await
+            .map_err(Error::backend)
+    }
+
+    /// Runs a pipeline of commands on one slot.
+    pub(crate) async fn query_pipe<T: FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> Result<T, Error> {
+        pipe.query_async(&mut self.inner.conn.clone())
+            .await
+            .map_err(Error::backend)
+    }
+}
+
+impl std::fmt::Debug for RedisBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.inner.conn {
+            Conn::Single(_) => "server",
+            Conn::Cluster(_) => "cluster",
+        };
+        f.debug_struct("RedisBackend")
+            .field("prefix", &self.inner.keys.prefix())
+            .field("kind", &kind)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl Backend for RedisBackend {
+    async fn enqueue(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
+        self.enqueue_jobs(p).await
+    }
+
+    async fn enqueue_cron(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {
+        self.enqueue_tick(p).await
+    }
+
+    async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
+        self.fetch_jobs(p).await
+    }
+
+    async fn complete(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
+        self.complete_jobs(p).await
+    }
+
+    async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {
+        self.fail_jobs(p).await
+    }
+
+    async fn release(&self, p: ReleaseParams) -> Result<Vec<bool>, Error> {
+        self.release_jobs(p).await
+    }
+
+    async fn renew(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
+        self.renew_leases(p).await
+    }
+
+    async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
+        self.record_progress(p).await
+    }
+
+    async fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
+        self.read_job(id).await
+    }
+
+    async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
+        self.list_jobs(p).await
+    }
+
+    async fn retry(&self, p: RetryParams) -> Result<bool, Error> {
+        self.retry_job(p).await
+    }
+
+    async fn delete(&self, p: DeleteParams) -> Result<bool, Error> {
+        self.delete_job(p).await
+    }
+
+    async fn cancel(&self, p: CancelParams) -> Result<bool, Error> {
+        self.cancel_job(p).await
+    }
+
+    async fn rescue(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
+        self.rescue_lapsed(p).await
+    }
+
+    async fn prune(&self, p: PruneParams) -> Result<u64, Error> {
+        self.prune_finished(p).await
+    }
+
+    async fn counts(&self, p: CountsParams) -> Result<QueueCounts, Error> {
+        self.count_jobs(p).await
+    }
+
+    async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error> {
+        self.inner
+            .queues
+            .remember(queues.iter().map(String::as_str));
+        self.inner.wake.subscribe(queues).await
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

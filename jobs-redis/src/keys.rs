@@ -1,0 +1,128 @@
+//! Key names. Every key of one queue starts with the hash tag `{<prefix>:<queue>}`, so the
+//! scripts of a queue touch one cluster slot; the registry of queues has a tag of its own.
+
+use jobs_core::{Error, JobStatus};
+
+/// The key prefix used when none is set.
+pub(crate) const DEFAULT_PREFIX: &str = "jobs";
+
+/// The names of a prefix's keys and wake-up channel.
+#[derive(Clone, Debug)]
+pub(crate) struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    /// Keys under `prefix`, which must be non-empty and free of `{` and `}` (a brace would
+    /// change which part of each key Redis Cluster hashes, scattering a queue over slots).
+    pub fn new(prefix: &str) -> Result<Self, Error> {
+        if prefix.is_empty() {
+            return Err(Error::Invalid(
+                "the Redis key prefix must not be empty".into(),
+            ));
+        }
+        if prefix.contains(['{', '}']) {
+            return Err(Error::Invalid(format!(
+                "the Redis key prefix `{prefix}` contains a brace: `{{` and `}}` are reserved for \
+                 the hash tags that keep each queue's keys in one cluster slot"
+            )));
+        }
+        Ok(Keys {
+            prefix: prefix.to_string(),
+        })
+    }
+
+    /// The prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The base of every key of `queue`: `{prefix:queue}:`. Scripts get it as `KEYS[1]`.
+    pub fn queue(&self, queue: &str) -> String {
+        format!("{{{}:{queue}}}:", self.prefix)
+    }
+
+    /// The hash of one job.
+    pub fn job(&self, queue: &str, id: &str) -> String {
+        format!("{}j:{id}", self.queue(queue))
+    }
+
+    /// A side key of one job: its payload (`p`), long result (`r`) or errors (`e`).
+    pub fn side(&self, queue: &str, kind: char, id: &str) -> String {
+        format!("{}{kind}:{id}", self.queue(queue))
+    }
+
+    /// The set of every job of a queue, ordered by id.
+    pub fn all(&self, queue: &str) -> String {
+        format!("{}all", self.queue(queue))
+    }
+
+    /// The set of a queue's dead jobs, ordered by id.
+    pub fn dead(&self, queue: &str) -> String {
+        format!("{}dead", self.queue(queue))
+    }
+
+    /// The hash of a queue's job counts by status code.
+    pub fn counts(&self, queue: &str) -> String {
+        format!("{}counts", self.queue(queue))
+    }
+
+    /// The set of every queue that has held jobs, for the operations that take only a job id.
+    pub fn registry(&self) -> String {
+        format!("{{{}}}:queues", self.prefix)
+    }
+
+    /// The pub/sub channel on which scripts announce that a queue has ready jobs.
+    pub fn channel(&self) -> String {
+        format!("{}:wake", self.prefix)
+    }
+}
+
+/// The one-letter code a status is stored as.
+pub(crate) fn status_code(status: JobStatus) -> char {
+    match status {
+        JobStatus::Scheduled => 's',
+        JobStatus::Pending => 'p',
+        JobStatus::Running => 'r',
+        JobStatus::Completed => 'c',
+        JobStatus::Dead => 'd',
+        JobStatus::Cancelled => 'x',
+    }
+}
+
+/// The status a one-letter code stands for.
+pub(crate) fn status_from_code(code: &str) -> Option<JobStatus> {
+    JobStatus::ALL
+        .into_iter()
+        .find(|s| code.len() == 1 && code.starts_with(status_code(*s)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_a_queue_share_its_hash_tag() {
+        let keys = Keys::new("app").unwrap();
+        assert_eq!(keys.queue("email"), "{app:email}:");
+        assert_eq!(keys.job("email", "abc"), "{app:email}:j:abc");
+        assert_eq!(keys.dead("email"), "{app:email}:dead");
+        assert_eq!(keys.registry(), "{app}:queues");
+    }
+
+    #[test]
+    fn braces_and_empty_prefixes_are_refused() {
+        for bad in ["", "a{b", "}", "x}y{"] {
+            assert!(matches!(Keys::new(bad), Err(Error::Invalid(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn status_codes_round_trip() {
+        for status in JobStatus::ALL {
+            let code = status_code(status).to_string();
+            assert_eq!(status_from_code(&code), Some(status));
+        }
+        assert_eq!(status_from_code("q"), None);
+    }
+}

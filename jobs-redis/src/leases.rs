@@ -1,0 +1,250 @@
+//! The hot path: fetch with a lease, then writes under that lease (complete, fail, release,
+//! renew, progress), each one script call per queue for the whole batch.
+//!
+//! A lease token is 128 bits: 64 random bits drawn per fetch, the 32-bit tag of the job's queue
+//! (see [`queue_tag`]), and the job's 32-bit index in its fetch batch. Each fetch draws fresh
+//! random bits, so a token is never handed out twice, and a write that carries only a job id and
+//! a token knows which queue's slot to go to.
+
+use std::collections::BTreeMap;
+
+use futures_util::future::try_join_all;
+use jobs_core::{
+    CompleteParams, Error, FailParams, FetchParams, LeaseRef, LeaseToken, LeasedJob,
+    ProgressParams, ReleaseParams, RenewParams, Timestamp,
+};
+use redis::{Script, ScriptInvocation};
+use uuid::Uuid;
+
+use crate::queues::queue_tag;
+use crate::record::{id_text, later, micros, token_text, Stored};
+use crate::scripts::SCRIPTS;
+use crate::RedisBackend;
+
+/// The first 24 hex digits of a fetch's tokens on `queue`: fresh random bits and the tag.
+fn token_prefix(queue: &str) -> String {
+    let random = Uuid::new_v4().as_u128() >> 64;
+    format!("{random:016x}{:08x}", queue_tag(queue))
+}
+
+/// The queue tag a token carries.
+fn token_tag(token: LeaseToken) -> u32 {
+    (token.0.as_u128() >> 32) as u32
+}
+
+impl RedisBackend {
+    pub(crate) async fn fetch_jobs(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
+        let mut queues: Vec<&str> = Vec::with_capacity(p.queues.len());
+        for queue in &p.queues {
+            if !queues.contains(&queue.as_str()) {
+                queues.push(queue);
+            }
+        }
+        if p.limit == 0 || queues.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.inner().queues.remember(queues.iter().copied());
+        let expires = later(p.now, p.lease_for);
+        if let [queue] = queues[..] {
+            return self.lease(queue, p.limit, &p, expires).await;
+        }
+
+        // Across queues, which live in different slots: look at each queue's head, pick the
+        // best `limit` of them all, then lease that many from each queue.
+        let heads = try_join_all(queues.iter().map(|q| self.peek(q, p.limit, p.now))).await?;
+        let mut best: Vec<(i64, String, usize)> = heads
+            .into_iter()
+            .enumerate()
+            .flat_map(|(qi, head)| head.into_iter().map(move |(pr, m)| (pr, m, qi)))
+            .collect();
+        best.sort_unstable();
+        best.truncate(p.limit);
+        let mut per_queue = vec![0; queues.len()];
+        for (_, _, qi) in &best {
+            per_queue[*qi] += 1;
+        }
+        let leased = try_join_all(
+            per_queue
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(qi, n)| self.lease(queues[qi], *n, &p, expires)),
+        )
+        .await?;
+        let mut all: Vec<LeasedJob> = leased.into_iter().flatten().collect();
+        all.sort_by_key(|j| (j.record.priority, j.record.run_at, j.record.id));
+        Ok(all)
+    }
+
+    /// Leases up to `limit` jobs of one queue.
+    async fn lease(
+        &self,
+        queue: &str,
+        limit: usize,
+        p: &FetchParams,
+        expires: Timestamp,
+    ) -> Result<Vec<LeasedJob>, Error> {
+        let mut inv = self.invocation(&SCRIPTS.fetch, queue, p.now);
+        inv.arg(micros(expires))
+            .arg(&p.worker)
+            .arg(limit)
+            .arg(token_prefix(queue));
+        type Row = (String, String, (Vec<String>, Option<String>, Vec<String>));
+        let rows: Vec<Row> = self.run(&inv).await?;
+        rows.into_iter()
+            .map(|(id, token, (fields, payload, errors))| {
+                let stored = Stored {
+                    fields,
+                    payload,
+                    long_result: None,
+                    errors,
+                };
+                let record = stored.record(&id, queue)?;
+                let token = Uuid::parse_str(&token)
+                    .map(LeaseToken)
+                    .map_err(|e| Error::backend(format!("bad lease token `{token}`: {e}")))?;
+                Ok(LeasedJob { record, token })
+            })
+            .collect()
+    }
+
+    /// The priority and ready-set member of the first `limit` ready jobs of `queue`.
+    async fn peek(
+        &self,
+        queue: &str,
+        limit: usize,
+        now: Timestamp,
+    ) -> Result<Vec<(i64, String)>, Error> {
+        let mut inv = self.invocation(&SCRIPTS.peek, queue, now);
+        inv.arg(limit);
+        let flat: Vec<String> = self.run(&inv).await?;
+        flat.chunks_exact(2)
+            .map(|pair| {
+                let priority = pair[1]
+                    .parse::<f64>()
+                    .map_err(|_| Error::backend(format!("bad priority `{}`", pair[1])))?;
+                Ok((priority as i64, pair[0].clone()))
+            })
+            .collect()
+    }
+
+    pub(crate) async fn complete_jobs(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
+        self.under_leases(
+            &SCRIPTS.complete,
+            p.now,
+            &p.items,
+            |c| c.lease,
+            |_| {},
+            |inv, c| {
+                inv.arg(c.result.get());
+            },
+        )
+        .await
+    }
+
+    pub(crate) async fn fail_jobs(&self, p: FailParams) -> Result<Vec<bool>, Error> {
+        self.under_leases(
+            &SCRIPTS.fail,
+            p.now,
+            &p.items,
+            |f| f.lease,
+            |_| {},
+            |inv, f| {
+                let retry_at = f.retry_at.map_or(String::new(), |t| micros(t).to_string());
+                inv.arg(&f.error).arg(retry_at);
+            },
+        )
+        .await
+    }
+
+    pub(crate) async fn release_jobs(&self, p: ReleaseParams) -> Result<Vec<bool>, Error> {
+        self.under_leases(&SCRIPTS.release, p.now, &p.items, |l| *l, |_| {}, |_, _| {})
+            .await
+    }
+
+    pub(crate) async fn renew_leases(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
+        let expires = micros(p.expires_at);
+        self.under_leases(
+            &SCRIPTS.renew,
+            p.now,
+            &p.items,
+            |l| *l,
+            |inv| {
+                inv.arg(expires);
+            },
+            |_, _| {},
+        )
+        .await
+    }
+
+    pub(crate) async fn record_progress(&self, p: ProgressParams) -> Result<bool, Error> {
+        let now = chrono::Utc::now();
+        let accepted = self
+            .under_leases(
+                &SCRIPTS.progress,
+                now,
+                &[p],
+                |p| p.lease,
+                |_| {},
+                |inv, p| {
+                    inv.arg(p.progress.min(100));
+                },
+            )
+            .await?;
+        Ok(accepted[0])
+    }
+
+    /// Runs `script` once per queue over the items leased in it: the shared arguments, `head`'s,
+    /// then per item its id, its token and what `item` adds. Returns which items were accepted.
+    async fn under_leases<T>(
+        &self,
+        script: &Script,
+        now: Timestamp,
+        items: &[T],
+        lease: impl Fn(&T) -> LeaseRef,
+        head: impl Fn(&mut ScriptInvocation<'_>),
+        item: impl Fn(&mut ScriptInvocation<'_>, &T),
+    ) -> Result<Vec<bool>, Error> {
+        let tags = self
+            .queues_tagged(items.iter().map(|i| token_tag(lease(i).token)))
+            .await?;
+        let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, it) in items.iter().enumerate() {
+            for queue in &tags[&token_tag(lease(it).token)] {
+                groups.entry(queue).or_default().push(i);
+            }
+        }
+        let answers = try_join_all(groups.into_iter().map(|(queue, members)| {
+            let mut inv = self.invocation(script, queue, now);
+            head(&mut inv);
+            for &i in &members {
+                let l = lease(&items[i]);
+                inv.arg(id_text(l.id)).arg(token_text(l.token));
+                item(&mut inv, &items[i]);
+            }
+            async move {
+                let answers: Vec<i64> = self.run(&inv).await?;
+                Ok::<_, Error>(members.into_iter().zip(answers))
+            }
+        }))
+        .await?;
+        let mut accepted = vec![false; items.len()];
+        for (i, answer) in answers.into_iter().flatten() {
+            accepted[i] |= answer == 1;
+        }
+        Ok(accepted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_carry_their_queue_tag() {
+        let prefix = token_prefix("email");
+        let token = LeaseToken(Uuid::parse_str(&format!("{prefix}0000002a")).unwrap());
+        assert_eq!(token_tag(token), queue_tag("email"));
+        assert_ne!(token_prefix("email"), prefix, "fresh random bits per fetch");
+    }
+}

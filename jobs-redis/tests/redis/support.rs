@@ -1,0 +1,284 @@
+//! Test support: backends under fresh prefixes, redis-server processes on free loopback ports
+//! (a cluster started once per test binary), and cleanup when the binary exits.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{mpsc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use jobs_redis::RedisBackend;
+
+/// The server the single-node tests use.
+pub fn redis_url() -> String {
+    std::env::var("JOBS_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".into())
+}
+
+/// A key prefix no other test, process or run uses: `jt-<pid>-<n>`.
+pub fn fresh_prefix() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    cleanup_at_exit();
+    format!(
+        "jt-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A backend on the single server under a fresh prefix.
+pub async fn single_backend() -> RedisBackend {
+    RedisBackend::connect(&redis_url())
+        .await
+        .expect("a Redis server at JOBS_TEST_REDIS_URL or redis://127.0.0.1:6379")
+        .prefix(&fresh_prefix())
+        .expect("a valid prefix")
+}
+
+/// A backend on the single server under the prefix a process check names, shared by the check
+/// and the worker processes it starts.
+pub async fn store_backend(store: String) -> RedisBackend {
+    let prefix = format!("jt-{store}");
+    // The harness names the store of a worker process in this variable: such a child leaves the
+    // keys to its parent, which checks them after the child exited.
+    if std::env::var_os("JOBS_CONFORMANCE_STORE").is_none() {
+        cleanup_at_exit();
+        owned().prefixes.push(prefix.clone());
+    }
+    RedisBackend::connect(&redis_url())
+        .await
+        .expect("a Redis server at JOBS_TEST_REDIS_URL or redis://127.0.0.1:6379")
+        .prefix(&prefix)
+        .expect("a valid prefix")
+}
+
+/// A backend on the test cluster under a fresh prefix.
+pub async fn cluster_backend() -> RedisBackend {
+    let urls = tokio::task::block_in_place(cluster_urls);
+    RedisBackend::connect_cluster(urls)
+        .await
+        .expect("the test cluster")
+        .prefix(&fresh_prefix())
+        .expect("a valid prefix")
+}
+
+/// The node URLs of the test cluster, started on first use.
+pub fn cluster_urls() -> &'static [String] {
+    static URLS: OnceLock<Vec<String>> = OnceLock::new();
+    URLS.get_or_init(|| {
+        let ports = free_ports(3);
+        let dir = scratch_dir("cluster");
+        for &port in &ports {
+            let mut server = server_command(port, &dir);
+            server.args(["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"]);
+            server.arg("--cluster-config-file");
+            server.arg(format!("nodes-{port}.conf"));
+            spawn_owned(server);
+        }
+        for &port in &ports {
+            wait_for_ping(port);
+        }
+        let nodes: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let created = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&nodes)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .status()
+            .expect("redis-cli runs");
+        assert!(created.success(), "redis-cli --cluster create failed");
+        for &port in &ports {
+            wait_until(&format!("cluster on port {port} is ok"), || {
+                redis_cli(port, &["cluster", "info"]).contains("cluster_state:ok")
+            });
+        }
+        nodes.iter().map(|n| format!("redis://{n}")).collect()
+    })
+}
+
+/// A redis-server of its own on a free port, without persistence, stopped when dropped.
+pub struct Server {
+    pub port: u16,
+    dir: PathBuf,
+    child: Child,
+}
+
+impl Server {
+    /// Starts a server on a free port.
+    pub fn start() -> Self {
+        let port = free_ports(1)[0];
+        let dir = scratch_dir(&format!("server-{port}"));
+        Self::start_on(port, dir)
+    }
+
+    fn start_on(port: u16, dir: PathBuf) -> Self {
+        let child = server_command(port, &dir)
+            .spawn()
+            .expect("redis-server runs");
+        wait_for_ping(port);
+        Server { port, dir, child }
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (losing everything: it has no persistence) and starts it again on the
+    /// same port.
+    pub fn restart(self) -> Self {
+        let (port, dir) = (self.port, self.dir.clone());
+        drop(self);
+        Self::start_on(port, dir)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn server_command(port: u16, dir: &Path) -> Command {
+    let mut command = Command::new("redis-server");
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(dir.join(format!("{port}.log")))
+        .stdout(Stdio::null());
+    command
+}
+
+/// `n` distinct free ports `p` whose cluster bus port `p + 10000` is free too.
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let mut held = Vec::new();
+    while held.len() < n {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        let port = listener.local_addr().expect("an address").port();
+        if port > 55_000 {
+            continue;
+        }
+        if let Ok(bus) = TcpListener::bind(("127.0.0.1", port + 10_000)) {
+            held.push((port, listener, bus));
+        }
+    }
+    held.into_iter().map(|(port, _, _)| port).collect()
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    cleanup_at_exit();
+    let dir = std::env::temp_dir().join(format!("jobs-redis-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    owned().dirs.push(dir.clone());
+    dir
+}
+
+pub fn redis_cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn wait_for_ping(port: u16) {
+    wait_until(&format!("redis-server on port {port} answers"), || {
+        redis_cli(port, &["ping"]).trim() == "PONG"
+    });
+}
+
+pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What this process started and must remove at exit.
+struct Owned {
+    pids: Vec<u32>,
+    dirs: Vec<PathBuf>,
+    /// Key prefixes beyond this process's own `jt-<pid>-*`.
+    prefixes: Vec<String>,
+}
+
+static OWNED: Mutex<Owned> = Mutex::new(Owned {
+    pids: Vec::new(),
+    dirs: Vec::new(),
+    prefixes: Vec::new(),
+});
+
+fn owned() -> std::sync::MutexGuard<'static, Owned> {
+    OWNED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Spawns a server that lives as long as this process: from a thread that never ends, with
+/// `PR_SET_PDEATHSIG`, so the kernel kills it even if this process dies abruptly; a normal exit
+/// kills it in [`cleanup`].
+fn spawn_owned(mut command: Command) {
+    cleanup_at_exit();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // SAFETY: prctl is async-signal-safe and touches nothing of the parent.
+        let spawned = unsafe {
+            use std::os::unix::process::CommandExt;
+            command
+                .pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                })
+                .spawn()
+        };
+        let _ = tx.send(spawned.map(|child| child.id()));
+        loop {
+            std::thread::park();
+        }
+    });
+    let pid = rx
+        .recv()
+        .expect("the owner thread answers")
+        .expect("redis-server runs");
+    owned().pids.push(pid);
+}
+
+fn cleanup_at_exit() {
+    static REGISTERED: OnceLock<()> = OnceLock::new();
+    REGISTERED.get_or_init(|| {
+        // SAFETY: registers a plain function to run at exit.
+        unsafe { libc::atexit(cleanup) };
+    });
+}
+
+/// At exit: stops the servers this process started, removes their directories, and deletes
+/// the keys this process's tests left on the shared server.
+extern "C" fn cleanup() {
+    let owned = owned();
+    for &pid in &owned.pids {
+        // SAFETY: sends a signal to a child this process started.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    }
+    for dir in &owned.dirs {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let prefixes = owned
+        .prefixes
+        .iter()
+        .cloned()
+        .chain([format!("jt-{}-", std::process::id())]);
+    for prefix in prefixes {
+        let script = format!(
+            "redis-cli -u \"$0\" --scan --pattern '{{{prefix}*' \
+             | xargs -r -n 500 redis-cli -u \"$0\" unlink >/dev/null"
+        );
+        let _ = Command::new("sh")
+            .args(["-c", &script, &redis_url()])
+            .status();
+    }
+}
