@@ -1,8 +1,10 @@
 use jobs::prelude::*;
 
+pub struct Receipt(pub i64);
+
 #[job]
-async fn send_welcome_email(user_id: i64) -> String {
-    user_id.to_string()
+async fn send_welcome_email(user_id: i64) -> Receipt {
+    Receipt(user_id)
 }
 
 fn main() {}
