@@ -1,6 +1,6 @@
 //! The backend conformance suite: every guarantee of the job model, checked against any backend.
 //!
-//! A backend crate runs the whole suite from one of its tests with [`conformance!`]:
+//! A backend crate runs the whole suite from one of its tests with [`conformance!`](crate::conformance):
 //!
 //! ```ignore
 //! async fn fresh_backend() -> MyBackend { MyBackend::connect_isolated().await }
