@@ -89,13 +89,17 @@ fn ready_key(r: &JobRecord) -> ReadyKey {
     (r.priority, r.run_at, r.id)
 }
 
+/// The entry of `queue`, made on first use (without allocating the key on every call).
+fn per_queue<'m, V: Default>(map: &'m mut HashMap<String, V>, queue: &str) -> &'m mut V {
+    if !map.contains_key(queue) {
+        map.insert(queue.to_string(), V::default());
+    }
+    map.get_mut(queue).expect("just inserted")
+}
+
 impl Indexes {
     fn count(&mut self, queue: &str, status: JobStatus, delta: i64) {
-        let slot = self
-            .counts
-            .entry(queue.to_string())
-            .or_default()
-            .get_mut(status);
+        let slot = per_queue(&mut self.counts, queue).get_mut(status);
         *slot = slot.saturating_add_signed(delta);
     }
 
@@ -134,10 +138,7 @@ impl Indexes {
     fn index(&mut self, r: &JobRecord) {
         match r.status {
             JobStatus::Scheduled | JobStatus::Pending => {
-                self.waiting
-                    .entry(r.queue.clone())
-                    .or_default()
-                    .insert(ready_key(r));
+                per_queue(&mut self.waiting, &r.queue).insert(ready_key(r));
             }
             JobStatus::Running => {
                 if let Some(lease) = &r.lease {
@@ -146,10 +147,7 @@ impl Indexes {
             }
             JobStatus::Completed | JobStatus::Cancelled => {
                 if let Some(at) = r.finished_at {
-                    self.finished
-                        .entry(r.queue.clone())
-                        .or_default()
-                        .insert((at, r.id));
+                    per_queue(&mut self.finished, &r.queue).insert((at, r.id));
                 }
             }
             JobStatus::Dead => {}
