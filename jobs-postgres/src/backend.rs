@@ -135,7 +135,7 @@ impl Backend for PgBackend {
     }
 
     async fn complete(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
-        writes::complete(&self.inner.sql, &self.inner.pool, p).await
+        writes::complete(&self.inner.sql, &self.inner.pool, p, true).await
     }
 
     async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {

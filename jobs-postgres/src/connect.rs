@@ -12,9 +12,22 @@ use crate::PgBackend;
 /// How long `connect` waits for the server before giving up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The pool's size. The hot path needs few: a worker holds at most one connection for its
+/// fetch loop and one for its completion reporter (plus a short one for renewals and upkeep),
+/// and a producer one per concurrent enqueue; more connections than that only add server
+/// processes competing for the same cores.
+const POOL_SIZE: u32 = 10;
+
+/// A connection idle for longer than this is pinged before it is handed out. A busy pool's
+/// connections are never idle that long, so the hot path pays no extra round trip for the
+/// check (sqlx's default pings on every acquire: one more round trip per statement); a
+/// connection that died while idle (a server restart, a proxy timeout) is still replaced
+/// before use.
+const PING_IF_IDLE_FOR: Duration = Duration::from_secs(5);
+
 impl PgBackend {
-    /// Connects to the database `url` names, with a pool of its own (10 connections), and
-    /// migrates the schema `jobs`.
+    /// Connects to the database `url` names, with a pool of its own (10 connections, pinged
+    /// before use only after 5 s idle), and migrates the schema `jobs`.
     ///
     /// A URL that does not parse is [`Error::Invalid`]; a server that cannot be reached, or
     /// refuses, is [`Error::Connect`]. Neither error shows the URL's password.
@@ -42,8 +55,17 @@ impl PgBackend {
             .map_err(unreachable)?;
         probe.close().await.map_err(unreachable)?;
         let pool = PgPoolOptions::new()
-            .max_connections(10)
+            .max_connections(POOL_SIZE)
             .acquire_timeout(CONNECT_TIMEOUT)
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_IF_IDLE_FOR {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_lazy_with(options);
         let backend = PgBackend::from_pool(pool);
         backend.migrate().await?;

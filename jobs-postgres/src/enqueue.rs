@@ -24,6 +24,9 @@ pub(crate) async fn enqueue(
     jobs: Vec<NewJob>,
     now: Timestamp,
 ) -> Result<Vec<Enqueued>, Error> {
+    if jobs.iter().all(|j| j.unique_key.is_none()) {
+        return enqueue_plain(sql, conn, jobs, now).await;
+    }
     // The first job holding each (queue, key) within the batch.
     let mut first: HashMap<(&str, &str), usize> = HashMap::new();
     let mut same_as: Vec<Option<usize>> = Vec::with_capacity(jobs.len());
@@ -75,6 +78,93 @@ pub(crate) async fn enqueue(
         }
     }
     Ok(out.into_iter().flatten().collect())
+}
+
+/// Jobs without unique keys: nothing can be a duplicate, so a plain INSERT stores them all
+/// (one row's VALUES for a single job, `unnest` arrays for a batch), and the answer needs no
+/// round trip of its own.
+async fn enqueue_plain(
+    sql: &Sql,
+    conn: &mut PgConnection,
+    jobs: Vec<NewJob>,
+    now: Timestamp,
+) -> Result<Vec<Enqueued>, Error> {
+    let stored = if let [job] = jobs.as_slice() {
+        let ready = job.run_at <= now;
+        sqlx::query(&sql.enqueue_one)
+            .bind(job.id.0)
+            .bind(job.name.as_str())
+            .bind(job.queue.as_str())
+            .bind(job.payload.get())
+            .bind(job.priority)
+            .bind(job.run_at)
+            .bind(if ready { "pending" } else { "scheduled" })
+            .bind(int4(job.max_attempts))
+            .bind(serde_json::to_string(&job.backoff)?)
+            .bind(job.timeout.map(millis))
+            .bind(job.trace_context.as_deref())
+            .bind(now)
+            .bind(ready.then(|| sql.channel()))
+            .execute(conn)
+            .await
+            .map_err(db)?
+            .rows_affected()
+    } else {
+        let mut wake: Vec<&str> = jobs
+            .iter()
+            .filter(|j| j.run_at <= now)
+            .map(|j| j.queue.as_str())
+            .collect();
+        wake.sort_unstable();
+        wake.dedup();
+        let mut backoffs = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            backoffs.push(serde_json::to_string(&job.backoff)?);
+        }
+        sqlx::query(&sql.enqueue_many)
+            .bind(jobs.iter().map(|j| j.id.0).collect::<Vec<Uuid>>())
+            .bind(jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>())
+            .bind(jobs.iter().map(|j| j.queue.as_str()).collect::<Vec<_>>())
+            .bind(jobs.iter().map(|j| j.payload.get()).collect::<Vec<_>>())
+            .bind(jobs.iter().map(|j| j.priority).collect::<Vec<i16>>())
+            .bind(jobs.iter().map(|j| j.run_at).collect::<Vec<Timestamp>>())
+            .bind(
+                jobs.iter()
+                    .map(|j| int4(j.max_attempts))
+                    .collect::<Vec<i32>>(),
+            )
+            .bind(backoffs)
+            .bind(
+                jobs.iter()
+                    .map(|j| j.timeout.map(millis))
+                    .collect::<Vec<Option<i64>>>(),
+            )
+            .bind(
+                jobs.iter()
+                    .map(|j| j.trace_context.as_deref())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(now)
+            .bind(sql.channel())
+            .bind(wake)
+            .execute(conn)
+            .await
+            .map_err(db)?
+            .rows_affected()
+    };
+    if stored != jobs.len() as u64 {
+        return Err(Error::backend(format!(
+            "stored {stored} of {} jobs in one statement",
+            jobs.len()
+        )));
+    }
+    Ok(jobs
+        .iter()
+        .map(|j| Enqueued {
+            id: j.id,
+            duplicate: false,
+        })
+        .collect())
 }
 
 /// One round: for each job, whether it was stored, and else which active job holds its key.

@@ -19,8 +19,11 @@ pub(crate) async fn fetch(
     let mut queues = p.queues;
     queues.sort_unstable();
     queues.dedup();
-    let rows = sqlx::query(&sql.fetch)
-        .bind(queues)
+    let query = match <[String; 1]>::try_from(queues) {
+        Ok([queue]) => sqlx::query(&sql.fetch_one).bind(queue),
+        Err(queues) => sqlx::query(&sql.fetch).bind(queues),
+    };
+    let rows = query
         .bind(p.now)
         .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
         .bind(p.worker)

@@ -19,8 +19,11 @@ pub(crate) struct Sql {
     /// The schema, and the channel its wake-ups go on.
     pub schema: Schema,
     pub enqueue: String,
+    pub enqueue_one: String,
+    pub enqueue_many: String,
     pub cron_tick: String,
     pub fetch: String,
+    pub fetch_one: String,
     pub complete: String,
     pub fail: String,
     pub release: String,
@@ -45,8 +48,11 @@ impl Sql {
         };
         Sql {
             enqueue: splice(include_str!("sql/enqueue.sql")),
+            enqueue_one: splice(include_str!("sql/enqueue_one.sql")),
+            enqueue_many: splice(include_str!("sql/enqueue_many.sql")),
             cron_tick: splice(include_str!("sql/cron_tick.sql")),
             fetch: splice(include_str!("sql/fetch.sql")),
+            fetch_one: splice(include_str!("sql/fetch_one.sql")),
             complete: splice(include_str!("sql/complete.sql")),
             fail: splice(include_str!("sql/fail.sql")),
             release: splice(include_str!("sql/release.sql")),

@@ -108,7 +108,7 @@ impl CompletionHook for CompleteInTransaction {
             items: vec![completion],
             now,
         };
-        let accepted = writes::complete(&self.sql, &mut *tx, params).await?;
+        let accepted = writes::complete(&self.sql, &mut *tx, params, false).await?;
         if accepted.first() == Some(&true) {
             tx.commit().await.map_err(db)?;
             Ok(true)

@@ -14,11 +14,14 @@ use crate::error::db;
 use crate::record::storable;
 use crate::sql::Sql;
 
-/// Marks jobs completed with their results.
+/// Marks jobs completed with their results. `relaxed`: commit without waiting for the WAL
+/// flush (see `sql/complete.sql` for why that is safe for the worker's batches); never for a
+/// caller's transaction.
 pub(crate) async fn complete<'e>(
     sql: &Sql,
     exec: impl PgExecutor<'e>,
     p: CompleteParams,
+    relaxed: bool,
 ) -> Result<Vec<bool>, Error> {
     if p.items.is_empty() {
         return Ok(Vec::new());
@@ -29,6 +32,7 @@ pub(crate) async fn complete<'e>(
         .bind(tokens(&leases))
         .bind(p.items.iter().map(|c| c.result.get()).collect::<Vec<_>>())
         .bind(p.now)
+        .bind(relaxed)
         .fetch_all(exec)
         .await
         .map_err(db)?;

@@ -1,0 +1,24 @@
+-- Leases up to $3 ready jobs of one queue (the common case: a worker of one queue) in one
+-- statement that plans in a fraction of the general one's time: no queue array, no lateral
+-- join, no re-sort. The sub-select reads the partial ready index in run order, skipping rows
+-- another fetch holds, and locks what it takes; the UPDATE then finds those rows by primary key
+-- (`id = ANY(…)`, a plan that does not depend on how many rows the statistics expect).
+-- $1 queue, $2 now, $3 limit, $4 worker, $5 lease expiry.
+UPDATE {schema}.jobs j
+SET status = 'running',
+    attempt = j.attempt + 1,
+    started_at = $2,
+    lease_worker = $4,
+    lease_token = gen_random_uuid(),
+    lease_expires_at = $5
+WHERE j.id = ANY (ARRAY(
+    SELECT r.id
+    FROM {schema}.jobs r
+    WHERE r.queue = $1
+      AND r.status IN ('pending', 'scheduled')
+      AND r.run_at <= $2
+    ORDER BY r.priority, r.run_at, r.id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+))
+RETURNING {record}
