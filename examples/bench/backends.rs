@@ -74,7 +74,7 @@ pub async fn fresh_backend(kind: BackendKind) -> AnyBackend {
 }
 
 /// Stores `n` completed jobs in the bench's queue, through the backend's own batched API.
-pub async fn retain_finished(_kind: BackendKind, backend: &AnyBackend, n: u64) {
+pub async fn retain_finished(kind: BackendKind, backend: &AnyBackend, n: u64) {
     const BATCH: u64 = 10_000;
     let mut left = n;
     while left > 0 {
@@ -116,6 +116,16 @@ pub async fn retain_finished(_kind: BackendKind, backend: &AnyBackend, n: u64) {
             .expect("complete");
         left -= size;
     }
+    settle(kind).await;
+}
+
+/// Lets the store reach the steady state a long-running one would be in after a bulk load.
+async fn settle(kind: BackendKind) {
+    match kind {
+        #[cfg(feature = "postgres")]
+        BackendKind::Postgres => postgres::vacuum().await,
+        _ => {}
+    }
 }
 
 #[cfg(feature = "postgres")]
@@ -146,6 +156,18 @@ mod postgres {
             .execute(&mut bench)
             .await
             .expect("drop schema");
+    }
+
+    /// Vacuums the jobs table, as autovacuum would have long since done for a store that
+    /// accumulated its retained jobs over time (the bulk load leaves dead index entries behind).
+    pub async fn vacuum() {
+        let mut bench = PgConnection::connect(super::POSTGRES_URL)
+            .await
+            .expect("bench database");
+        sqlx::query("VACUUM (ANALYZE) jobs.jobs")
+            .execute(&mut bench)
+            .await
+            .expect("vacuum");
     }
 }
 
