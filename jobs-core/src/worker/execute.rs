@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use tracing::Instrument;
 
-use crate::backend::{Backend, Completion, FailParams, Failure, ReleaseParams};
+use crate::backend::{Backend, Completion, Failure, LeaseRef, ReleaseParams};
 use crate::backoff::random_unit;
 use crate::clock;
 use crate::context::JobContext;
@@ -126,17 +126,12 @@ async fn record_outcome(
                     }
                     shared.leases.remove(record.id);
                 }
-                None => {
-                    if let Err(unsent) = done.send(Done { completion, event }) {
-                        tracing::error!(job.id = %unsent.0.event.id, "completion reporter stopped");
-                        shared.leases.remove(record.id);
-                    }
-                }
+                None => report(shared, &done, Done::Completed(completion, event)),
             }
         }
         Outcome::Failed(error) => {
-            fail(shared, record, ctx, error, event).await;
-            shared.leases.remove(record.id);
+            let failed = failure(shared, record, lease, error, event);
+            report(shared, &done, failed);
         }
         Outcome::Interrupted => {
             let params = || ReleaseParams {
@@ -152,44 +147,38 @@ async fn record_outcome(
     }
 }
 
-async fn fail(
+/// Hands an outcome to the batching reporter.
+fn report(shared: &Shared, done: &mpsc::UnboundedSender<Done>, outcome: Done) {
+    if let Err(unsent) = done.send(outcome) {
+        let id = match &unsent.0 {
+            Done::Completed(_, event) | Done::Failed(_, event) => event.id,
+        };
+        tracing::error!(job.id = %id, "outcome reporter stopped; the lease will lapse");
+        shared.leases.remove(id);
+    }
+}
+
+/// The failure to record: retried after the job's backoff, or dead when fatal or out of
+/// attempts.
+fn failure(
     shared: &Shared,
     record: &JobRecord,
-    ctx: &JobContext,
+    lease: LeaseRef,
     error: JobError,
     mut event: JobEvent,
-) {
+) -> Done {
     let now = shared.clock.now();
     let message = error.message();
     let retry_at = (error.is_retryable() && record.attempt < record.max_attempts).then(|| {
         let delay: Duration = record.backoff.delay(record.attempt, random_unit());
         clock::add(now, delay)
     });
-    let params = || FailParams {
-        items: vec![Failure {
-            lease: ctx.lease(),
-            error: message.clone(),
-            retry_at,
-        }],
-        now,
+    event.error = Some(message.clone());
+    event.retry_at = retry_at;
+    let failure = Failure {
+        lease,
+        error: message,
+        retry_at,
     };
-    match with_retries(|| shared.backend.fail(params())).await {
-        Ok(accepted) if accepted.first() == Some(&true) => {
-            match retry_at {
-                Some(at) => {
-                    tracing::warn!(error = %message, retry_at = %at, "attempt failed; will retry");
-                    shared.retry_due(at);
-                }
-                None => tracing::error!(error = %message, "job is dead"),
-            }
-            event.error = Some(message);
-            event.retry_at = retry_at;
-            call(&shared.hooks.failed, &event);
-            if retry_at.is_none() {
-                call(&shared.hooks.dead, &event);
-            }
-        }
-        Ok(_) => tracing::warn!("failure refused: the lease was lost"),
-        Err(e) => tracing::error!(error = %e, "could not record the failure; its lease will lapse"),
-    }
+    Done::Failed(failure, event)
 }

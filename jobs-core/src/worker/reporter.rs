@@ -1,54 +1,129 @@
-//! Records completions in batches: one backend call for all the jobs that finished meanwhile.
+//! Records outcomes in batches: one backend call for all the completions, and one for all the
+//! failures, that came in meanwhile.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::backend::{Backend, CompleteParams, Completion};
+use crate::backend::{Backend, CompleteParams, Completion, FailParams, Failure};
 use crate::Error;
 
 use super::events::{call, JobEvent};
 use super::run::Shared;
 
-/// The most completions written in one call.
+/// The most outcomes written in one call.
 const BATCH: usize = 512;
 
-/// A finished job waiting to be recorded.
-pub(crate) struct Done {
-    pub completion: Completion,
-    pub event: JobEvent,
+/// A finished attempt waiting to be recorded.
+pub(crate) enum Done {
+    /// The handler succeeded.
+    Completed(Completion, JobEvent),
+    /// The handler failed; the event carries the error and the retry time.
+    Failed(Failure, JobEvent),
 }
 
-/// Writes completions until every sender is gone.
+impl Done {
+    fn event(&self) -> &JobEvent {
+        match self {
+            Done::Completed(_, event) | Done::Failed(_, event) => event,
+        }
+    }
+}
+
+/// Writes outcomes until every sender is gone.
 pub(crate) async fn flush_loop(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Done>) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
-        let items: Vec<Completion> = batch.iter().map(|d| d.completion.clone()).collect();
-        let written = with_retries(|| {
-            shared.backend.complete(CompleteParams {
-                items: items.clone(),
-                now: shared.clock.now(),
-            })
+        let (completed, failed): (Vec<Done>, Vec<Done>) = batch
+            .drain(..)
+            .partition(|d| matches!(d, Done::Completed(..)));
+        record_completions(&shared, completed).await;
+        record_failures(&shared, failed).await;
+    }
+}
+
+async fn record_completions(shared: &Shared, done: Vec<Done>) {
+    let items: Vec<Completion> = done
+        .iter()
+        .filter_map(|d| match d {
+            Done::Completed(completion, _) => Some(completion.clone()),
+            Done::Failed(..) => None,
         })
-        .await;
-        match written {
-            Ok(accepted) => {
-                for (done, ok) in batch.drain(..).zip(accepted) {
-                    shared.leases.remove(done.event.id);
-                    if ok {
-                        call(&shared.hooks.completed, &done.event);
-                    } else {
-                        tracing::warn!(job.id = %done.event.id, "completion refused: the lease was lost");
-                    }
+        .collect();
+    if items.is_empty() {
+        return;
+    }
+    let written = with_retries(|| {
+        shared.backend.complete(CompleteParams {
+            items: items.clone(),
+            now: shared.clock.now(),
+        })
+    })
+    .await;
+    settle(shared, done, written, |shared, event| {
+        call(&shared.hooks.completed, event)
+    });
+}
+
+async fn record_failures(shared: &Shared, done: Vec<Done>) {
+    let items: Vec<Failure> = done
+        .iter()
+        .filter_map(|d| match d {
+            Done::Failed(failure, _) => Some(failure.clone()),
+            Done::Completed(..) => None,
+        })
+        .collect();
+    if items.is_empty() {
+        return;
+    }
+    let written = with_retries(|| {
+        shared.backend.fail(FailParams {
+            items: items.clone(),
+            now: shared.clock.now(),
+        })
+    })
+    .await;
+    settle(shared, done, written, |shared, event| {
+        let error = event.error.as_deref().unwrap_or_default();
+        match event.retry_at {
+            Some(at) => {
+                tracing::warn!(job.id = %event.id, error, retry_at = %at, "attempt failed; will retry");
+                shared.retry_due(at);
+            }
+            None => tracing::error!(job.id = %event.id, error, "job is dead"),
+        }
+        call(&shared.hooks.failed, event);
+        if event.retry_at.is_none() {
+            call(&shared.hooks.dead, event);
+        }
+    });
+}
+
+/// Forgets the written jobs' leases and tells the hooks about each accepted write.
+fn settle(
+    shared: &Shared,
+    done: Vec<Done>,
+    written: Result<Vec<bool>, Error>,
+    accepted: impl Fn(&Shared, &JobEvent),
+) {
+    match written {
+        Ok(flags) => {
+            for (d, ok) in done.iter().zip(flags) {
+                let event = d.event();
+                shared.leases.remove(event.id);
+                if ok {
+                    accepted(shared, event);
+                } else {
+                    tracing::warn!(job.id = %event.id, "write refused: the lease was lost");
                 }
             }
-            Err(e) => {
-                // The leases lapse and the jobs run again: at least once, never lost.
-                tracing::error!(error = %e, jobs = batch.len(), "could not record completions");
-                for done in batch.drain(..) {
-                    shared.leases.remove(done.event.id);
-                }
+        }
+        Err(e) => {
+            // The leases lapse and the jobs run again: at least once, never lost.
+            tracing::error!(error = %e, jobs = done.len(), "could not record outcomes");
+            for d in &done {
+                shared.leases.remove(d.event().id);
             }
         }
     }
