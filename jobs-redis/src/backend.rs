@@ -11,7 +11,7 @@ use jobs_core::{
     ListParams, ProgressParams, PruneParams, QueueCounts, ReleaseParams, RenewParams, RescueParams,
     RetryParams, Timestamp, Wakeup,
 };
-use redis::{Client, FromRedisValue, Script, ScriptInvocation};
+use redis::{Client, Cmd, FromRedisValue, Script};
 
 use crate::connect::{self, Conn, Connected};
 use crate::keys::{Keys, DEFAULT_PREFIX};
@@ -110,25 +110,38 @@ impl RedisBackend {
 
     /// A call of `script` on `queue`: the queue's key base and the shared arguments (wake-up
     /// channel, queue name, now), ready for the script's own.
-    pub(crate) fn invocation<'a>(
+    pub(crate) fn invocation(
         &self,
-        script: &'a Script,
+        script: &'static Script,
         queue: &str,
         now: Timestamp,
-    ) -> ScriptInvocation<'a> {
-        let mut inv = script.key(self.inner.keys.queue(queue));
-        inv.arg(&self.inner.channel).arg(queue).arg(micros(now));
-        inv
+    ) -> ScriptCall {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash())
+            .arg(1)
+            .arg(self.inner.keys.queue(queue))
+            .arg(&self.inner.channel)
+            .arg(queue)
+            .arg(micros(now));
+        ScriptCall { script, cmd }
     }
 
-    /// Runs a script by its hash, loading it first if the server lacks it.
-    pub(crate) async fn run<T: FromRedisValue>(
-        &self,
-        inv: &ScriptInvocation<'_>,
-    ) -> Result<T, Error> {
-        inv.invoke_async(&mut self.inner.conn.clone())
-            .await
-            .map_err(Error::backend)
+    /// Runs a script by its hash, loading it first if the server lacks it (as
+    /// `redis::ScriptInvocation` does, but with the arguments packed in one buffer as they are
+    /// added rather than copied from one allocation each).
+    pub(crate) async fn run<T: FromRedisValue>(&self, call: &ScriptCall) -> Result<T, Error> {
+        let mut conn = self.inner.conn.clone();
+        match call.cmd.query_async(&mut conn).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                call.script
+                    .load_async(&mut conn)
+                    .await
+                    .map_err(Error::backend)?;
+                call.cmd.query_async(&mut conn).await
+            }
+            answer => answer,
+        }
+        .map_err(Error::backend)
     }
 
     /// Runs one command.
@@ -146,6 +159,27 @@ impl RedisBackend {
         pipe.query_async(&mut self.inner.conn.clone())
             .await
             .map_err(Error::backend)
+    }
+}
+
+/// A script call being built: `EVALSHA`, the script's hash, its key and arguments. Arguments are
+/// added with [`Cmd::arg`] through `Deref`.
+pub(crate) struct ScriptCall {
+    script: &'static Script,
+    cmd: Cmd,
+}
+
+impl std::ops::Deref for ScriptCall {
+    type Target = Cmd;
+
+    fn deref(&self) -> &Cmd {
+        &self.cmd
+    }
+}
+
+impl std::ops::DerefMut for ScriptCall {
+    fn deref_mut(&mut self) -> &mut Cmd {
+        &mut self.cmd
     }
 }
 

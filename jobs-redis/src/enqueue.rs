@@ -15,41 +15,62 @@ const CHUNK: usize = 500;
 
 impl RedisBackend {
     pub(crate) async fn enqueue_jobs(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
-        let mut by_queue: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (i, job) in p.jobs.iter().enumerate() {
-            by_queue.entry(&job.queue).or_default().push(i);
-        }
-        let queues: Vec<&str> = by_queue.keys().copied().collect();
-        let calls = by_queue.iter().flat_map(|(queue, members)| {
-            members.chunks(CHUNK).map(|chunk| {
+        let jobs = &p.jobs;
+        let Some(first) = jobs.first() else {
+            return Ok(Vec::new());
+        };
+        // The jobs of each queue, in batch order (one group in the common case).
+        let groups: Vec<(&str, Vec<usize>)> = if jobs.iter().all(|j| j.queue == first.queue) {
+            vec![(first.queue.as_str(), (0..jobs.len()).collect())]
+        } else {
+            let mut by_queue: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+            for (i, job) in jobs.iter().enumerate() {
+                by_queue.entry(&job.queue).or_default().push(i);
+            }
+            by_queue.into_iter().collect()
+        };
+        let queues: Vec<&str> = groups.iter().map(|(q, _)| *q).collect();
+        let now = micros(p.now);
+        // Each chunk's call is built when its future is first polled, so that Redis runs one
+        // chunk while the next is being built.
+        let calls = groups.iter().flat_map(|(queue, members)| {
+            members.chunks(CHUNK).map(move |chunk| async move {
                 let mut inv = self.invocation(&SCRIPTS.enqueue, queue, p.now);
                 for &i in chunk {
-                    push_job(&mut inv, &p.jobs[i]);
+                    push_job(&mut inv, &jobs[i], now);
                 }
-                async move {
-                    let stored: Vec<(String, i64)> = self.run(&inv).await?;
-                    Ok::<_, Error>(chunk.iter().copied().zip(stored))
-                }
+                let held: Vec<(usize, String)> = self.run(&inv).await?;
+                Ok::<_, Error>((chunk, held))
             })
         });
         let ((), answers) = try_join(self.register(&queues), try_join_all(calls)).await?;
-        let mut out = vec![None; p.jobs.len()];
-        for (i, (id, duplicate)) in answers.into_iter().flatten() {
-            out[i] = Some(Enqueued {
-                id: parse_id(&id)?,
-                duplicate: duplicate == 1,
-            });
+        let mut out: Vec<Enqueued> = jobs
+            .iter()
+            .map(|j| Enqueued {
+                id: j.id,
+                duplicate: false,
+            })
+            .collect();
+        for (chunk, held) in answers {
+            for (index, holder) in held {
+                let i = index
+                    .checked_sub(1)
+                    .and_then(|j| chunk.get(j))
+                    .ok_or_else(|| Error::backend(format!("no job {index} in the batch")))?;
+                out[*i] = Enqueued {
+                    id: parse_id(&holder)?,
+                    duplicate: true,
+                };
+            }
         }
-        out.into_iter()
-            .map(|e| e.ok_or_else(|| Error::backend("a job of the batch got no answer")))
-            .collect()
+        Ok(out)
     }
 
     pub(crate) async fn enqueue_tick(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {
         let job: &NewJob = &p.job;
         let mut inv = self.invocation(&SCRIPTS.cron, &job.queue, p.now);
         inv.arg(&p.schedule).arg(micros(p.tick));
-        push_job(&mut inv, job);
+        push_job(&mut inv, job, micros(p.now));
         let (_, stored) = try_join(
             self.register(&[job.queue.as_str()]),
             self.run::<Option<String>>(&inv),
@@ -58,17 +79,21 @@ impl RedisBackend {
         stored.map(|id| parse_id(&id)).transpose()
     }
 
-    /// Adds queues to the registry (and to those known here).
+    /// Adds queues to the registry (and to those known here). A queue this backend registered
+    /// lately is not sent again, so a steady stream of enqueues costs one command each.
     async fn register(&self, queues: &[&str]) -> Result<(), Error> {
-        if queues.is_empty() {
+        let known = &self.inner().queues;
+        let due = known.due_for_registry(queues);
+        if due.is_empty() {
             return Ok(());
         }
-        self.inner().queues.remember(queues.iter().copied());
-        self.query(
+        self.query::<()>(
             redis::cmd("SADD")
                 .arg(self.inner().keys.registry())
-                .arg(queues),
+                .arg(&due),
         )
-        .await
+        .await?;
+        known.registered(&due);
+        Ok(())
     }
 }

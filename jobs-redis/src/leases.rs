@@ -10,21 +10,27 @@ use std::collections::BTreeMap;
 
 use futures_util::future::try_join_all;
 use jobs_core::{
-    CompleteParams, Error, FailParams, FetchParams, LeaseRef, LeaseToken, LeasedJob,
-    ProgressParams, ReleaseParams, RenewParams, Timestamp,
+    CompleteParams, Error, FailParams, FetchParams, JobStatus, Lease, LeaseRef, LeaseToken,
+    LeasedJob, ProgressParams, ReleaseParams, RenewParams, Timestamp,
 };
-use redis::{Script, ScriptInvocation};
+use redis::{Cmd, Script};
 use uuid::Uuid;
 
 use crate::queues::queue_tag;
-use crate::record::{id_text, later, micros, token_text, Stored};
+use crate::record::{id_text, later, micros, stored_time, token_text, Stored};
 use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 
-/// The first 24 hex digits of a fetch's tokens on `queue`: fresh random bits and the tag.
-fn token_prefix(queue: &str) -> String {
+/// The first 96 bits of a fetch's tokens on `queue`: fresh random bits and the tag (the last 32
+/// bits are each job's index in the batch).
+fn token_base(queue: &str) -> u128 {
     let random = Uuid::new_v4().as_u128() >> 64;
-    format!("{random:016x}{:08x}", queue_tag(queue))
+    (random << 64) | (u128::from(queue_tag(queue)) << 32)
+}
+
+/// The first 24 hex digits of the tokens of `base`, as the fetch script gets them.
+fn token_prefix(base: u128) -> String {
+    format!("{:024x}", base >> 32)
 }
 
 /// The queue tag a token carries.
@@ -85,24 +91,35 @@ impl RedisBackend {
         expires: Timestamp,
     ) -> Result<Vec<LeasedJob>, Error> {
         let mut inv = self.invocation(&SCRIPTS.fetch, queue, p.now);
+        let base = token_base(queue);
         inv.arg(micros(expires))
             .arg(&p.worker)
             .arg(limit)
-            .arg(token_prefix(queue));
-        type Row = (String, String, (Vec<String>, Option<String>, Vec<String>));
+            .arg(token_prefix(base));
+        type Row = (String, Vec<String>, Option<String>, Vec<String>);
         let rows: Vec<Row> = self.run(&inv).await?;
+        // What the script wrote, as a read of the job would give it back.
+        let started = stored_time(p.now);
+        let expires = stored_time(expires);
         rows.into_iter()
-            .map(|(id, token, (fields, payload, errors))| {
+            .enumerate()
+            .map(|(index, (id, fields, payload, errors))| {
                 let stored = Stored {
                     fields,
                     payload,
                     long_result: None,
                     errors,
                 };
-                let record = stored.record(&id, queue)?;
-                let token = Uuid::parse_str(&token)
-                    .map(LeaseToken)
-                    .map_err(|e| Error::backend(format!("bad lease token `{token}`: {e}")))?;
+                let mut record = stored.record(&id, queue)?;
+                let token = LeaseToken(Uuid::from_u128(base | index as u128));
+                record.status = JobStatus::Running;
+                record.attempt += 1;
+                record.started_at = Some(started);
+                record.lease = Some(Lease {
+                    worker: p.worker.clone(),
+                    token,
+                    expires_at: expires,
+                });
                 Ok(LeasedJob { record, token })
             })
             .collect()
@@ -198,12 +215,12 @@ impl RedisBackend {
     /// then per item its id, its token and what `item` adds. Returns which items were accepted.
     async fn under_leases<T>(
         &self,
-        script: &Script,
+        script: &'static Script,
         now: Timestamp,
         items: &[T],
         lease: impl Fn(&T) -> LeaseRef,
-        head: impl Fn(&mut ScriptInvocation<'_>),
-        item: impl Fn(&mut ScriptInvocation<'_>, &T),
+        head: impl Fn(&mut Cmd),
+        item: impl Fn(&mut Cmd, &T),
     ) -> Result<Vec<bool>, Error> {
         let tags = self
             .queues_tagged(items.iter().map(|i| token_tag(lease(i).token)))
@@ -242,9 +259,11 @@ mod tests {
 
     #[test]
     fn tokens_carry_their_queue_tag() {
-        let prefix = token_prefix("email");
+        let base = token_base("email");
+        let prefix = token_prefix(base);
         let token = LeaseToken(Uuid::parse_str(&format!("{prefix}0000002a")).unwrap());
+        assert_eq!(token, LeaseToken(Uuid::from_u128(base | 0x2a)));
         assert_eq!(token_tag(token), queue_tag("email"));
-        assert_ne!(token_prefix("email"), prefix, "fresh random bits per fetch");
+        assert_ne!(token_base("email"), base, "fresh random bits per fetch");
     }
 }

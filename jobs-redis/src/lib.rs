@@ -24,7 +24,8 @@
 //! each the share that the merged order gives it.
 //!
 //! The operations that name only a job id find its queue among the queues this backend has
-//! seen and the registry set `{<prefix>}:queues` (written with every enqueue): no per-job index
+//! seen and the registry set `{<prefix>}:queues` (written with a backend's first enqueue to a
+//! queue, and again at most every 10 s, so that a flushed registry comes back): no per-job index
 //! is kept, so enqueue and fetch pay nothing for it, at the price of one request per queue for
 //! `job(id)`, `retry`, `delete` and `cancel`. Writes under a lease carry only the id and the
 //! token, so every token embeds a hash of its queue's name. Listing by a status other than
@@ -32,10 +33,30 @@
 //!
 //! # Round trips
 //!
-//! Enqueueing a batch costs one round trip (the script of each queue and the registry `SADD`
-//! are sent together), a fetch of up to n jobs from one queue one (two across several queues),
-//! completing or failing a batch one, and renewing every lease a worker holds one per renewal
-//! period. Scripts are sent by SHA1 and loaded only when a server lacks them.
+//! Every operation is one round trip: one `EVALSHA` per queue, all sent together (the registry
+//! `SADD`, when due, goes with them). Enqueueing a batch sends its jobs in script calls of 500;
+//! a fetch of up to n jobs from one queue is one call (two across several queues: a peek at each
+//! head, then the leases); completing or failing a batch one; renewing every lease a worker
+//! holds one per renewal period. Scripts are sent by SHA1 and loaded only when a server lacks
+//! them, and their arguments are packed straight into the command.
+//!
+//! Inside Redis, the hot scripts keep the commands per job few, sending whatever concerns the
+//! whole batch as one command with many members:
+//!
+//! - enqueue: per job one `HSET` (status, times, priority, run_at, `m`); per call `ZMSCORE`
+//!   of the set of all jobs (which ids exist), `MSET` of the payloads, `ZADD` to all jobs and to
+//!   ready or delayed, `HINCRBY` of the counts, `PUBLISH`;
+//! - fetch: per job `HGETALL` and `HSET` (the lease); per call the due delayed jobs'
+//!   `ZRANGEBYSCORE`, `ZPOPMIN`, `ZADD` to running, `MGET` of the payloads, `HINCRBY`;
+//! - complete: per job `HMGET` (the fence) and `HSET`; per call `ZREM` from running, `ZADD` to
+//!   done, `HINCRBY`.
+//!
+//! A single enqueue takes six commands (`ZADD NX` all, which also tells whether the id exists,
+//! `HSET`, `SET` payload, `ZADD` ready, `HINCRBY`, `PUBLISH`). On the wire a job costs about
+//! 260 bytes to enqueue in bulk (about 400 alone, with the call's own arguments), and a fetch
+//! and completion about 110 bytes up and 260 down: a fetch sends back the hash as it was before
+//! the lease (the caller knows what the lease wrote), the payload, and the errors if any; a
+//! completion sends back one integer.
 //!
 //! # Wake-ups
 //!
@@ -54,14 +75,16 @@
 //!
 //! # Memory
 //!
-//! Measured with `MEMORY USAGE` on Redis 7.0: a waiting job's hash takes about 200 bytes and a
-//! completed one's (with a short result) about 264, its payload key about 150 for a 40-byte
-//! payload; all in, with the keys' and sorted sets' overhead, a waiting job costs about 750 bytes
-//! and a retained completed one about 765 (for the 66-byte payload of the benchmark). Values over
-//! 64 bytes stay out of the hash, so it keeps the listpack encoding under Redis' default
-//! `hash-max-listpack-value`; a hashtable-encoded job would take over 1 KB. Retention bounds the
-//! total: completed and cancelled jobs are pruned by count and age per queue (by default the
-//! newest 10,000 of the last 24 hours, about 7.5 MB a queue), dead ones kept until deleted.
+//! Measured with `MEMORY USAGE` on Redis 7.0: a waiting job's hash takes about 185 bytes and a
+//! completed one's (with a short result) about 230 to 300 (its lease fields are left empty
+//! rather than deleted, which saves a command per completion), its payload key about 150 for a
+//! 40-byte payload; all in, with the keys' and sorted sets' overhead, a waiting job costs about
+//! 740 bytes and a retained completed one about 765 (for the 70-byte payload of the benchmark).
+//! Values over 64 bytes stay out of the hash, so it keeps the listpack encoding under Redis'
+//! default `hash-max-listpack-value`; a hashtable-encoded job would take over 1 KB (a job name
+//! over about 50 bytes, a unique key or trace context over 64, would cause it). Retention bounds
+//! the total: completed and cancelled jobs are pruned by count and age per queue (by default
+//! the newest 10,000 of the last 24 hours, about 7.5 MB a queue), dead ones kept until deleted.
 
 #![warn(missing_docs)]
 

@@ -1,7 +1,10 @@
 //! Which queues exist, for the operations that name only a job id or a lease.
 //!
-//! Every enqueue adds its queues to the registry set `{prefix}:queues` in the same round trip,
-//! and each backend remembers the queues it enqueued to, fetched from or listens on. The id-only
+//! An enqueue adds its queues to the registry set `{prefix}:queues` in the same round trip,
+//! unless this backend did so within the last [`REGISTER_EVERY`] (so a steady stream of
+//! enqueues costs one command each, and a registry lost with a flushed or restarted server is
+//! written again soon), and each backend remembers the queues it enqueued to, fetched from or
+//! listens on. The id-only
 //! operations (`job`, `retry`, `delete`, `cancel`) and `rescue` try every known queue, reading
 //! the registry only when the queues known here do not hold the job; no per-job index is
 //! written, so the hot path pays nothing for them and no index can drift from the jobs.
@@ -13,16 +16,22 @@
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use futures_util::future::try_join_all;
 use jobs_core::Error;
 
 use crate::RedisBackend;
 
+/// How long a queue this backend added to the registry is not added again.
+pub(crate) const REGISTER_EVERY: Duration = Duration::from_secs(10);
+
 /// The queues this backend has seen.
 #[derive(Default)]
 pub(crate) struct KnownQueues {
     names: Mutex<BTreeSet<String>>,
+    /// When this backend last added each queue to the registry.
+    registered: Mutex<HashMap<String, Instant>>,
 }
 
 impl KnownQueues {
@@ -37,6 +46,31 @@ impl KnownQueues {
             if !names.contains(queue) {
                 names.insert(queue.to_string());
             }
+        }
+    }
+
+    /// Remembers `queues` and returns those to add to the registry: the ones this backend has
+    /// not added within [`REGISTER_EVERY`].
+    pub fn due_for_registry<'a>(&self, queues: &[&'a str]) -> Vec<&'a str> {
+        self.remember(queues.iter().copied());
+        let registered = self.registered.lock().unwrap_or_else(|e| e.into_inner());
+        queues
+            .iter()
+            .copied()
+            .filter(|q| {
+                registered
+                    .get(*q)
+                    .is_none_or(|at| at.elapsed() >= REGISTER_EVERY)
+            })
+            .collect()
+    }
+
+    /// Notes that `queues` were just added to the registry.
+    pub fn registered(&self, queues: &[&str]) {
+        let now = Instant::now();
+        let mut registered = self.registered.lock().unwrap_or_else(|e| e.into_inner());
+        for queue in queues {
+            registered.insert(queue.to_string(), now);
         }
     }
 

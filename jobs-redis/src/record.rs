@@ -5,18 +5,22 @@
 //! plus side keys for what may be long: the payload (a string), a result longer than 64 bytes
 //! (a string; shorter ones stay in the hash) and the attempts' errors (a list).
 //!
-//! | field | meaning                      | field | meaning                          |
-//! |-------|------------------------------|-------|----------------------------------|
-//! | `n`   | name                         | `w`   | lease: worker                    |
-//! | `pr`  | priority                     | `k`   | lease: token                     |
-//! | `ra`  | run_at                       | `le`  | lease: expiry                    |
-//! | `s`   | status (`s p r c d x`)       | `pg`  | progress (absent while 0)        |
-//! | `a`   | attempt (absent while 0)     | `res` | result of at most 64 bytes       |
-//! | `ma`  | max attempts                 | `ne`  | number of errors (absent if 0)   |
-//! | `b`   | backoff (`e1000m60000j`)     | `u`   | unique key                       |
-//! | `t`   | timeout in ms                | `tc`  | trace context                    |
-//! | `c`   | created_at                   | `st`  | started_at                       |
-//! | `f`   | finished_at                  |       |                                  |
+//! | field | meaning                          | field | meaning                          |
+//! |-------|----------------------------------|-------|----------------------------------|
+//! | `m`   | what never changes (below)       | `w`   | lease: worker                    |
+//! | `pr`  | priority                         | `l`   | lease: `token:expiry`            |
+//! | `ra`  | run_at                           | `pg`  | progress (absent while 0)        |
+//! | `s`   | status (`s p r c d x`)           |       |                                  |
+//! | `a`   | attempt (absent while 0)         | `res` | result of at most 64 bytes       |
+//! | `c`   | created_at                       | `ne`  | number of errors (absent if 0)   |
+//! | `st`  | started_at                       | `u`   | unique key                       |
+//! | `f`   | finished_at                      | `tc`  | trace context                    |
+//!
+//! `m` is `max attempts|backoff|timeout in ms|name` (the timeout empty when there is none, the
+//! name last so that it may hold any character): one hash entry, one script argument and one
+//! reply element rather than four (a name of up to about 50 bytes keeps it within 64). The
+//! backoff is written as `e1000m60000j` (see [`encode_backoff`]). The lease fields of a
+//! finished job are empty rather than deleted (one command fewer per completion).
 //!
 //! Each error is `attempt:at:message`. Times are microseconds since the Unix epoch (the
 //! precision PostgreSQL keeps too); ids and lease tokens are UUIDs in their 32-digit hex form,
@@ -30,7 +34,6 @@ use jobs_core::{
     AttemptError, Backoff, BackoffKind, Error, JobId, JobRecord, Json, Lease, LeaseToken, NewJob,
     Timestamp,
 };
-use redis::ScriptInvocation;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
@@ -39,6 +42,11 @@ use crate::keys::status_from_code;
 /// A time as stored: microseconds since the epoch.
 pub(crate) fn micros(t: Timestamp) -> i64 {
     t.timestamp_micros()
+}
+
+/// A time as a read gives it back: cut to whole microseconds.
+pub(crate) fn stored_time(t: Timestamp) -> Timestamp {
+    DateTime::from_timestamp_micros(micros(t)).unwrap_or(t)
 }
 
 /// `now + d`, saturating far in the future.
@@ -66,33 +74,84 @@ pub(crate) fn parse_id(text: &str) -> Result<JobId, Error> {
         .map_err(|e| corrupt(text, format!("bad id: {e}")))
 }
 
-/// Appends a new job to a script's arguments in the form `insert` of lib.lua reads: id, unique
-/// key, priority, run_at, payload, the number of field pairs, then the pairs.
-pub(crate) fn push_job(inv: &mut ScriptInvocation<'_>, job: &NewJob) {
-    let unique = job
-        .unique_key
-        .as_ref()
-        .map_or(String::new(), |key| format!("={key}"));
-    inv.arg(id_text(job.id))
-        .arg(unique)
+/// Appends a new job to a script's arguments in the form `store_jobs` of lib.lua reads: id,
+/// ready-set member (empty when delayed), payload, the number of arguments that follow, then
+/// the hash's fields and values as stored (but for the status and created_at, which the script
+/// adds), so that the script only copies them. `now` is the enqueue's time in microseconds.
+pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: i64) {
+    let id = id_text(job.id);
+    let run_at = micros(job.run_at);
+    let member = if run_at <= now {
+        ready_member(run_at, &id)
+    } else {
+        String::new()
+    };
+    let pairs =
+        3 + usize::from(job.unique_key.is_some()) + usize::from(job.trace_context.is_some());
+    inv.arg(id)
+        .arg(member)
+        .arg(job.payload.get())
+        .arg(2 * pairs)
+        .arg("pr")
         .arg(job.priority)
-        .arg(micros(job.run_at))
-        .arg(job.payload.get());
-    let timeout = job.timeout.map(|t| t.as_millis() as u64);
-    let pairs = 3 + usize::from(timeout.is_some()) + usize::from(job.trace_context.is_some());
-    inv.arg(pairs)
-        .arg("n")
-        .arg(&job.name)
-        .arg("ma")
-        .arg(job.max_attempts)
-        .arg("b")
-        .arg(encode_backoff(&job.backoff));
-    if let Some(ms) = timeout {
-        inv.arg("t").arg(ms);
+        .arg("ra")
+        .arg(run_at)
+        .arg("m")
+        .arg(encode_meta(job));
+    // `store_jobs` looks for the unique key right after the three fields above.
+    if let Some(key) = &job.unique_key {
+        inv.arg("u").arg(key);
     }
     if let Some(trace) = &job.trace_context {
         inv.arg("tc").arg(trace);
     }
+}
+
+/// The `m` field: what never changes of a job but its payload, in one value (one hash entry,
+/// one argument, one reply element rather than four): `max attempts|backoff|timeout ms|name`.
+/// The name comes last, so it may hold any character.
+pub(crate) fn encode_meta(job: &NewJob) -> String {
+    let timeout = job
+        .timeout
+        .map_or(String::new(), |t| t.as_millis().to_string());
+    format!(
+        "{}|{}|{timeout}|{}",
+        job.max_attempts,
+        encode_backoff(&job.backoff),
+        job.name
+    )
+}
+
+/// What the `m` field holds.
+struct Meta<'a> {
+    max_attempts: u32,
+    backoff: Backoff,
+    timeout: Option<Duration>,
+    name: &'a str,
+}
+
+/// Reads what [`encode_meta`] wrote.
+fn decode_meta(text: &str) -> Option<Meta<'_>> {
+    let mut parts = text.splitn(4, '|');
+    let max_attempts = parts.next()?.parse().ok()?;
+    let backoff = decode_backoff(parts.next()?)?;
+    let timeout = match parts.next()? {
+        "" => None,
+        ms => Some(Duration::from_millis(ms.parse().ok()?)),
+    };
+    let name = parts.next()?;
+    Some(Meta {
+        max_attempts,
+        backoff,
+        timeout,
+        name,
+    })
+}
+
+/// A job's member in its queue's ready set: run_at as 14 hex digits, then the id (lib.lua's
+/// `ready_member`), so that members of one priority sort by run_at, then id.
+pub(crate) fn ready_member(run_at: i64, id: &str) -> String {
+    format!("{:014x}{id}", run_at.max(0))
 }
 
 /// A backoff in a few bytes: the kind's initial, the base in ms, then `m` and the cap in ms if
@@ -264,25 +323,38 @@ impl<'a> Fields<'a> {
     }
 
     fn lease(&self) -> Result<Option<Lease>, Error> {
-        let (Some(worker), Some(token)) = (self.opt("w"), self.opt("k")) else {
+        // A finished job's lease fields are empty rather than absent (see complete.lua).
+        let (Some(worker), Some(lease)) = (self.opt("w"), self.opt("l").filter(|l| !l.is_empty()))
+        else {
             return Ok(None);
         };
+        let bad = |what: String| corrupt(self.id, format!("bad lease `{lease}`: {what}"));
+        let (token, expiry) = lease
+            .split_once(':')
+            .ok_or_else(|| bad("no expiry".into()))?;
         let token = Uuid::parse_str(token)
             .map(LeaseToken)
-            .map_err(|e| corrupt(self.id, format!("bad lease token: {e}")))?;
+            .map_err(|e| bad(e.to_string()))?;
+        let expires_at = expiry
+            .parse()
+            .ok()
+            .and_then(DateTime::from_timestamp_micros)
+            .ok_or_else(|| bad("bad expiry".into()))?;
         Ok(Some(Lease {
             worker: worker.to_string(),
             token,
-            expires_at: self.time("le")?,
+            expires_at,
         }))
     }
 
     fn record(&self, queue: &str) -> Result<JobRecord, Error> {
         let status = self.text("s")?;
-        let backoff = self.text("b")?;
+        let meta = self.text("m")?;
+        let meta =
+            decode_meta(meta).ok_or_else(|| corrupt(self.id, format!("bad field `m`: {meta}")))?;
         Ok(JobRecord {
             id: parse_id(self.id)?,
-            name: self.text("n")?.to_string(),
+            name: meta.name.to_string(),
             queue: queue.to_string(),
             payload: self.json(
                 self.stored
@@ -295,10 +367,9 @@ impl<'a> Fields<'a> {
             status: status_from_code(status)
                 .ok_or_else(|| corrupt(self.id, format!("unknown status `{status}`")))?,
             attempt: self.opt_number("a")?.unwrap_or(0),
-            max_attempts: self.number("ma")?,
-            backoff: decode_backoff(backoff)
-                .ok_or_else(|| corrupt(self.id, format!("bad backoff `{backoff}`")))?,
-            timeout: self.opt_number("t")?.map(Duration::from_millis),
+            max_attempts: meta.max_attempts,
+            backoff: meta.backoff,
+            timeout: meta.timeout,
             lease: self.lease()?,
             progress: self.opt_number("pg")?.unwrap_or(0),
             result: self
@@ -345,13 +416,11 @@ mod tests {
     fn a_stored_job_reads_back() {
         let id = id_text(JobId::new());
         let fields: Vec<String> = [
-            ("n", "email"),
+            ("m", "2|f5||a|name"),
             ("pr", "-3"),
             ("ra", "1893456000000000"),
             ("s", "d"),
             ("a", "2"),
-            ("ma", "2"),
-            ("b", "f5"),
             ("c", "1893456000000000"),
             ("f", "1893456000100000"),
             ("ne", "2"),
@@ -372,6 +441,8 @@ mod tests {
         assert_eq!((r.priority, r.attempt, r.max_attempts), (-3, 2, 2));
         assert_eq!(r.status, jobs_core::JobStatus::Dead);
         assert_eq!(r.payload.get(), r#"{"to":"a@b"}"#);
+        assert_eq!((r.name.as_str(), r.timeout), ("a|name", None));
+        assert_eq!(r.backoff, Backoff::fixed(Duration::from_millis(5)));
         assert_eq!(r.errors[0].message, "first: with a colon");
         assert_eq!(r.errors[1].attempt, 2);
         assert_eq!(r.run_at.to_rfc3339(), "2030-01-01T00:00:00+00:00");

@@ -1,4 +1,7 @@
-//! The Lua scripts, one per state change, each prefixed with the shared `lib.lua`.
+//! The Lua scripts, one per state change, each prefixed with `head.lua` (keys, counts, helpers)
+//! and the shared parts it uses: `store.lua`, `lease.lua`, `promote.lua`, `states.lua`. Redis
+//! runs a script's whole text on every call, so the hot scripts (enqueue, fetch, complete) carry
+//! only what they use: each local function defined costs a little on every call.
 //!
 //! `redis::Script` calls a script by its SHA1 (`EVALSHA`) and loads it only when the server
 //! answers `NOSCRIPT` (a fresh or restarted server; in a cluster, `SCRIPT LOAD` goes to every
@@ -8,47 +11,93 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-macro_rules! script {
-    ($file:literal) => {
-        Script::new(concat!(
-            include_str!("lua/lib.lua"),
+/// The text of a script: the head, the parts it uses, then its own file.
+macro_rules! source {
+    ($($part:literal),* ; $file:literal) => {
+        concat!(
+            include_str!("lua/head.lua"),
+            $(include_str!(concat!("lua/", $part)),)*
             include_str!(concat!("lua/", $file))
-        ))
+        )
     };
 }
 
-/// Every script of the backend.
-pub(crate) struct Scripts {
-    pub enqueue: Script,
-    pub cron: Script,
-    pub fetch: Script,
-    pub peek: Script,
-    pub complete: Script,
-    pub fail: Script,
-    pub release: Script,
-    pub renew: Script,
-    pub progress: Script,
-    pub retry: Script,
-    pub delete: Script,
-    pub cancel: Script,
-    pub rescue: Script,
-    pub prune: Script,
+/// Declares every script: its name, the parts it uses and its file.
+macro_rules! scripts {
+    ($($name:ident: $($part:literal),* ; $file:literal,)*) => {
+        /// Every script of the backend.
+        pub(crate) struct Scripts {
+            $(pub $name: Script,)*
+        }
+
+        /// The scripts, hashed once per process.
+        pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+            $($name: Script::new(source!($($part),*; $file)),)*
+        });
+
+        /// Every script's name and text.
+        #[cfg(test)]
+        const SOURCES: &[(&str, &str)] = &[$((stringify!($name), source!($($part),*; $file)),)*];
+    };
 }
 
-/// The scripts, hashed once per process.
-pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    enqueue: script!("enqueue.lua"),
-    cron: script!("cron.lua"),
-    fetch: script!("fetch.lua"),
-    peek: script!("peek.lua"),
-    complete: script!("complete.lua"),
-    fail: script!("fail.lua"),
-    release: script!("release.lua"),
-    renew: script!("renew.lua"),
-    progress: script!("progress.lua"),
-    retry: script!("retry.lua"),
-    delete: script!("delete.lua"),
-    cancel: script!("cancel.lua"),
-    rescue: script!("rescue.lua"),
-    prune: script!("prune.lua"),
-});
+scripts! {
+    enqueue: "store.lua"; "enqueue.lua",
+    cron: "store.lua"; "cron.lua",
+    fetch: "promote.lua"; "fetch.lua",
+    peek: "promote.lua"; "peek.lua",
+    complete: "lease.lua"; "complete.lua",
+    fail: "lease.lua", "states.lua"; "fail.lua",
+    release: "lease.lua"; "release.lua",
+    renew: "lease.lua"; "renew.lua",
+    progress: "lease.lua"; "progress.lua",
+    retry: "lease.lua"; "retry.lua",
+    delete: "lease.lua", "states.lua"; "delete.lua",
+    cancel: "lease.lua", "states.lua"; "cancel.lua",
+    rescue: "lease.lua", "states.lua"; "rescue.lua",
+    prune: "lease.lua", "states.lua"; "prune.lua",
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// The parts a script may include, in the order `script!` puts them.
+    const PARTS: [(&str, &str); 5] = [
+        ("head.lua", include_str!("lua/head.lua")),
+        ("store.lua", include_str!("lua/store.lua")),
+        ("lease.lua", include_str!("lua/lease.lua")),
+        ("promote.lua", include_str!("lua/promote.lua")),
+        ("states.lua", include_str!("lua/states.lua")),
+    ];
+
+    /// The local functions `text` defines.
+    fn defined(text: &str) -> BTreeSet<&str> {
+        text.split("local function ")
+            .skip(1)
+            .filter_map(|rest| rest.split('(').next())
+            .collect()
+    }
+
+    /// Every script, once assembled, defines each shared function it calls before calling it.
+    #[test]
+    fn scripts_define_what_they_call() {
+        let shared: BTreeSet<&str> = PARTS.iter().flat_map(|(_, t)| defined(t)).collect();
+        for (name, code) in super::SOURCES {
+            let mut seen = BTreeSet::new();
+            for line in code.lines().filter(|l| !l.trim_start().starts_with("--")) {
+                for f in &shared {
+                    let called = line.match_indices(&format!("{f}(")).any(|(at, _)| {
+                        !line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                            && !line[..at].ends_with("function ")
+                    });
+                    assert!(
+                        !called || seen.contains(f),
+                        "{name}: calls `{f}` before or without defining it: {line}"
+                    );
+                }
+                seen.extend(defined(line));
+            }
+        }
+    }
+}

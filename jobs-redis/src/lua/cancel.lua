@@ -7,7 +7,7 @@ if s ~= 's' and s ~= 'p' and s ~= 'r' then
   return 0
 end
 unindex(key, id, s)
-redis.call('HDEL', key, 'w', 'k', 'le')
+redis.call('HDEL', key, 'w', 'l')
 redis.call('HSET', key, 's', 'x', 'f', NOW_S)
 redis.call('ZADD', DONE, NOW_S, id)
 recount(nil, 'x')

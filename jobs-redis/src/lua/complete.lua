@@ -1,5 +1,6 @@
 -- Completes jobs. ARGV[4..]: id, token, result per job. Returns 1 (accepted) or 0 per job.
-local out = {}
+-- The lease fields are emptied in the same HSET rather than deleted by another command.
+local out, ids, done = {}, {}, {}
 for i = 4, #ARGV, 3 do
   local id = ARGV[i]
   local key, u = leased(id, ARGV[i + 1])
@@ -7,17 +8,23 @@ for i = 4, #ARGV, 3 do
     local result = ARGV[i + 2]
     if #result > LONG then
       redis.call('SET', side_key('r', id), result)
-      redis.call('HSET', key, 's', 'c', 'f', NOW_S)
+      redis.call('HSET', key, 's', 'c', 'f', NOW_S, 'w', '', 'l', '')
     else
-      redis.call('HSET', key, 's', 'c', 'res', result, 'f', NOW_S)
+      redis.call('HSET', key, 's', 'c', 'res', result, 'f', NOW_S, 'w', '', 'l', '')
     end
-    clear_lease(key, id)
-    redis.call('ZADD', DONE, NOW_S, id)
-    recount('r', 'c')
     release_unique(u, id)
+    ids[#ids + 1] = id
+    done[#done + 1] = NOW_S
+    done[#done + 1] = id
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
   end
+end
+if #ids > 0 then
+  zrem_all(RUNNING, ids)
+  bulk('ZADD', DONE, done, 1000)
+  recount_by('r', -#ids)
+  recount_by('c', #ids)
 end
 return finish(out)

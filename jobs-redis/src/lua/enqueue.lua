@@ -1,14 +1,8 @@
--- Stores a batch of jobs (ARGV[4..]: each job as `insert` reads it).
--- Returns {id, duplicate} per job; wakes the queue's workers when a job is ready.
-local out, woken = {}, false
-local i = 4
-while i <= #ARGV do
-  local id, duplicate, nxt, ready = insert(i)
-  out[#out + 1] = { id, duplicate }
-  woken = woken or ready
-  i = nxt
-end
-if woken then
+-- Stores a batch of jobs (ARGV[4..]: the jobs as `store_jobs` reads them).
+-- Returns a {batch index, holder id} pair for each job whose unique key an active job holds;
+-- wakes the queue's workers when a job is ready.
+local held, ready = store_jobs(4)
+if ready then
   wake()
 end
-return finish(out)
+return finish(held)

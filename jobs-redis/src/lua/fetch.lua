@@ -2,22 +2,46 @@
 -- jobs are all pending).
 -- ARGV[4] lease expiry, ARGV[5] worker, ARGV[6] limit, ARGV[7] the first 24 hex digits of this
 -- fetch's lease tokens (each job's token ends with its 8-digit index in the batch).
--- Returns {id, token, stored} per leased job, `stored` as `read` gives it.
+-- Returns {id, fields, payload, errors} per leased job, in order, `fields` being the hash as
+-- HGETALL gave it before the lease: the caller knows what the lease wrote (status running, one
+-- more attempt, started now, the lease itself), so it is not sent back.
 promote(1000)
 local limit = tonumber(ARGV[6])
 local out = {}
 if limit < 1 then
   return finish(out)
 end
+local expiry, worker, tokens = ARGV[4], ARGV[5], ARGV[7]
 local popped = redis.call('ZPOPMIN', READY, limit)
+local running, payload_keys = {}, {}
 for j = 1, #popped, 2 do
   local id = string.sub(popped[j], 15)
   local key = job_key(id)
-  local token = ARGV[7] .. string.format('%08x', #out)
-  redis.call('HINCRBY', key, 'a', 1)
-  redis.call('HSET', key, 's', 'r', 'st', NOW_S, 'w', ARGV[5], 'k', token, 'le', ARGV[4])
-  redis.call('ZADD', RUNNING, ARGV[4], id)
-  recount('p', 'r')
-  out[#out + 1] = { id, token, read(key, id) }
+  local fields = redis.call('HGETALL', key)
+  local attempt, errors = 0, {}
+  for f = 1, #fields, 2 do
+    local name = fields[f]
+    if name == 'a' then
+      attempt = tonumber(fields[f + 1])
+    elseif name == 'ne' then
+      errors = redis.call('LRANGE', side_key('e', id), 0, -1)
+    end
+  end
+  local n = #out
+  redis.call('HSET', key, 's', 'r', 'a', int(attempt + 1), 'st', NOW_S, 'w', worker,
+    'l', tokens .. string.format('%08x', n) .. ':' .. expiry)
+  running[#running + 1] = expiry
+  running[#running + 1] = id
+  payload_keys[n + 1] = side_key('p', id)
+  out[n + 1] = { id, fields, false, errors }
+end
+if #out > 0 then
+  bulk('ZADD', RUNNING, running, 1000)
+  local payloads = bulk('MGET', nil, payload_keys, 500)
+  for n = 1, #out do
+    out[n][3] = payloads[n]
+  end
+  recount_by('p', -#out)
+  recount_by('r', #out)
 end
 return finish(out)

@@ -3,9 +3,10 @@
 local out = {}
 for i = 5, #ARGV, 2 do
   local id = ARGV[i]
-  local key = leased(id, ARGV[i + 1])
-  if key and tonumber(redis.call('HGET', key, 'le')) >= NOW then
-    redis.call('HSET', key, 'le', ARGV[4])
+  local token = ARGV[i + 1]
+  local key, _, expiry = leased(id, token)
+  if key and tonumber(expiry) >= NOW then
+    redis.call('HSET', key, 'l', token .. ':' .. ARGV[4])
     redis.call('ZADD', RUNNING, ARGV[4], id)
     out[#out + 1] = 1
   else

@@ -4,12 +4,13 @@ local expired = redis.call('ZRANGEBYSCORE', RUNNING, '-inf', '(' .. NOW_S, 'LIMI
 local woken = false
 for _, id in ipairs(expired) do
   local key = job_key(id)
-  local v = redis.call('HMGET', key, 'a', 'ma')
+  local v = redis.call('HMGET', key, 'a', 'm')
   if v[1] then
     local message = 'lease expired during attempt ' .. v[1]
       .. ': the worker stopped renewing it (it crashed, was killed or stalled)'
     local retry_at = nil
-    if tonumber(v[1]) < tonumber(v[2]) then
+    -- The max attempts lead the `m` field.
+    if tonumber(v[1]) < tonumber(string.match(v[2], '^%d+')) then
       retry_at = NOW_S
     end
     woken = finish_attempt(key, id, message, retry_at) or woken

@@ -16,7 +16,7 @@ if v[2] then
   redis.call('HSET', UNIQUE, v[2], id)
 end
 redis.call('HSET', key, 's', 'p', 'a', 0, 'ra', NOW_S)
-redis.call('HDEL', key, 'f', 'w', 'k', 'le')
+redis.call('HDEL', key, 'f', 'w', 'l')
 redis.call('ZREM', DONE, id)
 redis.call('ZREM', DEAD, id)
 recount(from, 'p')

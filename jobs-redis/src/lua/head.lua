@@ -1,0 +1,113 @@
+-- The head of every script (prepended at build time, with the other parts a script needs:
+-- store.lua, lease.lua, promote.lua, states.lua, in that order).
+--
+-- A script works on one queue. KEYS[1] is the queue's key base `{prefix:queue}:`; every key a
+-- script touches is that base plus a suffix, so all of them share one hash tag and one cluster
+-- slot. ARGV[1] is the wake-up channel, ARGV[2] the queue's name, ARGV[3] the current time in
+-- microseconds since the epoch; each script's own arguments start at ARGV[4].
+--
+-- Keys of a queue:
+--   j:<id>   hash, one job's short fields (see record.rs), kept in Redis' compact listpack
+--   p:<id>   string, its payload
+--   r:<id>   string, its result when longer than LONG bytes (shorter ones stay in the hash)
+--   e:<id>   list, the error of each failed attempt: `attempt:at:message`
+--   ready    zset, score priority, member hex14(run_at) .. id: priority, then run_at, then FIFO
+--   delayed  zset, score run_at, member id: waiting for a future run_at
+--   running  zset, score lease expiry, member id
+--   done     zset, score finished_at, member id: completed and cancelled, for retention
+--   dead     zset, score 0, member id: the dead-letter set, by id
+--   all      zset, score 0, member id: every job, by id (ids are time-ordered), for listing
+--   counts   hash, status code (s p r c d x) -> number of jobs
+--   unique   hash, unique key -> id of the active job holding it
+--   cron     hash, schedule -> last tick stored (microseconds)
+local BASE = KEYS[1]
+local CHANNEL, QUEUE, NOW_S = ARGV[1], ARGV[2], ARGV[3]
+local NOW = tonumber(NOW_S)
+local READY = BASE .. 'ready'
+local DELAYED = BASE .. 'delayed'
+local RUNNING = BASE .. 'running'
+local DONE = BASE .. 'done'
+local DEAD = BASE .. 'dead'
+local ALL = BASE .. 'all'
+local COUNTS = BASE .. 'counts'
+local UNIQUE = BASE .. 'unique'
+local CRON = BASE .. 'cron'
+
+-- Values longer than this (Redis' default hash-max-listpack-value) would turn a job's hash from
+-- the compact listpack encoding into a hashtable, several times larger.
+local LONG = 64
+
+local function job_key(id)
+  return BASE .. 'j:' .. id
+end
+
+-- The key of job `id`'s payload ('p'), long result ('r') or errors ('e').
+local function side_key(kind, id)
+  return BASE .. kind .. ':' .. id
+end
+
+-- Integers go to Redis as decimal text (Lua would print large ones as %.14g).
+local function int(n)
+  return string.format('%d', n)
+end
+
+-- The ready-set member: the run_at as 14 hex digits, then the time-ordered id.
+local function ready_member(run_at, id)
+  return string.format('%014x', math.max(tonumber(run_at), 0)) .. id
+end
+
+-- Status counts change in this table and reach Redis once per script, in `finish`.
+local deltas = {}
+
+local function recount(from, to)
+  if from then
+    deltas[from] = (deltas[from] or 0) - 1
+  end
+  if to then
+    deltas[to] = (deltas[to] or 0) + 1
+  end
+end
+
+local function recount_by(status, n)
+  deltas[status] = (deltas[status] or 0) + n
+end
+
+-- Writes the status counts and returns `value`: every script returns through it.
+local function finish(value)
+  for status, delta in pairs(deltas) do
+    if delta ~= 0 then
+      redis.call('HINCRBY', COUNTS, status, delta)
+    end
+  end
+  return value
+end
+
+-- Calls `command` with `key` (unless nil) and the elements of `args`, at most `step` of them
+-- per call (Lua's unpack is bounded); returns the replies' elements, concatenated.
+local function bulk(command, key, args, step)
+  local replies = {}
+  for from = 1, #args, step do
+    local last = math.min(from + step - 1, #args)
+    local reply
+    if key then
+      reply = redis.call(command, key, unpack(args, from, last))
+    else
+      reply = redis.call(command, unpack(args, from, last))
+    end
+    if type(reply) == 'table' then
+      for _, r in ipairs(reply) do
+        replies[#replies + 1] = r
+      end
+    end
+  end
+  return replies
+end
+
+-- Removes `ids` from sorted set `key`, a few hundred per call.
+local function zrem_all(key, ids)
+  bulk('ZREM', key, ids, 500)
+end
+
+local function wake()
+  redis.call('PUBLISH', CHANNEL, QUEUE)
+end

@@ -1,0 +1,45 @@
+-- Moving jobs between states outside the hot path.
+
+-- Deletes job `id` and its side keys.
+local function delete_job(key, id)
+  redis.call('DEL', key, side_key('p', id), side_key('r', id), side_key('e', id))
+end
+
+-- Takes a job in status `s` out of the sets of that status (and frees its unique key).
+local function unindex(key, id, s)
+  if s == 'p' or s == 's' then
+    redis.call('ZREM', READY, ready_member(redis.call('HGET', key, 'ra'), id))
+    redis.call('ZREM', DELAYED, id)
+  elseif s == 'r' then
+    redis.call('ZREM', RUNNING, id)
+  elseif s == 'c' or s == 'x' then
+    redis.call('ZREM', DONE, id)
+  elseif s == 'd' then
+    redis.call('ZREM', DEAD, id)
+  end
+  release_unique(redis.call('HGET', key, 'u'), id)
+  recount(s, nil)
+end
+
+-- Ends the running attempt of job `id` with an error: pending again at `retry_at` (text), or
+-- dead when it is nil. Returns true when the job is ready at once.
+local function finish_attempt(key, id, message, retry_at)
+  local v = redis.call('HMGET', key, 'a', 'pr', 'u')
+  local n = redis.call('RPUSH', side_key('e', id), v[1] .. ':' .. NOW_S .. ':' .. message)
+  clear_lease(key, id)
+  if retry_at then
+    redis.call('HSET', key, 's', 'p', 'ra', retry_at, 'ne', n)
+    recount('r', 'p')
+    if tonumber(retry_at) <= NOW then
+      redis.call('ZADD', READY, v[2], ready_member(retry_at, id))
+      return true
+    end
+    redis.call('ZADD', DELAYED, retry_at, id)
+    return false
+  end
+  redis.call('HSET', key, 's', 'd', 'f', NOW_S, 'ne', n)
+  redis.call('ZADD', DEAD, 0, id)
+  recount('r', 'd')
+  release_unique(v[3], id)
+  return false
+end
