@@ -181,6 +181,7 @@ mod redis {
             .await
             .expect("Redis");
         let _: () = jobs::redis::redis::cmd("FLUSHDB")
+            .arg("ASYNC")
             .query_async(&mut conn)
             .await
             .expect("FLUSHDB");
