@@ -1,14 +1,19 @@
 //! The one SQL path every enqueue takes: the backend, a pool, a caller's transaction, cron.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 
 use jobs_core::{CronTickParams, Enqueued, Error, JobId, NewJob, Timestamp};
+use sqlx::postgres::{PgArguments, Postgres};
+use sqlx::query::Query;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
 use crate::error::db;
 use crate::record::{int4, millis};
 use crate::sql::Sql;
+
+type PgQuery<'q> = Query<'q, Postgres, PgArguments>;
 
 /// How often a batch is resent whose unique keys were taken by concurrent transactions that
 /// this statement's snapshot could not see (each resend takes a new snapshot).
@@ -117,28 +122,7 @@ async fn enqueue_plain(
             .collect();
         wake.sort_unstable();
         wake.dedup();
-        let mut backoffs = Vec::with_capacity(jobs.len());
-        for job in &jobs {
-            backoffs.push(serde_json::to_string(&job.backoff)?);
-        }
-        sqlx::query(&sql.enqueue_many)
-            .bind(jobs.iter().map(|j| j.id.0).collect::<Vec<Uuid>>())
-            .bind(jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>())
-            .bind(jobs.iter().map(|j| j.queue.as_str()).collect::<Vec<_>>())
-            .bind(jobs.iter().map(|j| j.payload.get()).collect::<Vec<_>>())
-            .bind(jobs.iter().map(|j| j.priority).collect::<Vec<i16>>())
-            .bind(jobs.iter().map(|j| j.run_at).collect::<Vec<Timestamp>>())
-            .bind(
-                jobs.iter()
-                    .map(|j| int4(j.max_attempts))
-                    .collect::<Vec<i32>>(),
-            )
-            .bind(backoffs)
-            .bind(
-                jobs.iter()
-                    .map(|j| j.timeout.map(millis))
-                    .collect::<Vec<Option<i64>>>(),
-            )
+        bind_columns(sqlx::query(&sql.enqueue_many), &jobs)?
             .bind(
                 jobs.iter()
                     .map(|j| j.trace_context.as_deref())
@@ -167,6 +151,32 @@ async fn enqueue_plain(
         .collect())
 }
 
+/// Binds the columns both bulk inserts take first, in their order: id, name, queue, payload,
+/// priority, run_at, max_attempts, backoff, timeout.
+fn bind_columns<'q, J: Borrow<NewJob>>(
+    query: PgQuery<'q>,
+    jobs: &'q [J],
+) -> Result<PgQuery<'q>, Error> {
+    let all = || jobs.iter().map(Borrow::borrow);
+    let backoffs = all()
+        .map(|j| serde_json::to_string(&j.backoff))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(query
+        .bind(all().map(|j| j.id.0).collect::<Vec<Uuid>>())
+        .bind(all().map(|j| j.name.as_str()).collect::<Vec<_>>())
+        .bind(all().map(|j| j.queue.as_str()).collect::<Vec<_>>())
+        .bind(all().map(|j| j.payload.get()).collect::<Vec<_>>())
+        .bind(all().map(|j| j.priority).collect::<Vec<i16>>())
+        .bind(all().map(|j| j.run_at).collect::<Vec<Timestamp>>())
+        .bind(all().map(|j| int4(j.max_attempts)).collect::<Vec<i32>>())
+        .bind(backoffs)
+        .bind(
+            all()
+                .map(|j| j.timeout.map(millis))
+                .collect::<Vec<Option<i64>>>(),
+        ))
+}
+
 /// One round: for each job, whether it was stored, and else which active job holds its key.
 async fn insert(
     sql: &Sql,
@@ -174,28 +184,7 @@ async fn insert(
     jobs: &[&NewJob],
     now: Timestamp,
 ) -> Result<Vec<(bool, Option<Uuid>)>, Error> {
-    let mut backoffs = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        backoffs.push(serde_json::to_string(&job.backoff)?);
-    }
-    let rows = sqlx::query(&sql.enqueue)
-        .bind(jobs.iter().map(|j| j.id.0).collect::<Vec<Uuid>>())
-        .bind(jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|j| j.queue.as_str()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|j| j.payload.get()).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|j| j.priority).collect::<Vec<i16>>())
-        .bind(jobs.iter().map(|j| j.run_at).collect::<Vec<Timestamp>>())
-        .bind(
-            jobs.iter()
-                .map(|j| int4(j.max_attempts))
-                .collect::<Vec<i32>>(),
-        )
-        .bind(backoffs)
-        .bind(
-            jobs.iter()
-                .map(|j| j.timeout.map(millis))
-                .collect::<Vec<Option<i64>>>(),
-        )
+    let rows = bind_columns(sqlx::query(&sql.enqueue), jobs)?
         .bind(
             jobs.iter()
                 .map(|j| j.unique_key.as_deref())

@@ -101,7 +101,7 @@ impl Job for Panics {
     }
 }
 
-/// Sleeps `ms` milliseconds.
+/// Reports 1 % progress once started, then sleeps `ms` milliseconds.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Sleeps {
     pub ms: u64,
@@ -113,7 +113,8 @@ impl Job for Sleeps {
     fn options() -> JobOptions {
         options(1, FAST)
     }
-    async fn run(self, _ctx: JobContext, _state: StateMap) -> Result<u64, JobError> {
+    async fn run(self, ctx: JobContext, _state: StateMap) -> Result<u64, JobError> {
+        ctx.progress(1).await?; // started: visible to the checks
         tokio::time::sleep(Duration::from_millis(self.ms)).await;
         Ok(self.ms)
     }
