@@ -70,7 +70,16 @@ impl<C: Clock> Clock for std::sync::Arc<C> {
 }
 
 /// `now + d`, saturating far in the future instead of overflowing.
-pub fn add(now: Timestamp, d: Duration) -> Timestamp {
+///
+/// ```
+/// use std::time::Duration;
+/// use jobs_core::later;
+///
+/// let now = "2026-01-01T00:00:00Z".parse().unwrap();
+/// assert_eq!(later(now, Duration::from_secs(60)).to_rfc3339(), "2026-01-01T00:01:00+00:00");
+/// assert_eq!(later(now, Duration::MAX), chrono::DateTime::<chrono::Utc>::MAX_UTC);
+/// ```
+pub fn later(now: Timestamp, d: Duration) -> Timestamp {
     chrono::Duration::from_std(d)
         .ok()
         .and_then(|d| now.checked_add_signed(d))

@@ -145,9 +145,9 @@ impl<J: Job> Enqueue<J> {
             )));
         }
         let run_at = match (self.run_at, self.delay) {
-            (Some(at), Some(delay)) => clock::add(at, delay),
+            (Some(at), Some(delay)) => clock::later(at, delay),
             (Some(at), None) => at,
-            (None, Some(delay)) => clock::add(now, delay),
+            (None, Some(delay)) => clock::later(now, delay),
             (None, None) => now,
         };
         Ok(NewJob {

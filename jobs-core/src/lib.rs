@@ -30,7 +30,7 @@ pub mod testing;
 pub use any::AnyBackend;
 pub use backend::*;
 pub use backoff::{parse_duration, Backoff, BackoffKind, MAX_DELAY};
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{later, Clock, ManualClock, SystemClock};
 pub use context::{CompletionHook, JobContext};
 pub use cron::Schedule;
 pub use enqueue::{Enqueue, JobExt, JobHandle, Producer, ViaBackend};

@@ -275,7 +275,7 @@ impl Backend for MemoryBackend {
         }
         picked.sort_unstable();
         picked.truncate(p.limit);
-        let expires_at = clock::add(p.now, p.lease_for);
+        let expires_at = clock::later(p.now, p.lease_for);
         let mut leased = Vec::with_capacity(picked.len());
         for (_, _, id) in picked {
             let token = LeaseToken::new();

@@ -1,10 +1,10 @@
 //! Leasing ready jobs: one statement per batch.
 
-use jobs_core::{Error, FetchParams, LeasedJob};
+use jobs_core::{later, Error, FetchParams, LeasedJob};
 use sqlx::PgPool;
 
 use crate::error::db;
-use crate::record::{later, leased};
+use crate::record::leased;
 use crate::sql::Sql;
 
 /// Leases up to `p.limit` ready jobs of `p.queues`, in run order.

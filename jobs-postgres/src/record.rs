@@ -85,11 +85,3 @@ pub(crate) fn millis(d: Duration) -> i64 {
 pub(crate) fn storable(text: &str) -> String {
     text.replace('\0', "\u{FFFD}")
 }
-
-/// `now + d`, saturating far in the future instead of overflowing.
-pub(crate) fn later(now: Timestamp, d: Duration) -> Timestamp {
-    chrono::Duration::from_std(d)
-        .ok()
-        .and_then(|d| now.checked_add_signed(d))
-        .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
-}

@@ -10,14 +10,14 @@ use std::collections::BTreeMap;
 
 use futures_util::future::try_join_all;
 use jobs_core::{
-    CompleteParams, Error, FailParams, FetchParams, JobStatus, Lease, LeaseRef, LeaseToken,
+    later, CompleteParams, Error, FailParams, FetchParams, JobStatus, Lease, LeaseRef, LeaseToken,
     LeasedJob, ProgressParams, ReleaseParams, RenewParams, Timestamp,
 };
 use redis::{Cmd, Script};
 use uuid::Uuid;
 
 use crate::queues::queue_tag;
-use crate::record::{id_text, later, micros, stored_time, token_text, Stored};
+use crate::record::{id_text, micros, stored_time, token_text, Stored};
 use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 

@@ -49,14 +49,6 @@ pub(crate) fn stored_time(t: Timestamp) -> Timestamp {
     DateTime::from_timestamp_micros(micros(t)).unwrap_or(t)
 }
 
-/// `now + d`, saturating far in the future.
-pub(crate) fn later(now: Timestamp, d: Duration) -> Timestamp {
-    chrono::Duration::from_std(d)
-        .ok()
-        .and_then(|d| now.checked_add_signed(d))
-        .unwrap_or(DateTime::<chrono::Utc>::MAX_UTC)
-}
-
 /// A job id as stored.
 pub(crate) fn id_text(id: JobId) -> String {
     id.0.simple().to_string()

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::support::{worker, QUEUE};
+use super::support::{poll_until, worker, QUEUE};
 use crate::*;
 
 /// Names the store a child connects to; a test run without it is not a child.
@@ -147,21 +147,6 @@ fn store_name() -> String {
     )
 }
 
-async fn wait_until<F, Fut>(what: &str, within: Duration, mut done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + within;
-    while !done().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Four worker processes drain 10,000 jobs: every job completes, and runs exactly once.
 pub fn exactly_once<B, F, Fut>(connect: F, child_test: &str)
 where
@@ -192,7 +177,8 @@ where
                 .await
                 .expect("counts")
         };
-        wait_until("every job completed", Duration::from_secs(120), || async {
+        let (within, every) = (Duration::from_secs(120), Duration::from_millis(20));
+        poll_until("every job completed", within, every, || async {
             counts().await.completed == N
         })
         .await;

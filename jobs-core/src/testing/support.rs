@@ -74,18 +74,33 @@ pub async fn record(backend: &AnyBackend, id: JobId) -> JobRecord {
 }
 
 /// Waits (up to 10 s, checking every 5 ms) until `condition` holds.
-pub async fn eventually<F, Fut>(what: &str, mut condition: F)
+pub async fn eventually<F, Fut>(what: &str, condition: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    poll_until(
+        what,
+        Duration::from_secs(10),
+        Duration::from_millis(5),
+        condition,
+    )
+    .await
+}
+
+/// Waits (up to `within`, checking every `every`) until `condition` holds.
+pub async fn poll_until<F, Fut>(what: &str, within: Duration, every: Duration, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + within;
     while !condition().await {
         assert!(
             tokio::time::Instant::now() < deadline,
             "timed out waiting until {what}"
         );
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(every).await;
     }
 }
 

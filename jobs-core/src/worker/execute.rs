@@ -150,9 +150,7 @@ async fn record_outcome(
 /// Hands an outcome to the batching reporter.
 fn report(shared: &Shared, done: &mpsc::UnboundedSender<Done>, outcome: Done) {
     if let Err(unsent) = done.send(outcome) {
-        let id = match &unsent.0 {
-            Done::Completed(_, event) | Done::Failed(_, event) => event.id,
-        };
+        let id = unsent.0.event().id;
         tracing::error!(job.id = %id, "outcome reporter stopped; the lease will lapse");
         shared.leases.remove(id);
     }
@@ -171,7 +169,7 @@ fn failure(
     let message = error.message();
     let retry_at = (error.is_retryable() && record.attempt < record.max_attempts).then(|| {
         let delay: Duration = record.backoff.delay(record.attempt, random_unit());
-        clock::add(now, delay)
+        clock::later(now, delay)
     });
     event.error = Some(message.clone());
     event.retry_at = retry_at;

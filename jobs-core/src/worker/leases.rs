@@ -64,7 +64,7 @@ pub(crate) async fn keep_alive(shared: Arc<Shared>, lease_for: Duration, stop: C
         let now = shared.clock.now();
         let params = RenewParams {
             items: items.clone(),
-            expires_at: clock::add(now, lease_for),
+            expires_at: clock::later(now, lease_for),
             now,
         };
         match shared.backend.renew(params).await {

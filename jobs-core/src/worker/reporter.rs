@@ -24,7 +24,8 @@ pub(crate) enum Done {
 }
 
 impl Done {
-    fn event(&self) -> &JobEvent {
+    /// The outcome's job and attempt.
+    pub(crate) fn event(&self) -> &JobEvent {
         match self {
             Done::Completed(_, event) | Done::Failed(_, event) => event,
         }
@@ -35,22 +36,26 @@ impl Done {
 pub(crate) async fn flush_loop(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Done>) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
-        let (completed, failed): (Vec<Done>, Vec<Done>) = batch
-            .drain(..)
-            .partition(|d| matches!(d, Done::Completed(..)));
-        record_completions(&shared, completed).await;
-        record_failures(&shared, failed).await;
+        let (mut completions, mut completed) = (Vec::new(), Vec::new());
+        let (mut failures, mut failed) = (Vec::new(), Vec::new());
+        for done in batch.drain(..) {
+            match done {
+                Done::Completed(completion, event) => {
+                    completions.push(completion);
+                    completed.push(event);
+                }
+                Done::Failed(failure, event) => {
+                    failures.push(failure);
+                    failed.push(event);
+                }
+            }
+        }
+        record_completions(&shared, completions, completed).await;
+        record_failures(&shared, failures, failed).await;
     }
 }
 
-async fn record_completions(shared: &Shared, done: Vec<Done>) {
-    let items: Vec<Completion> = done
-        .iter()
-        .filter_map(|d| match d {
-            Done::Completed(completion, _) => Some(completion.clone()),
-            Done::Failed(..) => None,
-        })
-        .collect();
+async fn record_completions(shared: &Shared, items: Vec<Completion>, events: Vec<JobEvent>) {
     if items.is_empty() {
         return;
     }
@@ -61,19 +66,12 @@ async fn record_completions(shared: &Shared, done: Vec<Done>) {
         })
     })
     .await;
-    settle(shared, done, written, |shared, event| {
+    settle(shared, &events, written, |shared, event| {
         call(&shared.hooks.completed, event)
     });
 }
 
-async fn record_failures(shared: &Shared, done: Vec<Done>) {
-    let items: Vec<Failure> = done
-        .iter()
-        .filter_map(|d| match d {
-            Done::Failed(failure, _) => Some(failure.clone()),
-            Done::Completed(..) => None,
-        })
-        .collect();
+async fn record_failures(shared: &Shared, items: Vec<Failure>, events: Vec<JobEvent>) {
     if items.is_empty() {
         return;
     }
@@ -84,7 +82,7 @@ async fn record_failures(shared: &Shared, done: Vec<Done>) {
         })
     })
     .await;
-    settle(shared, done, written, |shared, event| {
+    settle(shared, &events, written, |shared, event| {
         let error = event.error.as_deref().unwrap_or_default();
         match event.retry_at {
             Some(at) => {
@@ -103,14 +101,13 @@ async fn record_failures(shared: &Shared, done: Vec<Done>) {
 /// Forgets the written jobs' leases and tells the hooks about each accepted write.
 fn settle(
     shared: &Shared,
-    done: Vec<Done>,
+    events: &[JobEvent],
     written: Result<Vec<bool>, Error>,
     accepted: impl Fn(&Shared, &JobEvent),
 ) {
     match written {
         Ok(flags) => {
-            for (d, ok) in done.iter().zip(flags) {
-                let event = d.event();
+            for (event, ok) in events.iter().zip(flags) {
                 shared.leases.remove(event.id);
                 if ok {
                     accepted(shared, event);
@@ -121,9 +118,9 @@ fn settle(
         }
         Err(e) => {
             // The leases lapse and the jobs run again: at least once, never lost.
-            tracing::error!(error = %e, jobs = done.len(), "could not record outcomes");
-            for d in &done {
-                shared.leases.remove(d.event().id);
+            tracing::error!(error = %e, jobs = events.len(), "could not record outcomes");
+            for event in events {
+                shared.leases.remove(event.id);
             }
         }
     }
