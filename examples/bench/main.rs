@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -300,21 +300,34 @@ async fn w5(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches, w2
     const WORKERS: usize = 4;
     let backend = fresh_backend(kind).await;
     enqueue_bulk(&backend, n).await;
-    let started = Instant::now();
     if kind.shared_across_processes() {
         let concurrency_arg = concurrency.to_string();
-        let children: Vec<Child> = (0..WORKERS)
-            .map(|_| child(args, "worker", &["--concurrency", &concurrency_arg]))
+        // Each child connects and builds its worker, then waits for the word to start: as in
+        // W2, the clock starts with the workers, not with the processes.
+        let mut children: Vec<(Child, BufReader<ChildStdout>)> = (0..WORKERS)
+            .map(|_| {
+                let mut c = child(args, "worker", &["--concurrency", &concurrency_arg]);
+                let out = BufReader::new(c.stdout.take().expect("piped"));
+                (c, out)
+            })
             .collect();
-        wait_all_completed(&backend, n).await;
+        for (_, out) in &mut children {
+            let mut line = String::new();
+            out.read_line(&mut line).expect("a worker's stdout");
+            assert_eq!(line.trim(), "ready", "a worker child failed to start");
+        }
+        let started = Instant::now();
+        for (c, _) in &mut children {
+            writeln!(c.stdin.as_mut().expect("piped"), "go").expect("a worker's stdin");
+        }
+        wait_all_completed(&backend, n, started).await;
         let elapsed = started.elapsed();
         let mut ran: Vec<jobs::JobId> = Vec::new();
-        for mut c in children {
+        for (mut c, out) in children {
             // SIGTERM: the child shuts down gracefully and prints the ids it ran.
             let _ = Command::new("kill")
                 .args(["-TERM", &c.id().to_string()])
                 .status();
-            let out = BufReader::new(c.stdout.take().expect("piped"));
             ran.extend(
                 out.lines()
                     .map_while(Result::ok)
@@ -336,6 +349,7 @@ async fn w5(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches, w2
             record_ids: true,
             ..Default::default()
         });
+        let started = Instant::now();
         let tasks: Vec<_> = (0..WORKERS)
             .map(|_| {
                 let stop = Arc::new(Notify::new());
@@ -343,7 +357,7 @@ async fn w5(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches, w2
                 (stop.clone(), tokio::spawn(run_worker_until(w, stop)))
             })
             .collect();
-        wait_all_completed(&backend, n).await;
+        wait_all_completed(&backend, n, started).await;
         let elapsed = started.elapsed();
         for (stop, task) in tasks {
             stop.notify_one();
@@ -382,7 +396,7 @@ fn report_w5(
     assert_eq!(twice, 0, "a job ran twice");
 }
 
-async fn wait_all_completed(backend: &AnyBackend, n: u64) {
+async fn wait_all_completed(backend: &AnyBackend, n: u64, started: Instant) {
     loop {
         let c = backend
             .counts(CountsParams {
@@ -393,8 +407,15 @@ async fn wait_all_completed(backend: &AnyBackend, n: u64) {
         if c.completed >= n {
             return;
         }
-        // Counting scans the queue: not so often that it slows the workers down.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Counting scans the queue, so it is asked rarely while the end is far off: after half
+        // the time the rest should take at the rate so far, at most 100 ms and at least 2 ms,
+        // which ends within a few ms of the last completion.
+        let rest = match c.completed {
+            0 => Duration::from_millis(20),
+            done => started.elapsed().mul_f64((n - done) as f64 / done as f64),
+        };
+        tokio::time::sleep((rest / 2).clamp(Duration::from_millis(2), Duration::from_millis(100)))
+            .await;
     }
 }
 
@@ -408,7 +429,9 @@ fn child(args: &ArgMatches, role: &str, extra: &[&str]) -> Child {
         args.get_one::<String>("backend").expect("default"),
     ]);
     cmd.args(extra);
-    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
     cmd.spawn().expect("spawn child")
 }
 
@@ -508,17 +531,21 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
     }
 }
 
-/// A W5 worker process: runs until SIGTERM, then prints the ids it ran, one per line.
+/// A W5 worker process: connects, says `ready`, starts on a line from stdin, runs until SIGTERM,
+/// then prints the ids it ran, one per line.
 async fn worker_child(kind: BackendKind, concurrency: usize) {
     let backend = backends::connect(kind).await;
     let probe = Arc::new(Probe {
         record_ids: true,
         ..Default::default()
     });
-    worker(&backend, concurrency, probe.clone())
-        .run()
+    let w = worker(&backend, concurrency, probe.clone());
+    println!("ready");
+    tokio::task::spawn_blocking(|| std::io::stdin().read_line(&mut String::new()))
         .await
-        .expect("worker");
+        .expect("stdin reader")
+        .expect("the word to start");
+    w.run().await.expect("worker");
     let mut out = std::io::stdout().lock();
     for id in probe.ran.lock().unwrap().iter() {
         let _ = writeln!(out, "{id}");
