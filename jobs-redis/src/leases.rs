@@ -56,30 +56,39 @@ impl RedisBackend {
         }
 
         // Across queues, which live in different slots: look at each queue's head, pick the
-        // best `limit` of them all, then lease that many from each queue.
-        let heads = try_join_all(queues.iter().map(|q| self.peek(q, p.limit, p.now))).await?;
-        let mut best: Vec<(i64, String, usize)> = heads
-            .into_iter()
-            .enumerate()
-            .flat_map(|(qi, head)| head.into_iter().map(move |(pr, m)| (pr, m, qi)))
-            .collect();
-        best.sort_unstable();
-        best.truncate(p.limit);
-        let mut per_queue = vec![0; queues.len()];
-        for (_, _, qi) in &best {
-            per_queue[*qi] += 1;
-        }
-        let leased = try_join_all(
-            per_queue
-                .iter()
+        // best `limit` of them all, then lease that many from each queue. If other workers took
+        // them all meanwhile, look again: an empty answer must mean that every queue was empty,
+        // since a worker then sleeps until a job enters an empty ready set.
+        loop {
+            let heads = try_join_all(queues.iter().map(|q| self.peek(q, p.limit, p.now))).await?;
+            let mut best: Vec<(i64, String, usize)> = heads
+                .into_iter()
                 .enumerate()
-                .filter(|(_, n)| **n > 0)
-                .map(|(qi, n)| self.lease(queues[qi], *n, &p, expires)),
-        )
-        .await?;
-        let mut all: Vec<LeasedJob> = leased.into_iter().flatten().collect();
-        all.sort_by_key(|j| (j.record.priority, j.record.run_at, j.record.id));
-        Ok(all)
+                .flat_map(|(qi, head)| head.into_iter().map(move |(pr, m)| (pr, m, qi)))
+                .collect();
+            if best.is_empty() {
+                return Ok(Vec::new());
+            }
+            best.sort_unstable();
+            best.truncate(p.limit);
+            let mut per_queue = vec![0; queues.len()];
+            for (_, _, qi) in &best {
+                per_queue[*qi] += 1;
+            }
+            let leased = try_join_all(
+                per_queue
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(qi, n)| self.lease(queues[qi], *n, &p, expires)),
+            )
+            .await?;
+            let mut all: Vec<LeasedJob> = leased.into_iter().flatten().collect();
+            if !all.is_empty() {
+                all.sort_by_key(|j| (j.record.priority, j.record.run_at, j.record.id));
+                return Ok(all);
+            }
+        }
     }
 
     /// Leases up to `limit` jobs of one queue.

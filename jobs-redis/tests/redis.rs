@@ -13,6 +13,8 @@ mod bad_input;
 mod layout;
 #[path = "redis/memory.rs"]
 mod memory;
+#[path = "redis/wakeups.rs"]
+mod wakeups;
 
 /// The conformance suite on one server.
 mod single {

@@ -6,8 +6,8 @@ if last and tonumber(last) >= tonumber(ARGV[5]) then
   return false
 end
 redis.call('HSET', CRON, ARGV[4], ARGV[5])
-local held, ready = store_jobs(6)
-if ready then
+local held, wakes = store_jobs(6)
+if wakes then
   wake()
 end
 if #held > 0 then

@@ -108,6 +108,15 @@ local function zrem_all(key, ids)
   bulk('ZREM', key, ids, 500)
 end
 
+-- Wakes the queue's idle workers. A worker sleeps only after a fetch found the ready set empty,
+-- so a job entering a ready set that holds others needs no signal: an enqueue publishes only
+-- into an empty one (under load, enqueues cost no fan-out), while a job that becomes ready any
+-- other way (promotion, retry, release, rescue) always publishes.
 local function wake()
   redis.call('PUBLISH', CHANNEL, QUEUE)
+end
+
+-- Whether the ready set is empty: an enqueue asks before adding to it.
+local function none_ready()
+  return redis.call('ZCARD', READY) == 0
 end

@@ -1,7 +1,8 @@
 -- Delayed jobs becoming ready (fetch, peek).
 
 -- Moves delayed jobs whose run_at has come into the ready set (at most `limit`): scheduled
--- jobs become pending, so every job in the ready set is pending.
+-- jobs become pending, so every job in the ready set is pending. Wakes the queue's workers, so
+-- idle ones share what the caller does not take.
 local function promote(limit)
   local due = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', NOW_S, 'LIMIT', 0, limit)
   if #due == 0 then
@@ -19,4 +20,5 @@ local function promote(limit)
     end
   end
   zrem_all(DELAYED, due)
+  wake()
 end

@@ -19,7 +19,7 @@ local function write_job(s, last, status)
 end
 
 -- Stores the job starting at ARGV[s], the only one of its call: as `store_jobs`, in the fewest
--- commands (six in all with the counts and the wake-up).
+-- commands (six in all with the counts, seven with the wake-up).
 local function store_one(s)
   local id = ARGV[s]
   local last, ukey = job_args(s)
@@ -36,8 +36,9 @@ local function store_one(s)
   if ukey then
     redis.call('HSET', UNIQUE, ukey, id)
   end
-  local member, status = ARGV[s + 1], 'p'
+  local member, status, wakes = ARGV[s + 1], 'p', false
   if member ~= '' then
+    wakes = none_ready()
     redis.call('ZADD', READY, ARGV[s + 5], member)
   else
     status = 's'
@@ -46,12 +47,13 @@ local function store_one(s)
   write_job(s, last, status)
   redis.call('SET', side_key('p', id), ARGV[s + 2])
   recount_by(status, 1)
-  return {}, status == 'p'
+  return {}, wakes
 end
 
 -- Stores the jobs whose arguments run from ARGV[first] to the end. A job whose id exists is
 -- left as it is, and one whose unique key an active job holds is not stored. Returns a {batch
--- index (from 1), holder id} pair for each of the latter, and whether any job is ready.
+-- index (from 1), holder id} pair for each of the latter, and whether the ready set went from
+-- empty to not (so the caller wakes the queue's workers).
 --
 -- Per job: one HSET; the payloads, the sets' additions and the counts go in one call each.
 local function store_jobs(first)
@@ -96,11 +98,12 @@ local function store_jobs(first)
       payloads[#payloads + 1] = ARGV[s + 2]
     end
   end
+  local wakes = #ready > 0 and none_ready()
   bulk('MSET', nil, payloads, 1000)
   bulk('ZADD', ALL, all, 1000)
   bulk('ZADD', READY, ready, 1000)
   bulk('ZADD', DELAYED, delayed, 1000)
   recount_by('p', #ready / 2)
   recount_by('s', #delayed / 2)
-  return held, #ready > 0
+  return held, wakes
 end

@@ -1,0 +1,107 @@
+//! Wake-up signals: an enqueue publishes only when it adds to an empty ready set, and jobs made
+//! ready any other way (here: due delayed jobs promoted by a fetch) always publish.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use jobs_core::{Backend, Backoff, EnqueueParams, FetchParams, JobId, NewJob, Timestamp};
+use jobs_redis::RedisBackend;
+use serde_json::value::RawValue;
+
+use crate::support::{redis_url, single_backend};
+
+fn t0() -> Timestamp {
+    "2030-01-01T00:00:00Z".parse().unwrap()
+}
+
+fn job(run_at: Timestamp) -> NewJob {
+    NewJob {
+        id: JobId::new(),
+        name: "wakeups".into(),
+        queue: "w".into(),
+        payload: RawValue::from_string("{}".into()).unwrap(),
+        priority: 10,
+        run_at,
+        max_attempts: 3,
+        backoff: Backoff::fixed(Duration::from_secs(1)),
+        timeout: None,
+        unique_key: None,
+        trace_context: None,
+    }
+}
+
+async fn enqueue(b: &RedisBackend, jobs: Vec<NewJob>) {
+    b.enqueue(EnqueueParams { jobs, now: t0() }).await.unwrap();
+}
+
+async fn fetch_all(b: &RedisBackend, now: Timestamp) -> usize {
+    b.fetch(FetchParams {
+        queues: vec!["w".into()],
+        limit: 100,
+        worker: "wakeups".into(),
+        lease_for: Duration::from_secs(30),
+        now,
+    })
+    .await
+    .unwrap()
+    .len()
+}
+
+/// The signals on `channel` not yet read from `messages`: publishes a marker, then collects
+/// the payloads before it (Redis delivers a channel's messages in the order it ran them).
+async fn signals(
+    messages: &mut (impl futures_util::Stream<Item = redis::Msg> + Unpin),
+    channel: &str,
+) -> Vec<String> {
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: i64 = redis::cmd("PUBLISH")
+        .arg(channel)
+        .arg("<end>")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(5), messages.next())
+            .await
+            .expect("the marker arrives")
+            .expect("the subscription stays open");
+        let payload: String = msg.get_payload().unwrap();
+        if payload == "<end>" {
+            return seen;
+        }
+        seen.push(payload);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueues_publish_only_into_an_empty_ready_set() {
+    let b = single_backend().await;
+    let channel = format!("{}:wake", b.key_prefix());
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut pubsub = client.get_async_pubsub().await.unwrap();
+    pubsub.subscribe(&channel).await.unwrap();
+    let (_sink, mut messages) = pubsub.split();
+
+    // Three single enqueues and a batch: only the first found the ready set empty.
+    for _ in 0..3 {
+        enqueue(&b, vec![job(t0())]).await;
+    }
+    enqueue(&b, (0..5).map(|_| job(t0())).collect()).await;
+    // A delayed job never publishes when stored.
+    let later = t0() + chrono::Duration::seconds(60);
+    enqueue(&b, vec![job(later)]).await;
+    assert_eq!(signals(&mut messages, &channel).await, ["w"]);
+
+    // Emptied by a fetch, the set is empty again: the next batch publishes, once.
+    assert_eq!(fetch_all(&b, t0()).await, 8);
+    enqueue(&b, (0..2).map(|_| job(t0())).collect()).await;
+    enqueue(&b, vec![job(t0())]).await;
+    assert_eq!(signals(&mut messages, &channel).await, ["w"]);
+
+    // The delayed job falls due: the fetch that promotes it publishes, though the set was not
+    // empty, so idle workers share what the fetcher leaves.
+    assert_eq!(fetch_all(&b, later).await, 4);
+    assert_eq!(signals(&mut messages, &channel).await, ["w"]);
+}
