@@ -14,6 +14,7 @@ use jobs_core::{
 use sqlx::PgPool;
 use tokio::sync::Mutex;
 
+use crate::enqueue::Wake;
 use crate::error::db;
 use crate::listen::{self, Listening};
 use crate::schema::{Schema, DEFAULT_SCHEMA};
@@ -122,7 +123,8 @@ impl Backend for PgBackend {
             return Ok(Vec::new());
         }
         let mut conn = self.inner.pool.acquire().await.map_err(db)?;
-        enqueue::enqueue(&self.inner.sql, &mut conn, p.jobs, p.now).await
+        let wake = Wake::Commits(&self.inner.pool);
+        enqueue::enqueue(&self.inner.sql, &mut conn, p.jobs, p.now, wake).await
     }
 
     async fn enqueue_cron(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {

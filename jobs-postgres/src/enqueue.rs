@@ -6,10 +6,11 @@ use std::collections::HashMap;
 use jobs_core::{CronTickParams, Enqueued, Error, JobId, NewJob, Timestamp};
 use sqlx::postgres::{PgArguments, Postgres};
 use sqlx::query::Query;
-use sqlx::{PgConnection, Row};
+use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
 use crate::error::db;
+use crate::notifier::Turn;
 use crate::record::{int4, millis};
 use crate::sql::Sql;
 
@@ -18,6 +19,16 @@ type PgQuery<'q> = Query<'q, Postgres, PgArguments>;
 /// How often a batch is resent whose unique keys were taken by concurrent transactions that
 /// this statement's snapshot could not see (each resend takes a new snapshot).
 const ROUNDS: usize = 3;
+
+/// How an enqueue wakes the workers of the queues it gave ready jobs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Wake<'p> {
+    /// Within its statements, so the signal goes out when the caller's transaction commits.
+    InTransaction,
+    /// Its statements commit by themselves on a connection of this pool: within them when no
+    /// other enqueue of the store is under way, else after them (see [`notifier`](crate::notifier)).
+    Commits(&'p PgPool),
+}
 
 /// Stores `jobs` in one statement (more only when a concurrent enqueue raced for a unique key).
 ///
@@ -28,9 +39,29 @@ pub(crate) async fn enqueue(
     conn: &mut PgConnection,
     jobs: Vec<NewJob>,
     now: Timestamp,
+    wake: Wake<'_>,
 ) -> Result<Vec<Enqueued>, Error> {
+    let turn = match wake {
+        Wake::InTransaction => None,
+        Wake::Commits(pool) => Some(Turn::start(pool, sql.channel())),
+    };
+    // The channel the statements notify, if they do.
+    let channel = turn
+        .as_ref()
+        .is_none_or(Turn::in_statement)
+        .then(|| sql.channel());
     if jobs.iter().all(|j| j.unique_key.is_none()) {
-        return enqueue_plain(sql, conn, jobs, now).await;
+        enqueue_plain(sql, conn, &jobs, now, channel).await?;
+        if let Some(turn) = &turn {
+            turn.committed(ready_queues(&jobs, now));
+        }
+        return Ok(jobs
+            .iter()
+            .map(|j| Enqueued {
+                id: j.id,
+                duplicate: false,
+            })
+            .collect());
     }
     // The first job holding each (queue, key) within the batch.
     let mut first: HashMap<(&str, &str), usize> = HashMap::new();
@@ -49,7 +80,7 @@ pub(crate) async fn enqueue(
             break;
         }
         let batch: Vec<&NewJob> = todo.iter().map(|&i| &jobs[i]).collect();
-        let rows = insert(sql, &mut *conn, &batch, now).await?;
+        let rows = insert(sql, &mut *conn, &batch, now, channel).await?;
         let mut again = Vec::new();
         for (&i, (stored, holder)) in todo.iter().zip(rows) {
             out[i] = match (stored, holder) {
@@ -69,6 +100,13 @@ pub(crate) async fn enqueue(
         }
         todo = again;
     }
+    if let Some(turn) = &turn {
+        let stored = out
+            .iter()
+            .zip(&jobs)
+            .filter(|(e, _)| e.is_some_and(|e| !e.duplicate));
+        turn.committed(ready_queues(stored.map(|(_, j)| j), now));
+    }
     if !todo.is_empty() {
         return Err(Error::backend(
             "unique keys kept being taken by concurrent enqueues invisible to this transaction",
@@ -87,14 +125,15 @@ pub(crate) async fn enqueue(
 
 /// Jobs without unique keys: nothing can be a duplicate, so a plain INSERT stores them all
 /// (one row's VALUES for a single job, `unnest` arrays for a batch), and the answer needs no
-/// round trip of its own.
+/// round trip of its own. Ready jobs are notified on `channel`, if given.
 async fn enqueue_plain(
     sql: &Sql,
     conn: &mut PgConnection,
-    jobs: Vec<NewJob>,
+    jobs: &[NewJob],
     now: Timestamp,
-) -> Result<Vec<Enqueued>, Error> {
-    let stored = if let [job] = jobs.as_slice() {
+    channel: Option<&str>,
+) -> Result<(), Error> {
+    let stored = if let [job] = jobs {
         let ready = job.run_at <= now;
         sqlx::query(&sql.enqueue_one)
             .bind(job.id.0)
@@ -109,20 +148,17 @@ async fn enqueue_plain(
             .bind(job.timeout.map(millis))
             .bind(job.trace_context.as_deref())
             .bind(now)
-            .bind(ready.then(|| sql.channel()))
+            .bind(channel.filter(|_| ready))
             .execute(conn)
             .await
             .map_err(db)?
             .rows_affected()
     } else {
-        let mut wake: Vec<&str> = jobs
-            .iter()
-            .filter(|j| j.run_at <= now)
-            .map(|j| j.queue.as_str())
-            .collect();
-        wake.sort_unstable();
-        wake.dedup();
-        bind_columns(sqlx::query(&sql.enqueue_many), &jobs)?
+        let wake = match channel {
+            Some(_) => ready_queues(jobs, now),
+            None => Vec::new(),
+        };
+        bind_columns(sqlx::query(&sql.enqueue_many), jobs)?
             .bind(
                 jobs.iter()
                     .map(|j| j.trace_context.as_deref())
@@ -142,13 +178,19 @@ async fn enqueue_plain(
             jobs.len()
         )));
     }
-    Ok(jobs
-        .iter()
-        .map(|j| Enqueued {
-            id: j.id,
-            duplicate: false,
-        })
-        .collect())
+    Ok(())
+}
+
+/// The queues, each once, of the `jobs` that are ready at `now`.
+fn ready_queues<'j>(jobs: impl IntoIterator<Item = &'j NewJob>, now: Timestamp) -> Vec<&'j str> {
+    let mut queues: Vec<&str> = jobs
+        .into_iter()
+        .filter(|j| j.run_at <= now)
+        .map(|j| j.queue.as_str())
+        .collect();
+    queues.sort_unstable();
+    queues.dedup();
+    queues
 }
 
 /// Binds the columns both bulk inserts take first, in their order: id, name, queue, payload,
@@ -183,6 +225,7 @@ async fn insert(
     conn: &mut PgConnection,
     jobs: &[&NewJob],
     now: Timestamp,
+    channel: Option<&str>,
 ) -> Result<Vec<(bool, Option<Uuid>)>, Error> {
     let rows = bind_columns(sqlx::query(&sql.enqueue), jobs)?
         .bind(
@@ -196,7 +239,7 @@ async fn insert(
                 .collect::<Vec<_>>(),
         )
         .bind(now)
-        .bind(sql.channel())
+        .bind(channel)
         .fetch_all(conn)
         .await
         .map_err(db)?;
@@ -228,7 +271,7 @@ pub(crate) async fn enqueue_cron(
     if !claimed {
         return Ok(None);
     }
-    let stored = enqueue(sql, &mut tx, vec![p.job], p.now).await?;
+    let stored = enqueue(sql, &mut tx, vec![p.job], p.now, Wake::InTransaction).await?;
     tx.commit().await.map_err(db)?;
     Ok(stored.first().filter(|e| !e.duplicate).map(|e| e.id))
 }

@@ -4,7 +4,9 @@
 //!   `sqlx` pool: batched `FOR UPDATE SKIP LOCKED` fetches, batched lease-checked writes,
 //!   unique keys enforced by a unique index, cron ticks claimed once across workers.
 //! - Idle workers wake on LISTEN/NOTIFY within milliseconds of an enqueue's commit, and poll
-//!   only as a fallback.
+//!   only as a fallback. Concurrent enqueues of one process leave their notifications to a
+//!   task that sends them after the commits, coalesced, so that they do not serialize on
+//!   Postgres' notification lock (a `pg_notify` in a transaction holds it through the commit).
 //! - Jobs can be enqueued inside the caller's transaction ([`Producer`](jobs_core::Producer)
 //!   for `&PgPool`, `&mut PgConnection` and [`PgBackend::on`]), and a handler can make its own
 //!   writes commit together with its job's completion ([`transaction`]).
@@ -36,6 +38,7 @@ mod listen;
 mod maintenance;
 mod manage;
 mod migrate;
+mod notifier;
 mod producer;
 mod reads;
 mod record;

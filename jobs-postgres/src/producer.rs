@@ -7,9 +7,10 @@ use std::sync::Arc;
 use jobs_core::{Clock, Enqueued, Error, JobId, JobRecord, NewJob, Producer, SystemClock};
 use sqlx::{PgConnection, PgPool};
 
+use crate::enqueue::{self, Wake};
 use crate::error::db;
 use crate::sql::{Sql, DEFAULT_SQL};
-use crate::{enqueue, reads, PgBackend};
+use crate::{reads, PgBackend};
 
 /// The [`Producer`] marker of pools and connections; always inferred.
 pub enum ViaPostgres {}
@@ -20,7 +21,8 @@ pub enum ViaPostgres {}
 impl Producer<ViaPostgres> for &PgPool {
     async fn enqueue_jobs(self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>, Error> {
         let mut conn = self.acquire().await.map_err(db)?;
-        enqueue::enqueue(&DEFAULT_SQL, &mut conn, jobs, SystemClock.now()).await
+        let wake = Wake::Commits(self);
+        enqueue::enqueue(&DEFAULT_SQL, &mut conn, jobs, SystemClock.now(), wake).await
     }
 
     fn read_job(self, id: JobId) -> impl Future<Output = Result<Option<JobRecord>, Error>> + Send {
@@ -48,7 +50,13 @@ impl Producer<ViaPostgres> for &mut PgConnection {
         self,
         jobs: Vec<NewJob>,
     ) -> impl Future<Output = Result<Vec<Enqueued>, Error>> + Send {
-        enqueue::enqueue(&DEFAULT_SQL, self, jobs, SystemClock.now())
+        enqueue::enqueue(
+            &DEFAULT_SQL,
+            self,
+            jobs,
+            SystemClock.now(),
+            Wake::InTransaction,
+        )
     }
 
     fn read_job(self, id: JobId) -> impl Future<Output = Result<Option<JobRecord>, Error>> + Send {
@@ -86,7 +94,8 @@ impl PgBackend {
 
 impl Producer<ViaPostgres> for OnConnection<'_> {
     async fn enqueue_jobs(self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>, Error> {
-        enqueue::enqueue(&self.sql, self.conn, jobs, SystemClock.now()).await
+        let wake = Wake::InTransaction;
+        enqueue::enqueue(&self.sql, self.conn, jobs, SystemClock.now(), wake).await
     }
 
     async fn read_job(self, id: JobId) -> Result<Option<JobRecord>, Error> {

@@ -28,7 +28,8 @@
 //!
 //! - enqueue: one `INSERT … SELECT FROM unnest(…) ON CONFLICT (queue, unique_key) DO NOTHING`
 //!   that also reports, for a held unique key, the active job holding it, and calls
-//!   `pg_notify` once per queue that got a ready job;
+//!   `pg_notify` once per queue that got a ready job (unless other enqueues of the process are
+//!   under way: then a task notifies after the commit, coalesced);
 //! - fetch: a CTE reading each queue through `jobs_ready` with `ORDER BY priority, run_at, id
 //!   LIMIT n FOR UPDATE SKIP LOCKED`, then `UPDATE … RETURNING` the leased rows;
 //! - complete, fail, release, renew: one `UPDATE … FROM unnest(ids, tokens, …)` whose

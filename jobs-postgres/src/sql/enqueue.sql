@@ -1,8 +1,9 @@
 -- Stores a batch of jobs in one statement. A job whose unique key is held by an active job of
--- its queue is not stored: `holder` names that job instead. Ready jobs wake listeners through
--- pg_notify (delivered when the caller's transaction commits).
+-- its queue is not stored: `holder` names that job instead. Given a channel, ready jobs wake
+-- listeners through pg_notify (delivered when the caller's transaction commits).
 -- $1 ids, $2 names, $3 queues, $4 payloads, $5 priorities, $6 run_at, $7 max_attempts,
--- $8 backoffs, $9 timeouts (ms), $10 unique keys, $11 trace contexts, $12 now, $13 channel.
+-- $8 backoffs, $9 timeouts (ms), $10 unique keys, $11 trace contexts, $12 now, $13 channel or
+-- NULL (no wake-up).
 WITH input AS (
     SELECT *
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int2[], $6::timestamptz[],
@@ -27,7 +28,8 @@ inserted AS (
 notified AS (
     SELECT count(*) AS queues
     FROM (SELECT pg_notify($13, q.queue)
-          FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'pending') q) n
+          FROM (SELECT DISTINCT queue FROM inserted
+                WHERE status = 'pending' AND $13::text IS NOT NULL) q) n
 )
 SELECT i.id, ins.id IS NOT NULL AS stored, held.id AS holder
 FROM input i

@@ -1,7 +1,8 @@
 -- Stores a batch of jobs none of which has a unique key, in one statement: a plain
 -- INSERT … SELECT FROM unnest(…), with no conflict arbiter and nothing joined back (a
--- primary-key clash is an error, as with the general statement). The caller lists the queues
--- that got a ready job in $13; each is notified once, delivered when the transaction commits.
+-- primary-key clash is an error, as with the general statement). The caller lists in $13 the
+-- queues to wake (those that got a ready job, or none when it wakes them itself after the
+-- commit); each is notified once, delivered when the transaction commits.
 -- $1 ids, $2 names, $3 queues, $4 payloads, $5 priorities, $6 run_at, $7 max_attempts,
 -- $8 backoffs, $9 timeouts (ms), $10 trace contexts, $11 now, $12 channel, $13 queues to wake.
 INSERT INTO {schema}.jobs (id, name, queue, payload, priority, run_at, status, max_attempts,

@@ -1,8 +1,8 @@
 -- Stores one job without a unique key: the common `job.enqueue(..)` as the cheapest statement
 -- there is, a one-row INSERT (no arrays to unpack, no conflict arbiter, nothing joined back),
 -- so it plans in microseconds. The caller decided the status (`scheduled` when run_at is
--- later than now); a ready job wakes listeners through the RETURNING clause, once, delivered
--- when the caller's transaction commits.
+-- later than now); given a channel, a ready job wakes listeners through the RETURNING clause,
+-- once, delivered when the caller's transaction commits.
 -- $1 id, $2 name, $3 queue, $4 payload, $5 priority, $6 run_at, $7 status, $8 max_attempts,
 -- $9 backoff, $10 timeout (ms), $11 trace context, $12 now, $13 channel or NULL (no wake-up).
 INSERT INTO {schema}.jobs (id, name, queue, payload, priority, run_at, status, max_attempts,

@@ -80,3 +80,71 @@ async fn the_listener_reconnects_by_itself() {
         "listener {second} heard nothing"
     );
 }
+
+/// Notifications heard on `listener` until none came for 300 ms: their payloads.
+async fn heard(listener: &mut sqlx::postgres::PgListener) -> Vec<String> {
+    let mut payloads = Vec::new();
+    while let Ok(n) = tokio::time::timeout(Duration::from_millis(300), listener.recv()).await {
+        payloads.push(
+            n.expect("the listener stays connected")
+                .payload()
+                .to_owned(),
+        );
+    }
+    payloads
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueues_outside_a_transaction_notify_after_commit_and_together() {
+    let backend = fresh_backend().await;
+    let mut listener = sqlx::postgres::PgListener::connect_with(backend.pool())
+        .await
+        .unwrap();
+    listener.listen(backend.schema_name()).await.unwrap();
+
+    // The signal goes out after the commit: whoever hears it finds the job.
+    Record::new(1).enqueue(&backend).await.unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(2), listener.recv())
+        .await
+        .expect("a notification")
+        .unwrap();
+    assert_eq!(first.payload(), "record");
+    let stored: i64 = sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM {}.jobs",
+        backend.schema_name()
+    ))
+    .fetch_one(backend.pool())
+    .await
+    .unwrap();
+    assert_eq!(stored, 1);
+    assert!(heard(&mut listener).await.is_empty());
+
+    // A hundred enqueues at once: each is followed by a signal, but they go out together.
+    let mut all = tokio::task::JoinSet::new();
+    for i in 2..102 {
+        let backend = backend.clone();
+        all.spawn(async move { Record::new(i).enqueue(&backend).await.map(|_| ()) });
+    }
+    while let Some(done) = all.join_next().await {
+        done.unwrap().unwrap();
+    }
+    let burst = heard(&mut listener).await;
+    assert!(!burst.is_empty());
+    assert!(
+        burst.len() < 50,
+        "{} notifications for 100 jobs",
+        burst.len()
+    );
+    assert!(burst.iter().all(|p| p == "record"), "{burst:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enqueue_in_a_transaction_wakes_when_it_commits() {
+    let backend = fresh_backend().await;
+    let wakeup = backend.subscribe(&["record".to_string()]).await.unwrap();
+    let mut tx = backend.pool().begin().await.unwrap();
+    Record::new(1).enqueue(backend.on(&mut tx)).await.unwrap();
+    assert!(!woken(&wakeup, Duration::from_millis(200)).await);
+    tx.commit().await.unwrap();
+    assert!(woken(&wakeup, Duration::from_secs(2)).await);
+}
