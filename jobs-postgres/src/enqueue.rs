@@ -41,9 +41,10 @@ pub(crate) async fn enqueue(
     now: Timestamp,
     wake: Wake<'_>,
 ) -> Result<Vec<Enqueued>, Error> {
+    // Lives until the enqueue ends, then hands the signals over unless the statements sent them.
     let turn = match wake {
         Wake::InTransaction => None,
-        Wake::Commits(pool) => Some(Turn::start(pool, sql.channel())),
+        Wake::Commits(pool) => Some(Turn::start(pool, sql.channel(), ready_queues(&jobs, now))),
     };
     // The channel the statements notify, if they do.
     let channel = turn
@@ -52,9 +53,6 @@ pub(crate) async fn enqueue(
         .then(|| sql.channel());
     if jobs.iter().all(|j| j.unique_key.is_none()) {
         enqueue_plain(sql, conn, &jobs, now, channel).await?;
-        if let Some(turn) = &turn {
-            turn.committed(ready_queues(&jobs, now));
-        }
         return Ok(jobs
             .iter()
             .map(|j| Enqueued {
@@ -99,13 +97,6 @@ pub(crate) async fn enqueue(
             };
         }
         todo = again;
-    }
-    if let Some(turn) = &turn {
-        let stored = out
-            .iter()
-            .zip(&jobs)
-            .filter(|(e, _)| e.is_some_and(|e| !e.duplicate));
-        turn.committed(ready_queues(stored.map(|(_, j)| j), now));
     }
     if !todo.is_empty() {
         return Err(Error::backend(

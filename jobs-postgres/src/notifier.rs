@@ -7,30 +7,36 @@
 //! without the notification, 6,800 with it). So an enqueue that starts while none of its store
 //! is under way in this process notifies within its statement (alone, it waits on no one, and
 //! its signal costs no statement of its own), while one that starts alongside others leaves the
-//! signal to a task sent after its commit: the task notifies at once when idle and otherwise
-//! gathers what arrives within [`WINDOW`] into one statement. Either way every ready job is
-//! followed by a signal sent after its commit, so no wake-up is lost; should the task's
-//! statement fail, workers find the jobs at their next poll.
+//! signal to a task, handed over when the enqueue ends (after its commit, or as it fails or is
+//! dropped: a needless signal only costs an idle worker a fetch). The task notifies at once when
+//! idle and otherwise gathers what arrives within [`WINDOW`] into one statement. Should its
+//! statement fail, or the process stop first, workers find the jobs at their next poll.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::Duration;
 
+use sqlx::postgres::PgConnectOptions;
 use sqlx::PgPool;
 
 /// After a notification, how long the next one gathers queues before it goes out.
 const WINDOW: Duration = Duration::from_millis(1);
 
+/// How long a notification may take before the task gives it up.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The statement that sends the notifications.
 const NOTIFY: &str = include_str!("sql/notify.sql");
 
 /// A store: its pool (by the address of the connect options that every clone of the pool
-/// shares) and its channel.
+/// shares, kept alive by its entry so that no other pool can take the address meanwhile) and
+/// its channel.
 type Key = (usize, String);
 
 /// The wake-up state of one store.
-#[derive(Default)]
 struct Store {
+    /// Pins the address in the key.
+    _options: Arc<PgConnectOptions>,
     /// Enqueues under way.
     running: usize,
     /// Queues to notify after their jobs' commits.
@@ -58,49 +64,66 @@ pub(crate) struct Turn<'p> {
     pool: &'p PgPool,
     key: Key,
     alone: bool,
+    /// The queues the enqueue makes ready jobs in.
+    queues: Vec<&'p str>,
 }
 
 impl<'p> Turn<'p> {
-    /// Starts an enqueue through `pool` into the store whose channel is `channel`.
-    pub fn start(pool: &'p PgPool, channel: &str) -> Self {
-        let key = (
-            Arc::as_ptr(&pool.connect_options()) as usize,
-            channel.to_owned(),
-        );
+    /// Starts an enqueue through `pool` of ready jobs in `queues`, into the store whose channel
+    /// is `channel`.
+    pub fn start(pool: &'p PgPool, channel: &str, queues: Vec<&'p str>) -> Self {
+        let options = pool.connect_options();
+        let key = (Arc::as_ptr(&options) as usize, channel.to_owned());
         let mut all = stores();
-        let store = all.entry(key.clone()).or_default();
+        let store = all.entry(key.clone()).or_insert_with(|| Store {
+            _options: options,
+            running: 0,
+            queues: BTreeSet::new(),
+            sending: false,
+        });
         store.running += 1;
         let alone = store.running == 1;
-        Turn { pool, key, alone }
+        Turn {
+            pool,
+            key,
+            alone,
+            queues,
+        }
     }
 
     /// Whether the enqueue notifies within its statement: it started alone.
     pub fn in_statement(&self) -> bool {
         self.alone
     }
-
-    /// Signals `queues`, whose ready jobs have committed, unless the statement did.
-    pub fn committed<'q>(&self, queues: impl IntoIterator<Item = &'q str>) {
-        if self.alone {
-            return;
-        }
-        let mut all = stores();
-        let store = all.get_mut(&self.key).expect("kept while a turn runs");
-        store.queues.extend(queues.into_iter().map(str::to_owned));
-        if !store.sending && !store.queues.is_empty() {
-            store.sending = true;
-            tokio::spawn(send(self.pool.clone(), Sender(Some(self.key.clone()))));
-        }
-    }
 }
 
+/// The enqueue is over: unless its statement notified, its queues go to the store's task.
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
         let mut all = stores();
-        if let Some(store) = all.get_mut(&self.key) {
-            store.running -= 1;
+        let Some(store) = all.get_mut(&self.key) else {
+            return;
+        };
+        store.running -= 1;
+        let mut start = None;
+        if !self.alone && !self.queues.is_empty() {
+            store
+                .queues
+                .extend(self.queues.iter().map(|q| q.to_string()));
+            if !store.sending {
+                store.sending = true;
+                start = Some(Sender(Some(self.key.clone())));
+            }
         }
         release(&mut all, &self.key);
+        drop(all);
+        // Spawned without the lock: a task dropped at once (its runtime shutting down) takes
+        // it in its own drop.
+        if let Some(sender) = start {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(send(self.pool.clone(), sender));
+            }
+        }
     }
 }
 
@@ -121,20 +144,24 @@ async fn send(pool: PgPool, mut sender: Sender) {
             }
             std::mem::take(&mut store.queues).into_iter().collect()
         };
-        let sent = sqlx::query(NOTIFY)
+        let sending = sqlx::query(NOTIFY)
             .bind(&key.1)
             .bind(&queues)
-            .execute(&pool)
-            .await;
-        if let Err(e) = sent {
-            tracing::warn!(error = %e, ?queues, "could not wake workers; they will poll");
+            .execute(&pool);
+        match tokio::time::timeout(TIMEOUT, sending).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, ?queues, "could not wake workers; they will poll")
+            }
+            Err(_) => tracing::warn!(?queues, "waking workers timed out; they will poll"),
         }
         tokio::time::sleep(WINDOW).await;
     }
 }
 
 /// The store a task sends for. Should the task be dropped before it is done (its runtime shut
-/// down), the store is given up, so that the next signal starts a new task.
+/// down, or none to spawn it on), the store is given up, so that the next signal starts a new
+/// task; what it held is left to the workers' polls.
 struct Sender(Option<Key>);
 
 impl Drop for Sender {

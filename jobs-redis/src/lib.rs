@@ -65,11 +65,15 @@
 //! Scripts `PUBLISH` the queue's name on `<prefix>:wake` when jobs become ready. A worker sleeps
 //! only after a fetch found the queue's ready set empty, so an enqueue publishes only when it
 //! adds to an empty ready set: under load, with the set seldom empty, enqueues cost no fan-out
-//! to the listening workers. Jobs made ready any other way (a retry, a release, a rescue, due
-//! delayed jobs promoted by a fetch) always publish. One listener task per backend (started by
-//! the first `subscribe`) relays the signals to the workers, reconnects by itself and then wakes
-//! every worker, since it may have missed signals. Delayed jobs become ready when a fetch
-//! promotes them: idle workers fetch at their poll interval.
+//! to the listening workers. Jobs made ready any other way (a retry, a release, a rescue)
+//! always publish, and so does a fetch that promotes due delayed jobs and leaves some of them
+//! for other workers. One listener task per backend (started by the first `subscribe`) relays
+//! the signals to the workers, reconnects by itself and then wakes every worker, since it may
+//! have missed signals. Delayed jobs become ready when a fetch promotes them: idle workers
+//! fetch at their poll interval. Should a signal be lost without the listener noticing (a
+//! cluster node that stops relaying while its connection stays open), the next enqueues do not
+//! repair it while the ready set is not empty: the queue's idle workers catch up at their poll
+//! interval.
 //!
 //! # Persistence
 //!

@@ -5,14 +5,18 @@
 -- Returns {id, fields, payload, errors} per leased job, in order, `fields` being the hash as
 -- HGETALL gave it before the lease: the caller knows what the lease wrote (status running, one
 -- more attempt, started now, the lease itself), so it is not sent back.
-promote(1000)
+local promoted = promote(1000)
 local limit = tonumber(ARGV[6])
-local out = {}
-if limit < 1 then
-  return finish(out)
+local popped = {}
+if limit >= 1 then
+  popped = redis.call('ZPOPMIN', READY, limit)
 end
+-- Promoted jobs left over: idle workers share them.
+if promoted > 0 and not none_ready() then
+  wake()
+end
+local out = {}
 local expiry, worker, tokens = ARGV[4], ARGV[5], ARGV[7]
-local popped = redis.call('ZPOPMIN', READY, limit)
 local running, payload_keys = {}, {}
 for j = 1, #popped, 2 do
   local id = string.sub(popped[j], 15)

@@ -111,7 +111,8 @@ end
 -- Wakes the queue's idle workers. A worker sleeps only after a fetch found the ready set empty,
 -- so a job entering a ready set that holds others needs no signal: an enqueue publishes only
 -- into an empty one (under load, enqueues cost no fan-out), while a job that becomes ready any
--- other way (promotion, retry, release, rescue) always publishes.
+-- other way (retry, release, rescue) always publishes, and so do promoted jobs left over by the
+-- fetch that promoted them.
 local function wake()
   redis.call('PUBLISH', CHANNEL, QUEUE)
 end

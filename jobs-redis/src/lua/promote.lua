@@ -1,12 +1,12 @@
 -- Delayed jobs becoming ready (fetch, peek).
 
 -- Moves delayed jobs whose run_at has come into the ready set (at most `limit`): scheduled
--- jobs become pending, so every job in the ready set is pending. Wakes the queue's workers, so
--- idle ones share what the caller does not take.
+-- jobs become pending, so every job in the ready set is pending. Returns how many it moved: the
+-- caller wakes the queue's workers when some of them stay in the ready set.
 local function promote(limit)
   local due = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', NOW_S, 'LIMIT', 0, limit)
   if #due == 0 then
-    return
+    return 0
   end
   for _, id in ipairs(due) do
     local key = job_key(id)
@@ -20,5 +20,5 @@ local function promote(limit)
     end
   end
   zrem_all(DELAYED, due)
-  wake()
+  return #due
 end

@@ -1,5 +1,5 @@
-//! Wake-up signals: an enqueue publishes only when it adds to an empty ready set, and jobs made
-//! ready any other way (here: due delayed jobs promoted by a fetch) always publish.
+//! Wake-up signals: an enqueue publishes only when it adds to an empty ready set, and a fetch
+//! that promotes due delayed jobs publishes when some of them are left for other workers.
 
 use std::time::Duration;
 
@@ -34,10 +34,10 @@ async fn enqueue(b: &RedisBackend, jobs: Vec<NewJob>) {
     b.enqueue(EnqueueParams { jobs, now: t0() }).await.unwrap();
 }
 
-async fn fetch_all(b: &RedisBackend, now: Timestamp) -> usize {
+async fn fetch(b: &RedisBackend, limit: usize, now: Timestamp) -> usize {
     b.fetch(FetchParams {
         queues: vec!["w".into()],
-        limit: 100,
+        limit,
         worker: "wakeups".into(),
         lease_for: Duration::from_secs(30),
         now,
@@ -95,13 +95,17 @@ async fn enqueues_publish_only_into_an_empty_ready_set() {
     assert_eq!(signals(&mut messages, &channel).await, ["w"]);
 
     // Emptied by a fetch, the set is empty again: the next batch publishes, once.
-    assert_eq!(fetch_all(&b, t0()).await, 8);
+    assert_eq!(fetch(&b, 100, t0()).await, 8);
     enqueue(&b, (0..2).map(|_| job(t0())).collect()).await;
     enqueue(&b, vec![job(t0())]).await;
     assert_eq!(signals(&mut messages, &channel).await, ["w"]);
 
-    // The delayed job falls due: the fetch that promotes it publishes, though the set was not
-    // empty, so idle workers share what the fetcher leaves.
-    assert_eq!(fetch_all(&b, later).await, 4);
+    // The delayed job falls due: the fetch that promotes it leaves jobs behind, and says so.
+    assert_eq!(fetch(&b, 2, later).await, 2);
     assert_eq!(signals(&mut messages, &channel).await, ["w"]);
+    // A fetch that promotes a job and takes everything has nobody to wake.
+    let latest = later + chrono::Duration::seconds(60);
+    enqueue(&b, vec![job(latest)]).await;
+    assert_eq!(fetch(&b, 100, latest).await, 3);
+    assert!(signals(&mut messages, &channel).await.is_empty());
 }
