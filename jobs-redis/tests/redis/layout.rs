@@ -5,35 +5,15 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, Backoff, CompleteParams, Completion, CountsParams, EnqueueParams, FetchParams, JobId,
+    Backend, CompleteParams, Completion, CountsParams, EnqueueParams, FetchParams, JobId,
     JobStatus, LeaseRef, ListParams, NewJob, PruneParams, Timestamp,
 };
 use serde_json::value::RawValue;
 
-use crate::support::single_backend;
-
-fn t0() -> Timestamp {
-    "2030-01-01T00:00:00Z".parse().unwrap()
-}
+use crate::support::{job, single_backend, t0};
 
 fn at(ms: i64) -> Timestamp {
     t0() + chrono::Duration::milliseconds(ms)
-}
-
-fn job(queue: &str, run_at: Timestamp) -> NewJob {
-    NewJob {
-        id: JobId::new(),
-        name: "layout".into(),
-        queue: queue.into(),
-        payload: RawValue::from_string("{}".into()).unwrap(),
-        priority: 10,
-        run_at,
-        max_attempts: 3,
-        backoff: Backoff::fixed(Duration::from_secs(1)),
-        timeout: None,
-        unique_key: None,
-        trace_context: None,
-    }
 }
 
 fn fetch(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use jobs_core::{Backoff, JobId, NewJob, Timestamp};
 use jobs_redis::RedisBackend;
+use serde_json::value::RawValue;
 
 /// The server the single-node tests use.
 pub fn redis_url() -> String {
@@ -24,6 +26,28 @@ pub fn fresh_prefix() -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// The fixed time the store checks start from.
+pub fn t0() -> Timestamp {
+    "2030-01-01T00:00:00Z".parse().unwrap()
+}
+
+/// A new job of `queue`, due at `run_at`.
+pub fn job(queue: &str, run_at: Timestamp) -> NewJob {
+    NewJob {
+        id: JobId::new(),
+        name: "layout".into(),
+        queue: queue.into(),
+        payload: RawValue::from_string("{}".into()).unwrap(),
+        priority: 10,
+        run_at,
+        max_attempts: 3,
+        backoff: Backoff::fixed(Duration::from_secs(1)),
+        timeout: None,
+        unique_key: None,
+        trace_context: None,
+    }
 }
 
 /// A backend on the single server under a fresh prefix.

@@ -4,30 +4,14 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use jobs_core::{Backend, Backoff, EnqueueParams, FetchParams, JobId, NewJob, Timestamp};
+use jobs_core::{Backend, EnqueueParams, FetchParams, NewJob, Timestamp};
 use jobs_redis::RedisBackend;
-use serde_json::value::RawValue;
 
-use crate::support::{redis_url, single_backend};
+use crate::support::{self, redis_url, single_backend, t0};
 
-fn t0() -> Timestamp {
-    "2030-01-01T00:00:00Z".parse().unwrap()
-}
-
+/// A new job of the queue `w`, due at `run_at`.
 fn job(run_at: Timestamp) -> NewJob {
-    NewJob {
-        id: JobId::new(),
-        name: "wakeups".into(),
-        queue: "w".into(),
-        payload: RawValue::from_string("{}".into()).unwrap(),
-        priority: 10,
-        run_at,
-        max_attempts: 3,
-        backoff: Backoff::fixed(Duration::from_secs(1)),
-        timeout: None,
-        unique_key: None,
-        trace_context: None,
-    }
+    support::job("w", run_at)
 }
 
 async fn enqueue(b: &RedisBackend, jobs: Vec<NewJob>) {
