@@ -178,17 +178,36 @@ mod postgres {
 
 #[cfg(feature = "redis")]
 mod redis {
-    /// Empties db 5 (and only it).
+    use jobs::redis::redis;
+
+    /// Empties db 5 (and only it), then waits for Redis to have freed what it held: a flush of
+    /// W4's million jobs would otherwise still be freeing them, on a second core, during the
+    /// next workload.
     pub async fn reset() {
-        let client = jobs::redis::redis::Client::open(super::REDIS_URL).expect("Redis URL");
+        let client = redis::Client::open(super::REDIS_URL).expect("Redis URL");
         let mut conn = client
             .get_multiplexed_async_connection()
             .await
             .expect("Redis");
-        let _: () = jobs::redis::redis::cmd("FLUSHDB")
+        let _: () = redis::cmd("FLUSHDB")
             .arg("ASYNC")
             .query_async(&mut conn)
             .await
             .expect("FLUSHDB");
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("memory")
+                .query_async(&mut conn)
+                .await
+                .expect("INFO");
+            let pending = info
+                .lines()
+                .find_map(|l| l.strip_prefix("lazyfree_pending_objects:"))
+                .and_then(|n| n.trim().parse::<u64>().ok());
+            if pending.is_none_or(|n| n == 0) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 }
