@@ -36,6 +36,14 @@ impl Done {
 pub(crate) async fn flush_loop(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Done>) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
+        // Let the handlers that are finishing too send their outcomes, so they join this write.
+        tokio::task::yield_now().await;
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(done) => batch.push(done),
+                Err(_) => break,
+            }
+        }
         let (mut completions, mut completed) = (Vec::new(), Vec::new());
         let (mut failures, mut failed) = (Vec::new(), Vec::new());
         for done in batch.drain(..) {
