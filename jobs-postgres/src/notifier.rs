@@ -176,3 +176,42 @@ impl Drop for Sender {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use sqlx::postgres::PgListener;
+
+    use super::*;
+
+    /// Deferred signals of enqueues that end together go out in one statement, each queue once;
+    /// an enqueue that started alone leaves none to the task (its statement sent its own).
+    #[tokio::test(flavor = "current_thread")]
+    async fn deferred_signals_are_coalesced() {
+        let url = std::env::var("JOBS_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let pool = PgPool::connect(&url).await.expect("the test database");
+        let channel = format!("jobs_notifier_test_{}", std::process::id());
+        let mut listener = PgListener::connect_with(&pool).await.unwrap();
+        listener.listen(&channel).await.unwrap();
+
+        let alone = Turn::start(&pool, &channel, vec!["a"]);
+        assert!(alone.in_statement());
+        let b = Turn::start(&pool, &channel, vec!["q"]);
+        let c = Turn::start(&pool, &channel, vec!["q", "r"]);
+        let d = Turn::start(&pool, &channel, vec!["r"]);
+        assert!(!b.in_statement() && !c.in_statement() && !d.in_statement());
+        // On this one thread, the task the first of them starts runs once all have ended.
+        drop((b, c, d, alone));
+
+        let mut heard = Vec::new();
+        while let Ok(n) = tokio::time::timeout(Duration::from_millis(300), listener.recv()).await {
+            heard.push(n.unwrap().payload().to_owned());
+        }
+        heard.sort();
+        assert_eq!(heard, ["q", "r"]);
+        assert!(
+            !stores().keys().any(|(_, c)| *c == channel),
+            "an idle store is forgotten"
+        );
+    }
+}
