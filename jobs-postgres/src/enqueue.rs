@@ -173,9 +173,9 @@ async fn enqueue_plain(
 }
 
 /// The queues, each once, of the `jobs` that are ready at `now`.
-fn ready_queues<'j>(jobs: impl IntoIterator<Item = &'j NewJob>, now: Timestamp) -> Vec<&'j str> {
+fn ready_queues(jobs: &[NewJob], now: Timestamp) -> Vec<&str> {
     let mut queues: Vec<&str> = jobs
-        .into_iter()
+        .iter()
         .filter(|j| j.run_at <= now)
         .map(|j| j.queue.as_str())
         .collect();
