@@ -1,8 +1,6 @@
 //! The backends the bench runs on, each reset to a fresh state before a workload.
 
-use jobs::{
-    AnyBackend, Backend, Clock, CompleteParams, Completion, EnqueueParams, FetchParams, LeaseRef,
-};
+use jobs::{AnyBackend, Backend, Clock, CompleteParams, Completion, EnqueueParams, FetchParams};
 
 /// Which backend, from `--backend`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,10 +101,7 @@ pub async fn retain_finished(kind: BackendKind, backend: &AnyBackend, n: u64) {
         let items = leased
             .iter()
             .map(|j| Completion {
-                lease: LeaseRef {
-                    id: j.record.id,
-                    token: j.token,
-                },
+                lease: j.lease(),
                 result: serde_json::value::RawValue::from_string("null".into()).expect("JSON"),
             })
             .collect();

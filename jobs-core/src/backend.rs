@@ -64,6 +64,16 @@ pub struct LeaseRef {
     pub token: LeaseToken,
 }
 
+impl LeasedJob {
+    /// The job and its lease, as every write under the lease names them.
+    pub fn lease(&self) -> LeaseRef {
+        LeaseRef {
+            id: self.record.id,
+            token: self.token,
+        }
+    }
+}
+
 /// One successful job.
 #[derive(Clone, Debug)]
 pub struct Completion {

@@ -54,10 +54,7 @@ impl JobContext {
                 queue: record.queue.clone(),
                 attempt: record.attempt,
                 max_attempts: record.max_attempts,
-                lease: LeaseRef {
-                    id: record.id,
-                    token: job.token,
-                },
+                lease: job.lease(),
                 backend,
                 cancel: CancellationToken::new(),
                 hook: Mutex::new(None),

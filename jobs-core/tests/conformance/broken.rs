@@ -58,13 +58,7 @@ impl Backend for Broken {
                 .position(|j| j.record.id == newest.id)
                 .unwrap_or(0);
             let chosen = got.remove(keep);
-            let rest = got
-                .iter()
-                .map(|j| LeaseRef {
-                    id: j.record.id,
-                    token: j.token,
-                })
-                .collect();
+            let rest = got.iter().map(LeasedJob::lease).collect();
             self.inner
                 .release(ReleaseParams {
                     items: rest,

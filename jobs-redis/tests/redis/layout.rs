@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use jobs_core::{
     Backend, CompleteParams, Completion, CountsParams, EnqueueParams, FetchParams, JobId,
-    JobStatus, LeaseRef, ListParams, NewJob, PruneParams, Timestamp,
+    JobStatus, LeasedJob, ListParams, NewJob, PruneParams, Timestamp,
 };
 use serde_json::value::RawValue;
 
@@ -24,6 +24,23 @@ fn fetch(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {
         lease_for: Duration::from_secs(30),
         now,
     }
+}
+
+/// Completes every job of `leased` with `result`; whether each completion was accepted.
+async fn complete(
+    b: &impl Backend,
+    leased: &[LeasedJob],
+    result: &str,
+    now: Timestamp,
+) -> Vec<bool> {
+    let items = leased
+        .iter()
+        .map(|j| Completion {
+            lease: j.lease(),
+            result: RawValue::from_string(result.into()).unwrap(),
+        })
+        .collect();
+    b.complete(CompleteParams { items, now }).await.unwrap()
 }
 
 async fn counts(b: &impl Backend, queue: &str) -> jobs_core::QueueCounts {
@@ -57,20 +74,7 @@ async fn big_batches_complete_lists_filter_and_prunes_chunk() {
     .unwrap();
     let leased = b.fetch(fetch(&["big"], 1_200, t0())).await.unwrap();
     assert_eq!(leased.len(), 1_200);
-    let items = leased
-        .iter()
-        .map(|j| Completion {
-            lease: LeaseRef {
-                id: j.record.id,
-                token: j.token,
-            },
-            result: RawValue::from_string("null".into()).unwrap(),
-        })
-        .collect();
-    let accepted = b
-        .complete(CompleteParams { items, now: at(1) })
-        .await
-        .unwrap();
+    let accepted = complete(&b, &leased, "null", at(1)).await;
     assert!(accepted.iter().all(|ok| *ok));
 
     let pending = b
@@ -144,23 +148,7 @@ async fn counts_follow_promotion_and_writes_span_queues() {
         "a due job left behind is pending"
     );
 
-    let items = got
-        .iter()
-        .map(|j| Completion {
-            lease: LeaseRef {
-                id: j.record.id,
-                token: j.token,
-            },
-            result: RawValue::from_string("1".into()).unwrap(),
-        })
-        .collect();
-    let accepted = b
-        .complete(CompleteParams {
-            items,
-            now: at(5_001),
-        })
-        .await
-        .unwrap();
+    let accepted = complete(&b, &got, "1", at(5_001)).await;
     assert_eq!(accepted, vec![true, true], "one batch, two queues' slots");
     for (queue, completed) in [(queues[0], 1), (queues[1], 1)] {
         assert_eq!(counts(&b, queue).await.completed, completed);

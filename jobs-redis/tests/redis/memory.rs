@@ -80,10 +80,7 @@ async fn a_job_hash_stays_small() {
         .unwrap();
     assert_eq!(leased[0].record.id, done.id);
     let completion = Completion {
-        lease: jobs_core::LeaseRef {
-            id: done.id,
-            token: leased[0].token,
-        },
+        lease: leased[0].lease(),
         result: RawValue::from_string(r#"{"sent_at":"2026-01-01T00:00:00Z"}"#.into()).unwrap(),
     };
     let accepted = backend

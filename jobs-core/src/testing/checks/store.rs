@@ -26,17 +26,10 @@ async fn fetch_one(b: &AnyBackend, now: Timestamp) -> LeasedJob {
     got.remove(0)
 }
 
-fn lease(job: &LeasedJob) -> LeaseRef {
-    LeaseRef {
-        id: job.record.id,
-        token: job.token,
-    }
-}
-
 async fn complete(b: &AnyBackend, job: &LeasedJob, result: &str, now: Timestamp) -> bool {
     let params = CompleteParams {
         items: vec![Completion {
-            lease: lease(job),
+            lease: job.lease(),
             result: json(result),
         }],
         now,
@@ -53,7 +46,7 @@ async fn fail(
 ) -> bool {
     let params = FailParams {
         items: vec![Failure {
-            lease: lease(job),
+            lease: job.lease(),
             error: error.to_string(),
             retry_at,
         }],
@@ -202,7 +195,7 @@ pub async fn delayed_jobs_wait_for_run_at(b: AnyBackend) {
 pub async fn stale_lease_is_fenced(b: AnyBackend) {
     let id = put(&b, new_job("fenced")).await;
     let first = fetch_one(&b, t0()).await;
-    let lease_a = lease(&first);
+    let lease_a = first.lease();
     let held = first
         .record
         .lease
@@ -336,7 +329,7 @@ pub async fn renew_extends_only_live_leases(b: AnyBackend) {
     let id = put(&b, new_job("renewed")).await;
     let got = fetch_one(&b, t0()).await;
     let renew = |expires_at, now| RenewParams {
-        items: vec![lease(&got)],
+        items: vec![got.lease()],
         expires_at,
         now,
     };
@@ -426,7 +419,7 @@ pub async fn release_does_not_spend_an_attempt(b: AnyBackend) {
     let id = put(&b, new_job("released")).await;
     let got = fetch_one(&b, t0()).await;
     let params = ReleaseParams {
-        items: vec![lease(&got)],
+        items: vec![got.lease()],
         now: at(100),
     };
     assert_eq!(b.release(params).await.unwrap(), vec![true]);
@@ -509,7 +502,7 @@ pub async fn cancel_pending_and_running(b: AnyBackend) {
         "a cancelled job's lease is revoked"
     );
     let renew = RenewParams {
-        items: vec![lease(&got)],
+        items: vec![got.lease()],
         expires_at: at(9_000),
         now: at(30),
     };
@@ -788,7 +781,7 @@ pub async fn batches_enqueue_fetch_and_complete(b: AnyBackend) {
     let items = got
         .iter()
         .map(|j| Completion {
-            lease: lease(j),
+            lease: j.lease(),
             result: json(&j.record.id.to_string().len().to_string()),
         })
         .collect();
