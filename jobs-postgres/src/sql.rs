@@ -13,6 +13,11 @@ const RECORD: &str = "j.id, j.name, j.queue, j.payload::text AS payload, j.prior
     j.errors::text AS errors, j.unique_key, j.trace_context, j.created_at, j.started_at, \
     j.finished_at";
 
+/// What a fetch writes into each row it leases (row alias `j`; $2 now, $4 worker, $5 lease
+/// expiry), each row with a fresh token.
+const LEASE: &str = "status = 'running', attempt = j.attempt + 1, started_at = $2, \
+    lease_worker = $4, lease_token = gen_random_uuid(), lease_expires_at = $5";
+
 /// Every statement of one schema.
 #[derive(Debug)]
 pub(crate) struct Sql {
@@ -45,6 +50,7 @@ impl Sql {
         let splice = |text: &str| {
             text.replace("{schema}", &quoted)
                 .replace("{record}", RECORD)
+                .replace("{lease}", LEASE)
         };
         Sql {
             enqueue: splice(include_str!("sql/enqueue.sql")),

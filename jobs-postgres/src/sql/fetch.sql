@@ -19,12 +19,7 @@ WITH picked AS (
     LIMIT $3
 )
 UPDATE {schema}.jobs j
-SET status = 'running',
-    attempt = j.attempt + 1,
-    started_at = $2,
-    lease_worker = $4,
-    lease_token = gen_random_uuid(),
-    lease_expires_at = $5
+SET {lease}
 FROM picked
 WHERE j.id = picked.id
 RETURNING {record}

@@ -5,12 +5,7 @@
 -- (`id = ANY(…)`, a plan that does not depend on how many rows the statistics expect).
 -- $1 queue, $2 now, $3 limit, $4 worker, $5 lease expiry.
 UPDATE {schema}.jobs j
-SET status = 'running',
-    attempt = j.attempt + 1,
-    started_at = $2,
-    lease_worker = $4,
-    lease_token = gen_random_uuid(),
-    lease_expires_at = $5
+SET {lease}
 WHERE j.id = ANY (ARRAY(
     SELECT r.id
     FROM {schema}.jobs r
