@@ -1,16 +1,10 @@
 -- Extends live leases to ARGV[4]. ARGV[5..]: id, token per job. A lease that already lapsed is
 -- not renewed. Returns 1 (renewed) or 0 per job.
-local out = {}
-for i = 5, #ARGV, 2 do
-  local id = ARGV[i]
-  local token = ARGV[i + 1]
-  local key, _, expiry = leased(id, token)
-  if key and tonumber(expiry) >= NOW then
-    redis.call('HSET', key, 'l', token .. ':' .. ARGV[4])
-    redis.call('ZADD', RUNNING, ARGV[4], id)
-    out[#out + 1] = 1
-  else
-    out[#out + 1] = 0
+return each_leased(5, 2, function(i, id, key, _, expiry)
+  if tonumber(expiry) < NOW then
+    return false
   end
-end
-return out
+  redis.call('HSET', key, 'l', ARGV[i + 1] .. ':' .. ARGV[4])
+  redis.call('ZADD', RUNNING, ARGV[4], id)
+  return true
+end)
