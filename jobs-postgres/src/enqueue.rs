@@ -41,10 +41,11 @@ pub(crate) async fn enqueue(
     now: Timestamp,
     wake: Wake<'_>,
 ) -> Result<Vec<Enqueued>, Error> {
+    let ready = ready_queues(&jobs, now);
     // Lives until the enqueue ends, then hands the signals over unless the statements sent them.
     let turn = match wake {
         Wake::InTransaction => None,
-        Wake::Commits(pool) => Some(Turn::start(pool, sql.channel(), ready_queues(&jobs, now))),
+        Wake::Commits(pool) => Some(Turn::start(pool, sql.channel(), &ready)),
     };
     // The channel the statements notify, if they do.
     let channel = turn
@@ -52,7 +53,8 @@ pub(crate) async fn enqueue(
         .is_none_or(Turn::in_statement)
         .then(|| sql.channel());
     if jobs.iter().all(|j| j.unique_key.is_none()) {
-        enqueue_plain(sql, conn, &jobs, now, channel).await?;
+        let wake = if channel.is_some() { &ready[..] } else { &[] };
+        enqueue_plain(sql, conn, &jobs, now, wake).await?;
         return Ok(jobs
             .iter()
             .map(|j| Enqueued {
@@ -116,13 +118,13 @@ pub(crate) async fn enqueue(
 
 /// Jobs without unique keys: nothing can be a duplicate, so a plain INSERT stores them all
 /// (one row's VALUES for a single job, `unnest` arrays for a batch), and the answer needs no
-/// round trip of its own. Ready jobs are notified on `channel`, if given.
+/// round trip of its own. The statement notifies the queues `wake`.
 async fn enqueue_plain(
     sql: &Sql,
     conn: &mut PgConnection,
     jobs: &[NewJob],
     now: Timestamp,
-    channel: Option<&str>,
+    wake: &[&str],
 ) -> Result<(), Error> {
     let stored = if let [job] = jobs {
         let ready = job.run_at <= now;
@@ -139,16 +141,12 @@ async fn enqueue_plain(
             .bind(job.timeout.map(millis))
             .bind(job.trace_context.as_deref())
             .bind(now)
-            .bind(channel.filter(|_| ready))
+            .bind((!wake.is_empty()).then(|| sql.channel()))
             .execute(conn)
             .await
             .map_err(db)?
             .rows_affected()
     } else {
-        let wake = match channel {
-            Some(_) => ready_queues(jobs, now),
-            None => Vec::new(),
-        };
         bind_columns(sqlx::query(&sql.enqueue_many), jobs)?
             .bind(
                 jobs.iter()

@@ -65,13 +65,13 @@ pub(crate) struct Turn<'p> {
     key: Key,
     alone: bool,
     /// The queues the enqueue makes ready jobs in.
-    queues: Vec<&'p str>,
+    queues: &'p [&'p str],
 }
 
 impl<'p> Turn<'p> {
     /// Starts an enqueue through `pool` of ready jobs in `queues`, into the store whose channel
     /// is `channel`.
-    pub fn start(pool: &'p PgPool, channel: &str, queues: Vec<&'p str>) -> Self {
+    pub fn start(pool: &'p PgPool, channel: &str, queues: &'p [&'p str]) -> Self {
         let options = pool.connect_options();
         let key = (Arc::as_ptr(&options) as usize, channel.to_owned());
         let mut all = stores();
@@ -194,11 +194,11 @@ mod tests {
         let mut listener = PgListener::connect_with(&pool).await.unwrap();
         listener.listen(&channel).await.unwrap();
 
-        let alone = Turn::start(&pool, &channel, vec!["a"]);
+        let alone = Turn::start(&pool, &channel, &["a"]);
         assert!(alone.in_statement());
-        let b = Turn::start(&pool, &channel, vec!["q"]);
-        let c = Turn::start(&pool, &channel, vec!["q", "r"]);
-        let d = Turn::start(&pool, &channel, vec!["r"]);
+        let b = Turn::start(&pool, &channel, &["q"]);
+        let c = Turn::start(&pool, &channel, &["q", "r"]);
+        let d = Turn::start(&pool, &channel, &["r"]);
         assert!(!b.in_statement() && !c.in_statement() && !d.in_statement());
         // On this one thread, the task the first of them starts runs once all have ended.
         drop((b, c, d, alone));
