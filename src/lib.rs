@@ -52,13 +52,7 @@ pub mod prelude {
 }
 
 #[doc(hidden)]
-pub mod __private {
-    pub use jobs_core::__private::*;
-    pub use jobs_core::{
-        Backoff, CronSpec, IntoJobResult, Job, JobContext, JobError, JobOptions, Registration,
-        State, StateKey, StateMap,
-    };
-}
+pub use jobs_core::__private;
 
 /// The README's examples, compiled and run as doc-tests.
 #[cfg(doctest)]

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 
 use crate::backend::*;
 use crate::model::{Enqueued, JobId, JobRecord, LeasedJob, QueueCounts};
+use crate::presence::{StoredSchedule, WorkerInfo};
 use crate::wake::Wakeup;
 use crate::Error;
 
@@ -70,20 +71,14 @@ impl Backend for AnyBackend {
     async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
         self.0.progress(p).await
     }
-    async fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
-        self.0.job(id).await
+    async fn read(&self, p: ReadParams) -> Result<Option<JobRecord>, Error> {
+        self.0.read(p).await
     }
     async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
         self.0.list(p).await
     }
-    async fn retry(&self, p: RetryParams) -> Result<bool, Error> {
-        self.0.retry(p).await
-    }
-    async fn delete(&self, p: DeleteParams) -> Result<bool, Error> {
-        self.0.delete(p).await
-    }
-    async fn cancel(&self, p: CancelParams) -> Result<bool, Error> {
-        self.0.cancel(p).await
+    async fn manage(&self, p: ManageParams) -> Result<Managed, Error> {
+        self.0.manage(p).await
     }
     async fn rescue(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
         self.0.rescue(p).await
@@ -94,8 +89,26 @@ impl Backend for AnyBackend {
     async fn counts(&self, p: CountsParams) -> Result<QueueCounts, Error> {
         self.0.counts(p).await
     }
-    async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error> {
-        self.0.subscribe(queues).await
+    async fn queue_names(&self, p: QueueNamesParams) -> Result<Vec<String>, Error> {
+        self.0.queue_names(p).await
+    }
+    async fn heartbeat(&self, p: HeartbeatParams) -> Result<(), Error> {
+        self.0.heartbeat(p).await
+    }
+    async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
+        self.0.deregister(p).await
+    }
+    async fn live_workers(&self, p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {
+        self.0.live_workers(p).await
+    }
+    async fn save_schedules(&self, p: SaveSchedulesParams) -> Result<(), Error> {
+        self.0.save_schedules(p).await
+    }
+    async fn stored_schedules(&self, p: SchedulesParams) -> Result<Vec<StoredSchedule>, Error> {
+        self.0.stored_schedules(p).await
+    }
+    async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
+        self.0.subscribe(p).await
     }
     fn as_any(&self) -> &dyn Any {
         self.0.as_any()

@@ -11,10 +11,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::filter::JobFilter;
 use crate::model::{
-    Enqueued, JobId, JobRecord, JobStatus, Json, LeaseToken, LeasedJob, NewJob, QueueCounts,
+    Enqueued, ErrorReport, JobId, JobRecord, Json, LeaseToken, LeasedJob, NewJob, QueueCounts,
     Timestamp,
 };
+use crate::presence::{ScheduleInfo, StoredSchedule, WorkerInfo};
 use crate::wake::Wakeup;
 use crate::Error;
 
@@ -64,16 +66,6 @@ pub struct LeaseRef {
     pub token: LeaseToken,
 }
 
-impl LeasedJob {
-    /// The job and its lease, as every write under the lease names them.
-    pub fn lease(&self) -> LeaseRef {
-        LeaseRef {
-            id: self.record.id,
-            token: self.token,
-        }
-    }
-}
-
 /// One successful job.
 #[derive(Clone, Debug)]
 pub struct Completion {
@@ -97,8 +89,9 @@ pub struct CompleteParams {
 pub struct Failure {
     /// The job and its lease.
     pub lease: LeaseRef,
-    /// The attempt's error, appended to the job's history.
-    pub error: String,
+    /// The attempt's error, appended to the job's history as an
+    /// [`AttemptError`](crate::AttemptError) with the job's attempt number and `now`.
+    pub error: ErrorReport,
     /// When to run again; `None` sends the job to dead.
     pub retry_at: Option<Timestamp>,
 }
@@ -112,11 +105,20 @@ pub struct FailParams {
     pub now: Timestamp,
 }
 
-/// Hands leased jobs back without spending an attempt (graceful shutdown).
+/// One leased job handed back.
+#[derive(Clone, Copy, Debug)]
+pub struct Release {
+    /// The job and its lease.
+    pub lease: LeaseRef,
+    /// When it may run again; `None` keeps its `run_at` (and so its place in the queue).
+    pub run_at: Option<Timestamp>,
+}
+
+/// Hands leased jobs back to pending without spending an attempt (graceful shutdown, snooze).
 #[derive(Clone, Debug)]
 pub struct ReleaseParams {
-    /// The jobs and their leases.
-    pub items: Vec<LeaseRef>,
+    /// The jobs.
+    pub items: Vec<Release>,
     /// The current time.
     pub now: Timestamp,
 }
@@ -139,53 +141,102 @@ pub struct ProgressParams {
     pub lease: LeaseRef,
     /// Percent done, 0 to 100.
     pub progress: u8,
+    /// The current time.
+    pub now: Timestamp,
 }
 
-/// Lists jobs, oldest first, a page at a time.
-#[derive(Clone, Debug, Default)]
+/// Reads one job.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadParams {
+    /// The job.
+    pub id: JobId,
+}
+
+/// Lists the jobs matching a filter in id order (oldest first), a page at a time.
+#[derive(Clone, Debug)]
 pub struct ListParams {
-    /// Only this queue.
-    pub queue: Option<String>,
-    /// Only this status.
-    pub status: Option<JobStatus>,
+    /// Which jobs.
+    pub filter: JobFilter,
     /// Only jobs after this id (the last id of the previous page).
     pub after: Option<JobId>,
     /// At most this many.
     pub limit: usize,
 }
 
-/// Puts a dead or cancelled job back to pending with fresh attempts.
-#[derive(Clone, Copy, Debug)]
-pub struct RetryParams {
-    /// The job.
-    pub id: JobId,
-    /// The current time: the job's new `run_at`.
+/// What [`Backend::manage`] does to each job it selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// A dead or cancelled job goes back to pending, due now, with fresh attempts (its error
+    /// history kept); a job whose unique key another active job holds is left as it is and
+    /// reported in [`Managed::held`]. Jobs in other statuses are left alone.
+    Retry,
+    /// A scheduled, pending or running job is cancelled (a running job's lease is revoked).
+    /// Finished jobs are left alone.
+    Cancel,
+    /// The job is removed for good, whatever its status.
+    Delete,
+}
+
+/// Which jobs [`Backend::manage`] applies its action to.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// These jobs (ids that do not exist are skipped).
+    Ids(Vec<JobId>),
+    /// The jobs matching `filter`, in id order, starting after `after`.
+    Matching {
+        /// Which jobs.
+        filter: JobFilter,
+        /// The cursor: only jobs after this id.
+        after: Option<JobId>,
+    },
+}
+
+/// Retries, cancels or deletes jobs, by id or by filter, a bounded batch per call.
+#[derive(Clone, Debug)]
+pub struct ManageParams {
+    /// What to do.
+    pub action: Action,
+    /// To which jobs.
+    pub target: Target,
+    /// For [`Target::Matching`]: examine at most this many matching jobs.
+    pub limit: usize,
+    /// The current time (a retried job's `run_at`, a cancelled job's finish time).
     pub now: Timestamp,
 }
 
-/// Removes a job for good.
-#[derive(Clone, Copy, Debug)]
-pub struct DeleteParams {
-    /// The job.
-    pub id: JobId,
+/// A unique key that kept a job from being retried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldKey {
+    /// The job that was not retried.
+    pub job: JobId,
+    /// Its unique key.
+    pub key: String,
+    /// The active job holding the key.
+    pub holder: JobId,
 }
 
-/// Cancels a job that is scheduled, pending or running (a running job's lease is revoked).
-#[derive(Clone, Copy, Debug)]
-pub struct CancelParams {
-    /// The job.
-    pub id: JobId,
-    /// The current time.
-    pub now: Timestamp,
+/// What one [`Backend::manage`] call did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Managed {
+    /// The jobs the action changed.
+    pub changed: Vec<JobId>,
+    /// Retries refused because another active job holds the key.
+    pub held: Vec<HeldKey>,
+    /// For [`Target::Matching`]: the last matching id examined, the cursor of the next batch;
+    /// `None` when fewer than `limit` jobs matched, so none are left.
+    pub last: Option<JobId>,
 }
 
-/// Rescues running jobs whose lease lapsed: back to pending, or dead when out of attempts.
-#[derive(Clone, Copy, Debug)]
+/// Rescues running jobs whose lease lapsed: back to pending (keeping their `run_at`), or dead
+/// when out of attempts.
+#[derive(Clone, Debug)]
 pub struct RescueParams {
     /// The current time.
     pub now: Timestamp,
     /// At most this many per call.
     pub limit: usize,
+    /// The error recorded for each rescued attempt.
+    pub error: ErrorReport,
 }
 
 /// Removes finished jobs that the retention policy no longer keeps.
@@ -199,6 +250,8 @@ pub struct PruneParams {
     pub finished_before: Option<Timestamp>,
     /// At most this many per call, so pruning never stalls the queue.
     pub limit: usize,
+    /// The current time.
+    pub now: Timestamp,
 }
 
 /// Counts a queue's jobs by status.
@@ -208,6 +261,55 @@ pub struct CountsParams {
     pub queue: String,
 }
 
+/// Names every queue the store holds jobs of.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QueueNamesParams {}
+
+/// Records that a worker is alive.
+#[derive(Clone, Debug)]
+pub struct HeartbeatParams {
+    /// The worker (its `last_seen` is replaced by `now`).
+    pub worker: WorkerInfo,
+    /// Forget the worker after this time unless it beats again.
+    pub expires_at: Timestamp,
+    /// The current time.
+    pub now: Timestamp,
+}
+
+/// Forgets a worker that stopped.
+#[derive(Clone, Debug)]
+pub struct DeregisterParams {
+    /// The worker's id.
+    pub worker: String,
+}
+
+/// Lists the live workers.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkersParams {
+    /// The current time: workers whose heartbeat expired before it are not listed.
+    pub now: Timestamp,
+}
+
+/// Records the cron schedules a worker runs.
+#[derive(Clone, Debug)]
+pub struct SaveSchedulesParams {
+    /// The schedules (an existing one of the same name is replaced).
+    pub schedules: Vec<ScheduleInfo>,
+    /// The current time.
+    pub now: Timestamp,
+}
+
+/// Lists the recorded cron schedules.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SchedulesParams {}
+
+/// Asks for a wake-up signal.
+#[derive(Clone, Debug)]
+pub struct SubscribeParams {
+    /// The queues whose new ready jobs fire it.
+    pub queues: Vec<String>,
+}
+
 /// A job store. Every backend implements all of it and passes the conformance suite
 /// (`jobs_core::testing`, feature `testing`).
 ///
@@ -215,7 +317,8 @@ pub struct CountsParams {
 /// longer matches a running job is refused and changes nothing.
 #[async_trait]
 pub trait Backend: Send + Sync + 'static {
-    /// Stores jobs; a unique key held by an active job of the same queue yields that job's id.
+    /// Stores jobs; a unique key held by an active job of the same queue (or by an earlier job
+    /// of the batch, see [`first_holders`](crate::first_holders)) yields that job's id.
     async fn enqueue(&self, params: EnqueueParams) -> Result<Vec<Enqueued>, Error>;
 
     /// Stores the job of a cron tick unless this tick (or a later one) of the schedule already was.
@@ -241,19 +344,13 @@ pub trait Backend: Send + Sync + 'static {
     async fn progress(&self, params: ProgressParams) -> Result<bool, Error>;
 
     /// Reads one job.
-    async fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error>;
+    async fn read(&self, params: ReadParams) -> Result<Option<JobRecord>, Error>;
 
-    /// Lists jobs by queue and status, oldest first.
+    /// Lists the jobs matching a filter, in id order.
     async fn list(&self, params: ListParams) -> Result<Vec<JobRecord>, Error>;
 
-    /// Puts a dead or cancelled job back to pending with fresh attempts; false if it is neither.
-    async fn retry(&self, params: RetryParams) -> Result<bool, Error>;
-
-    /// Deletes a job; false if it did not exist.
-    async fn delete(&self, params: DeleteParams) -> Result<bool, Error>;
-
-    /// Cancels an active job; false if it had already finished or does not exist.
-    async fn cancel(&self, params: CancelParams) -> Result<bool, Error>;
+    /// Retries, cancels or deletes jobs by id or by filter, a bounded batch per call.
+    async fn manage(&self, params: ManageParams) -> Result<Managed, Error>;
 
     /// Rescues jobs whose lease lapsed; returns their ids.
     async fn rescue(&self, params: RescueParams) -> Result<Vec<JobId>, Error>;
@@ -264,8 +361,26 @@ pub trait Backend: Send + Sync + 'static {
     /// Counts a queue's jobs by status.
     async fn counts(&self, params: CountsParams) -> Result<QueueCounts, Error>;
 
-    /// A signal that fires when jobs may have become ready in one of `queues`.
-    async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error>;
+    /// Names every queue that holds jobs or whose jobs were ever enqueued, sorted.
+    async fn queue_names(&self, params: QueueNamesParams) -> Result<Vec<String>, Error>;
+
+    /// Records a worker's heartbeat.
+    async fn heartbeat(&self, params: HeartbeatParams) -> Result<(), Error>;
+
+    /// Forgets a worker.
+    async fn deregister(&self, params: DeregisterParams) -> Result<(), Error>;
+
+    /// The live workers, by id.
+    async fn live_workers(&self, params: WorkersParams) -> Result<Vec<WorkerInfo>, Error>;
+
+    /// Records cron schedules.
+    async fn save_schedules(&self, params: SaveSchedulesParams) -> Result<(), Error>;
+
+    /// The recorded cron schedules, by name, each with its last stored tick.
+    async fn stored_schedules(&self, params: SchedulesParams) -> Result<Vec<StoredSchedule>, Error>;
+
+    /// A signal that fires when jobs may have become ready in one of the queues.
+    async fn subscribe(&self, params: SubscribeParams) -> Result<Wakeup, Error>;
 
     /// The backend itself, so extensions can reach backend-specific features.
     fn as_any(&self) -> &dyn Any;

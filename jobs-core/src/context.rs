@@ -8,6 +8,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::any::AnyBackend;
 use crate::backend::{Backend, Completion, LeaseRef, ProgressParams};
+use crate::clock::{Clock, SystemClock};
 use crate::model::{JobId, LeasedJob, Timestamp};
 use crate::Error;
 
@@ -109,6 +110,7 @@ impl JobContext {
         let params = ProgressParams {
             lease: self.inner.lease,
             progress: percent.min(100),
+            now: SystemClock.now(),
         };
         if self.inner.backend.progress(params).await? {
             Ok(())

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use crate::backend::{Backend, EnqueueParams};
+use crate::backend::{Backend, EnqueueParams, ReadParams};
 use crate::backoff::Backoff;
 use crate::clock::{self, Clock, SystemClock};
 use crate::job::Job;
@@ -17,32 +17,37 @@ use crate::Error;
 ///
 /// `M` only tells the implementations apart (so a backend crate can implement this for a driver
 /// type); it is always inferred.
+#[diagnostic::on_unimplemented(
+    message = "jobs cannot be enqueued through `{Self}`",
+    label = "not a backend, pool or transaction",
+    note = "enqueue through `&backend`, `&pool` or `&mut *tx` (Postgres)"
+)]
 pub trait Producer<M>: Send {
-    /// Stores the jobs.
+    /// Stores the jobs; `now` decides which are delayed.
     fn enqueue_jobs(
         self,
         jobs: Vec<NewJob>,
+        now: Timestamp,
     ) -> impl Future<Output = Result<Vec<Enqueued>, Error>> + Send;
     /// Reads one job.
     fn read_job(self, id: JobId) -> impl Future<Output = Result<Option<JobRecord>, Error>> + Send;
 }
 
 /// The [`Producer`] marker of backends themselves.
+#[doc(hidden)]
 pub enum ViaBackend {}
 
 impl<B: Backend> Producer<ViaBackend> for &B {
     fn enqueue_jobs(
         self,
         jobs: Vec<NewJob>,
+        now: Timestamp,
     ) -> impl Future<Output = Result<Vec<Enqueued>, Error>> + Send {
-        self.enqueue(EnqueueParams {
-            jobs,
-            now: SystemClock.now(),
-        })
+        self.enqueue(EnqueueParams { jobs, now })
     }
 
     fn read_job(self, id: JobId) -> impl Future<Output = Result<Option<JobRecord>, Error>> + Send {
-        self.job(id)
+        self.read(ReadParams { id })
     }
 }
 
@@ -60,6 +65,7 @@ pub struct Enqueue<J: Job> {
     timeout: Option<Duration>,
     unique_key: Option<String>,
     trace_context: Option<String>,
+    tags: Vec<String>,
 }
 
 impl<J: Job> From<J> for Enqueue<J> {
@@ -75,65 +81,88 @@ impl<J: Job> From<J> for Enqueue<J> {
             timeout: None,
             unique_key: None,
             trace_context: None,
+            tags: Vec::new(),
         }
     }
 }
 
-impl<J: Job> Enqueue<J> {
+/// Writes each per-call override once, as a method of [`Enqueue`] and as the [`JobExt`] method
+/// that starts an `Enqueue` from a bare job.
+macro_rules! overrides {
+    ($($(#[$doc:meta])* fn $name:ident($arg:ident: $ty:ty) => |$e:ident| $set:expr;)*) => {
+        impl<J: Job> Enqueue<J> {
+            $(
+                $(#[$doc])*
+                pub fn $name(mut self, $arg: $ty) -> Self {
+                    let $e = &mut self;
+                    $set;
+                    self
+                }
+            )*
+        }
+
+        /// Enqueueing for every [`Job`]: `job.enqueue(&backend)`, or overrides first:
+        /// `job.priority(1).delay(d).enqueue(&backend)`.
+        pub trait JobExt: Job + Sized {
+            /// Stores the job with its attribute's defaults.
+            fn enqueue<M, P: Producer<M>>(
+                self,
+                producer: P,
+            ) -> impl Future<Output = Result<JobHandle<Self>, Error>> + Send {
+                Enqueue::from(self).enqueue(producer)
+            }
+
+            /// Stores many jobs in one batch (one statement or script where the backend allows).
+            fn enqueue_many<M, P: Producer<M>>(
+                producer: P,
+                jobs: impl IntoIterator<Item = impl Into<Enqueue<Self>>>,
+            ) -> impl Future<Output = Result<Vec<JobHandle<Self>>, Error>> + Send {
+                let now = SystemClock.now();
+                let built: Result<Vec<NewJob>, Error> = jobs
+                    .into_iter()
+                    .map(|job| job.into().to_new_job(now))
+                    .collect();
+                async move {
+                    let stored = producer.enqueue_jobs(built?, now).await?;
+                    Ok(stored.into_iter().map(JobHandle::new).collect())
+                }
+            }
+
+            $(
+                $(#[$doc])*
+                fn $name(self, $arg: $ty) -> Enqueue<Self> {
+                    Enqueue::from(self).$name($arg)
+                }
+            )*
+        }
+    };
+}
+
+overrides! {
     /// Runs in another queue than the attribute's.
-    pub fn queue(mut self, queue: impl Into<String>) -> Self {
-        self.queue = Some(queue.into());
-        self
-    }
-
+    fn queue(queue: impl Into<String>) => |e| e.queue = Some(queue.into());
     /// Lower runs first.
-    pub fn priority(mut self, priority: i16) -> Self {
-        self.priority = Some(priority);
-        self
-    }
-
-    /// Not run before `delay` from now.
-    pub fn delay(mut self, delay: Duration) -> Self {
-        self.delay = Some(delay);
-        self
-    }
-
+    fn priority(priority: i16) => |e| e.priority = Some(priority);
+    /// Not run before `delay` from now (or from [`run_at`](Enqueue::run_at) when both are set).
+    fn delay(delay: Duration) => |e| e.delay = Some(delay);
     /// Not run before `at`.
-    pub fn run_at(mut self, at: Timestamp) -> Self {
-        self.run_at = Some(at);
-        self
-    }
-
-    /// Attempts before dead.
-    pub fn attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = Some(attempts);
-        self
-    }
-
+    fn run_at(at: Timestamp) => |e| e.run_at = Some(at);
+    /// Attempts before dead (at least 1).
+    fn attempts(attempts: u32) => |e| e.max_attempts = Some(attempts);
     /// The delay before each retry.
-    pub fn backoff(mut self, backoff: Backoff) -> Self {
-        self.backoff = Some(backoff);
-        self
-    }
-
+    fn backoff(backoff: Backoff) => |e| e.backoff = Some(backoff);
     /// How long one attempt may run.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-
-    /// Deduplicates on `key`: while a job with it is active in the queue, enqueue returns that job.
-    pub fn unique(mut self, key: impl Into<String>) -> Self {
-        self.unique_key = Some(key.into());
-        self
-    }
-
+    fn timeout(timeout: Duration) => |e| e.timeout = Some(timeout);
+    /// Deduplicates on `key`: while a job with it is active in the queue, enqueue returns that
+    /// job.
+    fn unique(key: impl Into<String>) => |e| e.unique_key = Some(key.into());
     /// Carries the caller's trace context (such as a W3C `traceparent`) into the job's span.
-    pub fn trace_context(mut self, context: impl Into<String>) -> Self {
-        self.trace_context = Some(context.into());
-        self
-    }
+    fn trace_context(context: impl Into<String>) => |e| e.trace_context = Some(context.into());
+    /// Adds a tag to find the job by (`"order:42"`), besides the attribute's `tags`.
+    fn tag(tag: impl Into<String>) => |e| e.tags.push(tag.into());
+}
 
+impl<J: Job> Enqueue<J> {
     /// The job as a backend stores it, with `now` for its delay.
     pub fn to_new_job(&self, now: Timestamp) -> Result<NewJob, Error> {
         let defaults = J::options();
@@ -150,6 +179,12 @@ impl<J: Job> Enqueue<J> {
             (None, Some(delay)) => clock::later(now, delay),
             (None, None) => now,
         };
+        let mut tags = defaults.tags;
+        for tag in &self.tags {
+            if !tags.contains(tag) {
+                tags.push(tag.clone());
+            }
+        }
         Ok(NewJob {
             id: JobId::new(),
             name: J::NAME.to_string(),
@@ -165,79 +200,20 @@ impl<J: Job> Enqueue<J> {
                 .clone()
                 .or_else(|| Job::unique_key(&self.job)),
             trace_context: self.trace_context.clone(),
+            tags,
         })
     }
 
     /// Stores the job; returns its typed handle.
     pub async fn enqueue<M, P: Producer<M>>(self, producer: P) -> Result<JobHandle<J>, Error> {
-        let new_job = self.to_new_job(SystemClock.now())?;
-        let stored = producer.enqueue_jobs(vec![new_job]).await?;
+        let now = SystemClock.now();
+        let new_job = self.to_new_job(now)?;
+        let stored = producer.enqueue_jobs(vec![new_job], now).await?;
         let first = stored
             .into_iter()
             .next()
             .ok_or_else(|| Error::backend("the backend stored no job"))?;
         Ok(JobHandle::new(first))
-    }
-}
-
-/// Enqueueing for every [`Job`]: `job.enqueue(&backend)`, or overrides first:
-/// `job.priority(1).delay(d).enqueue(&backend)`.
-pub trait JobExt: Job + Sized {
-    /// Stores the job with its attribute's defaults.
-    fn enqueue<M, P: Producer<M>>(
-        self,
-        producer: P,
-    ) -> impl Future<Output = Result<JobHandle<Self>, Error>> + Send {
-        Enqueue::from(self).enqueue(producer)
-    }
-
-    /// Stores many jobs in one batch (one statement or script where the backend allows).
-    fn enqueue_many<M, P: Producer<M>>(
-        producer: P,
-        jobs: impl IntoIterator<Item = impl Into<Enqueue<Self>>>,
-    ) -> impl Future<Output = Result<Vec<JobHandle<Self>>, Error>> + Send {
-        let now = SystemClock.now();
-        let built: Result<Vec<NewJob>, Error> = jobs
-            .into_iter()
-            .map(|job| job.into().to_new_job(now))
-            .collect();
-        async move {
-            let stored = producer.enqueue_jobs(built?).await?;
-            Ok(stored.into_iter().map(JobHandle::new).collect())
-        }
-    }
-
-    /// Overrides the queue.
-    fn queue(self, queue: impl Into<String>) -> Enqueue<Self> {
-        Enqueue::from(self).queue(queue)
-    }
-    /// Overrides the priority (lower runs first).
-    fn priority(self, priority: i16) -> Enqueue<Self> {
-        Enqueue::from(self).priority(priority)
-    }
-    /// Delays the job.
-    fn delay(self, delay: Duration) -> Enqueue<Self> {
-        Enqueue::from(self).delay(delay)
-    }
-    /// Schedules the job at a time.
-    fn run_at(self, at: Timestamp) -> Enqueue<Self> {
-        Enqueue::from(self).run_at(at)
-    }
-    /// Overrides the attempts.
-    fn attempts(self, attempts: u32) -> Enqueue<Self> {
-        Enqueue::from(self).attempts(attempts)
-    }
-    /// Overrides the backoff.
-    fn backoff(self, backoff: Backoff) -> Enqueue<Self> {
-        Enqueue::from(self).backoff(backoff)
-    }
-    /// Overrides the timeout.
-    fn timeout(self, timeout: Duration) -> Enqueue<Self> {
-        Enqueue::from(self).timeout(timeout)
-    }
-    /// Sets a dedup key (see [`Enqueue::unique`]).
-    fn unique(self, key: impl Into<String>) -> Enqueue<Self> {
-        Enqueue::from(self).unique(key)
     }
 }
 

@@ -31,6 +31,8 @@ pub struct JobOptions {
     pub priority: i16,
     /// How long one attempt may run.
     pub timeout: Option<Duration>,
+    /// Tags every job of the type carries (more can be added per enqueue with `.tag(..)`).
+    pub tags: Vec<String>,
 }
 
 impl Default for JobOptions {
@@ -41,6 +43,7 @@ impl Default for JobOptions {
             backoff: Backoff::default(),
             priority: DEFAULT_PRIORITY,
             timeout: None,
+            tags: Vec::new(),
         }
     }
 }

@@ -15,9 +15,12 @@ mod context;
 mod cron;
 mod enqueue;
 mod error;
+mod filter;
 mod job;
 mod memory;
 mod model;
+mod operations;
+mod presence;
 mod registry;
 mod serde_millis;
 mod state;
@@ -34,23 +37,25 @@ pub use clock::{later, Clock, ManualClock, SystemClock};
 pub use context::{CompletionHook, JobContext};
 pub use cron::Schedule;
 pub use enqueue::{Enqueue, JobExt, JobHandle, Producer, ViaBackend};
-pub use error::{BoxError, Error, ErrorKind, JobError};
+pub use error::{BoxError, Error, ErrorKind, JobError, StartProblem};
+pub use filter::JobFilter;
 pub use job::{
     CronSpec, IntoJobResult, Job, JobOptions, DEFAULT_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE,
 };
 pub use memory::MemoryBackend;
 pub use model::{
-    AttemptError, Enqueued, JobId, JobRecord, JobStatus, Json, Lease, LeaseToken, LeasedJob,
-    NewJob, QueueCounts, Timestamp,
+    first_holders, AttemptError, DeadReason, Enqueued, ErrorReport, JobId, JobRecord, JobStatus,
+    Json, Lease, LeaseToken, LeasedJob, NewJob, QueueCounts, Timestamp,
 };
+pub use operations::{
+    Operations, Page, PageRequest, QueueSummary, ScheduleSummary, WorkerSummary, DEFAULT_PAGE_SIZE,
+};
+pub use presence::{ScheduleInfo, StoredSchedule, WorkerInfo};
 pub use registry::{registered, BoxFuture, JobType, Registration};
 pub use state::{State, StateKey, StateMap};
 pub use wake::{WakeHub, Wakeup};
 pub use worker::{shutdown_signal, JobEvent, Retention, Worker};
 
 #[doc(hidden)]
-pub mod __private {
-    pub use inventory;
-    pub use serde;
-    pub use serde_json;
-}
+#[path = "private.rs"]
+pub mod __private;

@@ -5,17 +5,19 @@
 //! everything when the process ends.
 
 use std::any::Any;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
 use crate::backend::*;
 use crate::clock;
+use crate::filter::JobFilter;
 use crate::model::{
-    AttemptError, Enqueued, JobId, JobRecord, JobStatus, Lease, LeaseToken, LeasedJob, NewJob,
-    QueueCounts, Timestamp,
+    AttemptError, Enqueued, ErrorReport, JobId, JobRecord, JobStatus, Lease,
+    LeaseToken, LeasedJob, NewJob, QueueCounts, Timestamp,
 };
+use crate::presence::{StoredSchedule, WorkerInfo};
 use crate::wake::{WakeHub, Wakeup};
 use crate::Error;
 
@@ -69,6 +71,10 @@ struct Store {
     jobs: HashMap<JobId, JobRecord>,
     idx: Indexes,
     cron_ticks: HashMap<String, Timestamp>,
+    /// Live workers and when each is forgotten unless it beats again.
+    workers: BTreeMap<String, (WorkerInfo, Timestamp)>,
+    /// Recorded schedules by name, with when they were recorded.
+    schedules: BTreeMap<String, (crate::presence::ScheduleInfo, Timestamp)>,
 }
 
 /// Every index of the stored jobs, kept in step with their records.
@@ -178,6 +184,30 @@ impl Store {
         })
     }
 
+    /// The ids of up to `limit` jobs matching `filter` after `after`, in id order.
+    fn matching(&self, filter: &JobFilter, after: Option<JobId>, limit: usize) -> Vec<JobId> {
+        let mut found: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|r| after.is_none_or(|after| r.id > after) && filter.matches(r))
+            .map(|r| r.id)
+            .collect();
+        found.sort_unstable();
+        found.truncate(limit);
+        found
+    }
+
+    /// The active job, other than `record`, that holds `record`'s unique key.
+    fn holder_of(&self, record: &JobRecord) -> Option<HeldKey> {
+        let key = record.unique_key.as_ref()?;
+        let holder = *self.idx.unique.get(&(record.queue.clone(), key.clone()))?;
+        (holder != record.id).then(|| HeldKey {
+            job: record.id,
+            key: key.clone(),
+            holder,
+        })
+    }
+
     fn insert(&mut self, job: NewJob, now: Timestamp) -> Enqueued {
         if let Some(key) = &job.unique_key {
             if let Some(&id) = self.idx.unique.get(&(job.queue.clone(), key.clone())) {
@@ -199,15 +229,11 @@ impl Store {
 
     fn finish_retry_or_dead(
         r: &mut JobRecord,
-        error: String,
+        error: ErrorReport,
         retry_at: Option<Timestamp>,
         now: Timestamp,
     ) {
-        r.errors.push(AttemptError {
-            attempt: r.attempt,
-            message: error,
-            at: now,
-        });
+        r.errors.push(AttemptError::new(r.attempt, now, error));
         r.lease = None;
         match retry_at {
             Some(at) => {
@@ -346,16 +372,21 @@ impl Backend for MemoryBackend {
             let mut store = self.store();
             p.items
                 .into_iter()
-                .map(|lease| {
-                    if store.leased(&lease).is_none() {
+                .map(|release| {
+                    if store.leased(&release.lease).is_none() {
                         return false;
                     }
                     store
-                        .update(lease.id, |r| {
+                        .update(release.lease.id, |r| {
                             r.status = JobStatus::Pending;
                             r.attempt = r.attempt.saturating_sub(1);
                             r.lease = None;
-                            woken.push(r.queue.clone());
+                            if let Some(at) = release.run_at {
+                                r.run_at = at;
+                            }
+                            if r.run_at <= p.now {
+                                woken.push(r.queue.clone());
+                            }
                         })
                         .is_some()
                 })
@@ -397,73 +428,78 @@ impl Backend for MemoryBackend {
             .is_some())
     }
 
-    async fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
-        Ok(self.store().jobs.get(&id).cloned())
+    async fn read(&self, p: ReadParams) -> Result<Option<JobRecord>, Error> {
+        Ok(self.store().jobs.get(&p.id).cloned())
     }
 
     async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
         let store = self.store();
-        let mut found: Vec<&JobRecord> = store
-            .jobs
-            .values()
-            .filter(|r| p.queue.as_ref().is_none_or(|q| &r.queue == q))
-            .filter(|r| p.status.is_none_or(|s| r.status == s))
-            .filter(|r| p.after.is_none_or(|after| r.id > after))
-            .collect();
-        found.sort_unstable_by_key(|r| r.id);
-        Ok(found.into_iter().take(p.limit).cloned().collect())
+        Ok(store
+            .matching(&p.filter, p.after, p.limit)
+            .into_iter()
+            .map(|id| store.jobs[&id].clone())
+            .collect())
     }
 
-    async fn retry(&self, p: RetryParams) -> Result<bool, Error> {
-        let queue = {
+    async fn manage(&self, p: ManageParams) -> Result<Managed, Error> {
+        let mut woken = Vec::new();
+        let managed = {
             let mut store = self.store();
-            let Some(record) = store.jobs.get(&p.id) else {
-                return Ok(false);
+            let (ids, last) = match p.target {
+                Target::Ids(ids) => (ids, None),
+                Target::Matching { filter, after } => {
+                    let ids = store.matching(&filter, after, p.limit);
+                    let last = (ids.len() >= p.limit).then(|| ids.last().copied()).flatten();
+                    (ids, last)
+                }
             };
-            if !matches!(record.status, JobStatus::Dead | JobStatus::Cancelled) {
-                return Ok(false);
-            }
-            if let Some(key) = &record.unique_key {
-                if let Some(holder) = store.idx.unique.get(&(record.queue.clone(), key.clone())) {
-                    return Err(Error::Invalid(format!(
-                        "cannot retry job {}: its unique key `{key}` is held by active job {holder}",
-                        p.id
-                    )));
+            let mut managed = Managed {
+                last,
+                ..Managed::default()
+            };
+            for id in ids {
+                let Some(record) = store.jobs.get(&id) else {
+                    continue;
+                };
+                let changed = match p.action {
+                    Action::Retry => {
+                        if !matches!(record.status, JobStatus::Dead | JobStatus::Cancelled) {
+                            continue;
+                        }
+                        if let Some(held) = store.holder_of(record) {
+                            managed.held.push(held);
+                            continue;
+                        }
+                        store.update(id, |r| {
+                            r.status = JobStatus::Pending;
+                            r.attempt = 0;
+                            r.run_at = p.now;
+                            r.finished_at = None;
+                            r.lease = None;
+                            woken.push(r.queue.clone());
+                        })
+                    }
+                    Action::Cancel => {
+                        if !record.status.is_active() {
+                            continue;
+                        }
+                        store.update(id, |r| {
+                            r.status = JobStatus::Cancelled;
+                            r.lease = None;
+                            r.finished_at = Some(p.now);
+                        })
+                    }
+                    Action::Delete => store.jobs.remove(&id).map(|r| store.idx.unindex(&r)),
+                };
+                if changed.is_some() {
+                    managed.changed.push(id);
                 }
             }
-            store.update(p.id, |r| {
-                r.status = JobStatus::Pending;
-                r.attempt = 0;
-                r.run_at = p.now;
-                r.finished_at = None;
-                r.lease = None;
-                r.queue.clone()
-            })
+            managed
         };
-        self.wake(queue.clone());
-        Ok(queue.is_some())
-    }
-
-    async fn delete(&self, p: DeleteParams) -> Result<bool, Error> {
-        let mut store = self.store();
-        let Some(record) = store.jobs.remove(&p.id) else {
-            return Ok(false);
-        };
-        store.idx.unindex(&record);
-        Ok(true)
-    }
-
-    async fn cancel(&self, p: CancelParams) -> Result<bool, Error> {
-        let mut store = self.store();
-        let active = store.jobs.get(&p.id).is_some_and(|r| r.status.is_active());
-        Ok(active
-            && store
-                .update(p.id, |r| {
-                    r.status = JobStatus::Cancelled;
-                    r.lease = None;
-                    r.finished_at = Some(p.now);
-                })
-                .is_some())
+        woken.dedup();
+        self.wake(woken);
+        Ok(managed)
     }
 
     async fn rescue(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
@@ -480,13 +516,9 @@ impl Backend for MemoryBackend {
                 .collect();
             for id in &expired {
                 store.update(*id, |r| {
-                    let error = format!(
-                        "lease expired during attempt {}: the worker stopped renewing it \
-                         (it crashed, was killed or stalled)",
-                        r.attempt
-                    );
-                    let retry_at = (r.attempt < r.max_attempts).then_some(p.now);
-                    Store::finish_retry_or_dead(r, error, retry_at, p.now);
+                    // The job keeps its run_at, and so its place among the ready jobs.
+                    let retry_at = (r.attempt < r.max_attempts).then_some(r.run_at);
+                    Store::finish_retry_or_dead(r, p.error.clone(), retry_at, p.now);
                     woken.push(r.queue.clone());
                 });
             }
@@ -531,8 +563,63 @@ impl Backend for MemoryBackend {
             .unwrap_or_default())
     }
 
-    async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error> {
-        Ok(self.hub.subscribe(queues))
+    async fn queue_names(&self, _: QueueNamesParams) -> Result<Vec<String>, Error> {
+        let mut names: Vec<String> = self.store().idx.counts.keys().cloned().collect();
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    async fn heartbeat(&self, p: HeartbeatParams) -> Result<(), Error> {
+        let mut worker = p.worker;
+        worker.last_seen = p.now;
+        let mut store = self.store();
+        store.workers.retain(|_, (_, expires_at)| *expires_at >= p.now);
+        store
+            .workers
+            .insert(worker.id.clone(), (worker, p.expires_at));
+        Ok(())
+    }
+
+    async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
+        self.store().workers.remove(&p.worker);
+        Ok(())
+    }
+
+    async fn live_workers(&self, p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {
+        Ok(self
+            .store()
+            .workers
+            .values()
+            .filter(|(_, expires_at)| *expires_at >= p.now)
+            .map(|(worker, _)| worker.clone())
+            .collect())
+    }
+
+    async fn save_schedules(&self, p: SaveSchedulesParams) -> Result<(), Error> {
+        let mut store = self.store();
+        for schedule in p.schedules {
+            store
+                .schedules
+                .insert(schedule.name.clone(), (schedule, p.now));
+        }
+        Ok(())
+    }
+
+    async fn stored_schedules(&self, _: SchedulesParams) -> Result<Vec<StoredSchedule>, Error> {
+        let store = self.store();
+        Ok(store
+            .schedules
+            .values()
+            .map(|(schedule, seen_at)| StoredSchedule {
+                last_tick: store.cron_ticks.get(&schedule.name).copied(),
+                schedule: schedule.clone(),
+                seen_at: *seen_at,
+            })
+            .collect())
+    }
+
+    async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
+        Ok(self.hub.subscribe(&p.queues))
     }
 
     fn as_any(&self) -> &dyn Any {

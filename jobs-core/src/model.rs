@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::backoff::Backoff;
+use crate::error::ErrorKind;
 
 /// Timestamps are UTC throughout.
 pub type Timestamp = DateTime<Utc>;
@@ -144,10 +145,72 @@ impl std::str::FromStr for JobStatus {
 pub struct AttemptError {
     /// The attempt that failed, from 1.
     pub attempt: u32,
-    /// What went wrong, as the handler's error displayed it (with its sources).
-    pub message: String,
     /// When the failure was recorded.
     pub at: Timestamp,
+    /// What kind of failure it was (the kind of errors stored before kinds were kept reads as
+    /// retryable).
+    #[serde(default)]
+    pub kind: ErrorKind,
+    /// The error as it displays itself, with the messages of its sources that it does not
+    /// already show, joined by `: `.
+    pub message: String,
+    /// The messages of the error's sources, outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<String>,
+}
+
+impl AttemptError {
+    /// The stored form of `report`, failed in `attempt` at `at`.
+    pub fn new(attempt: u32, at: Timestamp, report: ErrorReport) -> Self {
+        AttemptError {
+            attempt,
+            at,
+            kind: report.kind,
+            message: report.message,
+            chain: report.chain,
+        }
+    }
+}
+
+/// A failed attempt's error as the worker reports it: its kind, message and source chain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorReport {
+    /// What kind of failure it was.
+    pub kind: ErrorKind,
+    /// The error with the messages of its sources, joined by `: `.
+    pub message: String,
+    /// The messages of the error's sources, outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<String>,
+}
+
+impl ErrorReport {
+    /// A report of `kind` with `message` and no sources.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ErrorReport {
+            kind,
+            message: message.into(),
+            chain: Vec::new(),
+        }
+    }
+
+    /// The report of a rescue: the lease lapsed because its worker stopped renewing it.
+    pub fn lease_expired() -> Self {
+        ErrorReport::new(
+            ErrorKind::LeaseLost,
+            "lease expired: the worker stopped renewing it (it crashed, was killed or stalled)",
+        )
+    }
+}
+
+/// Why a dead job is dead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadReason {
+    /// Its last failure could not be retried (a fatal error, a payload that does not decode).
+    Fatal,
+    /// Every attempt failed.
+    OutOfAttempts,
 }
 
 /// A worker's hold on a running job.
@@ -187,6 +250,36 @@ pub struct NewJob {
     pub unique_key: Option<String>,
     /// The caller's trace context (e.g. a W3C `traceparent`), carried into the job's span.
     pub trace_context: Option<String>,
+    /// Labels to find the job by (`"order:42"`), in the order given, without repeats.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+impl NewJob {
+    /// The status the job is stored with: `scheduled` when its `run_at` is later than `now`,
+    /// else `pending`.
+    pub fn initial_status(&self, now: Timestamp) -> JobStatus {
+        if self.run_at > now {
+            JobStatus::Scheduled
+        } else {
+            JobStatus::Pending
+        }
+    }
+}
+
+/// For each job of a batch, the index of the earlier job of the same batch that holds its
+/// unique key in its queue, if any: such a job is a duplicate of that one and is stored once.
+pub fn first_holders(jobs: &[NewJob]) -> Vec<Option<usize>> {
+    let mut holders: std::collections::HashMap<(&str, &str), usize> =
+        std::collections::HashMap::new();
+    jobs.iter()
+        .enumerate()
+        .map(|(i, job)| {
+            let key = job.unique_key.as_deref()?;
+            let first = *holders.entry((job.queue.as_str(), key)).or_insert(i);
+            (first != i).then_some(first)
+        })
+        .collect()
 }
 
 /// What a backend answers for each job it was asked to enqueue.
@@ -236,6 +329,9 @@ pub struct JobRecord {
     pub unique_key: Option<String>,
     /// The caller's trace context.
     pub trace_context: Option<String>,
+    /// Labels to find the job by.
+    #[serde(default)]
+    pub tags: Vec<String>,
     /// When it was enqueued.
     pub created_at: Timestamp,
     /// When its latest attempt started.
@@ -247,11 +343,7 @@ pub struct JobRecord {
 impl JobRecord {
     /// The record a freshly enqueued job starts as.
     pub fn new(job: NewJob, now: Timestamp) -> Self {
-        let status = if job.run_at > now {
-            JobStatus::Scheduled
-        } else {
-            JobStatus::Pending
-        };
+        let status = job.initial_status(now);
         JobRecord {
             id: job.id,
             name: job.name,
@@ -270,6 +362,7 @@ impl JobRecord {
             errors: Vec::new(),
             unique_key: job.unique_key,
             trace_context: job.trace_context,
+            tags: job.tags,
             created_at: now,
             started_at: None,
             finished_at: None,
@@ -280,6 +373,19 @@ impl JobRecord {
     pub fn last_error(&self) -> Option<&AttemptError> {
         self.errors.last()
     }
+
+    /// Why the job is dead; `None` unless it is.
+    pub fn dead_reason(&self) -> Option<DeadReason> {
+        if self.status != JobStatus::Dead {
+            return None;
+        }
+        let retryable = self.last_error().is_none_or(|e| e.kind.is_retryable());
+        Some(if retryable && self.attempt >= self.max_attempts {
+            DeadReason::OutOfAttempts
+        } else {
+            DeadReason::Fatal
+        })
+    }
 }
 
 /// A job handed to a worker by `fetch`, with the lease that every later write must present.
@@ -289,6 +395,16 @@ pub struct LeasedJob {
     pub record: JobRecord,
     /// The token of this lease.
     pub token: LeaseToken,
+}
+
+impl LeasedJob {
+    /// The job and its lease, as every write under the lease names them.
+    pub fn lease(&self) -> crate::backend::LeaseRef {
+        crate::backend::LeaseRef {
+            id: self.record.id,
+            token: self.token,
+        }
+    }
 }
 
 /// How many jobs of a queue are in each status.
@@ -331,5 +447,51 @@ impl QueueCounts {
             JobStatus::Dead => &mut self.dead,
             JobStatus::Cancelled => &mut self.cancelled,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(queue: &str, key: Option<&str>) -> NewJob {
+        NewJob {
+            id: JobId::new(),
+            name: "n".into(),
+            queue: queue.into(),
+            payload: serde_json::value::to_raw_value(&()).unwrap(),
+            priority: 0,
+            run_at: Utc::now(),
+            max_attempts: 1,
+            backoff: Backoff::default(),
+            timeout: None,
+            unique_key: key.map(str::to_string),
+            trace_context: None,
+            tags: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn first_holders_point_at_the_first_job_of_a_key_in_its_queue() {
+        let batch = [
+            job("q", Some("a")),
+            job("q", None),
+            job("q", Some("a")),
+            job("r", Some("a")),
+            job("q", Some("a")),
+        ];
+        assert_eq!(
+            first_holders(&batch),
+            vec![None, None, Some(0), None, Some(0)]
+        );
+    }
+
+    #[test]
+    fn a_stored_error_without_a_kind_reads_as_retryable() {
+        let old: AttemptError =
+            serde_json::from_str(r#"{"attempt":2,"message":"boom","at":"2026-01-01T00:00:00Z"}"#)
+                .unwrap();
+        assert_eq!(old.kind, ErrorKind::Retryable);
+        assert!(old.chain.is_empty());
     }
 }

@@ -11,7 +11,8 @@ use crate::context::JobContext;
 use crate::job::{CronSpec, Job, JobOptions};
 use crate::model::Json;
 use crate::state::{StateKey, StateMap};
-use crate::{Error, JobError};
+use crate::error::{ErrorKind, StartProblem};
+use crate::JobError;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -80,7 +81,7 @@ fn run_erased<J: Job>(
     let decoded = serde_json::from_str::<J>(payload.get());
     Box::pin(async move {
         let job = decoded.map_err(|e| {
-            JobError::retryable(format!(
+            JobError::of_kind(ErrorKind::Decode, format!(
                 "payload does not deserialize as `{}` (job `{}`): {e}",
                 std::any::type_name::<J>(),
                 J::NAME
@@ -116,23 +117,26 @@ pub fn registered() -> Vec<JobType> {
         .collect()
 }
 
-/// Builds the name → type map, refusing two different types with one stored name.
+/// Builds the name → type map; each stored name that two different types share is a problem.
 pub(crate) fn index(
     types: impl IntoIterator<Item = JobType>,
-) -> Result<HashMap<String, JobType>, Error> {
+) -> (HashMap<String, JobType>, Vec<StartProblem>) {
     let mut by_name: HashMap<String, JobType> = HashMap::new();
+    let mut problems = Vec::new();
     for job in types {
-        if let Some(existing) = by_name.get(job.name) {
-            if (existing.type_id)() != (job.type_id)() {
-                return Err(Error::Worker(format!(
-                    "two jobs are stored under the name `{}`: `{}` and `{}`; give one a \
-                     different `name = \"...\"`",
-                    job.name, existing.type_name, job.type_name
-                )));
+        match by_name.get(job.name) {
+            Some(existing) if (existing.type_id)() != (job.type_id)() => {
+                problems.push(StartProblem::DuplicateName {
+                    name: job.name.to_string(),
+                    first: existing.type_name.to_string(),
+                    second: job.type_name.to_string(),
+                });
             }
-            continue;
+            Some(_) => {}
+            None => {
+                by_name.insert(job.name.to_string(), job);
+            }
         }
-        by_name.insert(job.name.to_string(), job);
     }
-    Ok(by_name)
+    (by_name, problems)
 }

@@ -43,6 +43,7 @@ pub(crate) async fn schedule_ticks(
                 backoff: options.backoff,
                 timeout: options.timeout,
                 unique_key: Some(format!("cron:{}:{}", job.name, tick.timestamp_millis())),
+                tags: options.tags.clone(),
                 trace_context: None,
             },
             now,

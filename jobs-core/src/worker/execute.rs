@@ -7,11 +7,12 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use tracing::Instrument;
 
-use crate::backend::{Backend, Completion, Failure, LeaseRef, ReleaseParams};
+use crate::backend::{Backend, Completion, Failure, LeaseRef, Release, ReleaseParams};
 use crate::backoff::random_unit;
 use crate::clock;
 use crate::context::JobContext;
 use crate::model::{JobRecord, Json, LeasedJob};
+use crate::error::{ErrorKind, Next};
 use crate::JobError;
 
 use super::events::{call, JobEvent};
@@ -26,6 +27,8 @@ enum Outcome {
     Failed(JobError),
     /// Shutdown's grace ran out, or the job never started: hand it back, attempt not spent.
     Interrupted,
+    /// The handler asked to run again after a while, its attempt not spent.
+    Snoozed(Duration),
     /// The lease was lost: another worker may hold the job now, so write nothing.
     Abandoned,
 }
@@ -72,10 +75,13 @@ async fn run_handler(
         },
     };
     let Some(job_type) = shared.types.get(&record.name) else {
-        return Outcome::Failed(JobError::retryable(format!(
-            "no handler for job `{}` is registered in this worker",
-            record.name
-        )));
+        return Outcome::Failed(JobError::of_kind(
+            ErrorKind::UnknownName,
+            format!(
+                "no handler for job `{}` is registered in this worker",
+                record.name
+            ),
+        ));
     };
     let handler = job_type.run(&record.payload, ctx.clone(), shared.state.clone());
     let deadline = async {
@@ -89,14 +95,17 @@ async fn run_handler(
         biased;
         _ = shared.hard_stop.cancelled() => Outcome::Interrupted,
         _ = ctx.cancelled() => Outcome::Abandoned,
-        _ = deadline => Outcome::Failed(JobError::retryable(format!(
+        _ = deadline => Outcome::Failed(JobError::of_kind(ErrorKind::Timeout, format!(
             "timed out after {}",
             humantime::format_duration(record.timeout.unwrap_or_default())
         ))),
         finished = CatchUnwind(handler) => match finished {
             Ok(Ok(result)) => Outcome::Completed(result),
-            Ok(Err(error)) => Outcome::Failed(error),
-            Err(panic) => Outcome::Failed(JobError::retryable(panic_message(&*panic))),
+            Ok(Err(error)) => match error.next() {
+                Next::Snooze(delay) => Outcome::Snoozed(delay),
+                _ => Outcome::Failed(error),
+            },
+            Err(panic) => Outcome::Failed(JobError::of_kind(ErrorKind::Panic, panic_message(&*panic))),
         },
     };
     if matches!(outcome, Outcome::Interrupted | Outcome::Abandoned) {
@@ -133,10 +142,18 @@ async fn record_outcome(
             let failed = failure(shared, record, lease, error, event);
             report(shared, &done, failed);
         }
-        Outcome::Interrupted => {
+        Outcome::Interrupted | Outcome::Snoozed(_) => {
+            let now = shared.clock.now();
+            let run_at = match outcome {
+                Outcome::Snoozed(delay) => Some(clock::later(now, delay)),
+                _ => None,
+            };
+            if let Some(at) = run_at {
+                shared.retry_due(at);
+            }
             let params = || ReleaseParams {
-                items: vec![lease],
-                now: shared.clock.now(),
+                items: vec![Release { lease, run_at }],
+                now,
             };
             if let Err(e) = with_retries(|| shared.backend.release(params())).await {
                 tracing::warn!(error = %e, "could not hand the job back; its lease will lapse");
@@ -166,16 +183,19 @@ fn failure(
     mut event: JobEvent,
 ) -> Done {
     let now = shared.clock.now();
-    let message = error.message();
+    let report = error.report();
     let retry_at = (error.is_retryable() && record.attempt < record.max_attempts).then(|| {
-        let delay: Duration = record.backoff.delay(record.attempt, random_unit());
+        let delay: Duration = match error.next() {
+            Next::RetryIn(delay) => delay,
+            _ => record.backoff.delay(record.attempt, random_unit()),
+        };
         clock::later(now, delay)
     });
-    event.error = Some(message.clone());
+    event.error = Some(report.message.clone());
     event.retry_at = retry_at;
     let failure = Failure {
         lease,
-        error: message,
+        error: report,
         retry_at,
     };
     Done::Failed(failure, event)

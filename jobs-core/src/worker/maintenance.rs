@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, PruneParams, RescueParams};
+use crate::model::ErrorReport;
 
 use super::config::Retention;
 use super::run::Shared;
@@ -40,6 +41,7 @@ async fn rescue_lapsed(shared: &Shared) {
     let params = RescueParams {
         now: shared.clock.now(),
         limit: CHUNK,
+        error: ErrorReport::lease_expired(),
     };
     match shared.backend.rescue(params).await {
         Ok(ids) if !ids.is_empty() => {
@@ -69,6 +71,7 @@ async fn prune_finished(shared: &Shared, queues: &[(String, Retention)], stop: &
                 keep_count: policy.keep_count,
                 finished_before,
                 limit: CHUNK,
+                now,
             };
             match shared.backend.prune(params).await {
                 Ok(n) if n as usize == CHUNK && !stop.is_cancelled() => {

@@ -11,7 +11,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::any::AnyBackend;
-use crate::backend::{Backend, FetchParams, ReleaseParams};
+use crate::backend::{Backend, FetchParams, Release, ReleaseParams, SubscribeParams};
 use crate::clock::Clock;
 use crate::context::JobContext;
 use crate::cron::Schedule;
@@ -19,6 +19,7 @@ use crate::model::Timestamp;
 use crate::registry::{self, JobType};
 use crate::state::StateMap;
 use crate::wake::Wakeup;
+use crate::error::StartProblem;
 use crate::Error;
 
 use super::config::Worker;
@@ -79,19 +80,31 @@ pub(crate) async fn run(
     worker: Worker,
     signal: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
-    let types = registry::index(
+    let (types, mut problems) = registry::index(
         registry::registered()
             .into_iter()
             .chain(worker.extra_types.iter().copied()),
-    )?;
-    let queues = choose_queues(&worker, &types)?;
+    );
+    let queues = choose_queues(&worker, &types);
+    if queues.is_empty() {
+        problems.push(StartProblem::NoQueues);
+    }
     let served: Vec<&JobType> = types
         .values()
         .filter(|t| queues.contains(&t.options().queue))
         .collect();
-    check_state(&served, &worker.state)?;
-    let schedules = parse_schedules(&served)?;
-    let wakeup = worker.backend.subscribe(&queues).await?;
+    problems.extend(missing_state(&served, &worker.state));
+    let (schedules, bad_schedules) = parse_schedules(&served);
+    problems.extend(bad_schedules);
+    if !problems.is_empty() {
+        return Err(Error::Start(problems));
+    }
+    let wakeup = worker
+        .backend
+        .subscribe(SubscribeParams {
+            queues: queues.clone(),
+        })
+        .await?;
 
     let shared = Arc::new(Shared {
         backend: worker.backend.clone(),
@@ -176,7 +189,13 @@ pub(crate) async fn run(
         if let Err(e) = shared
             .backend
             .release(ReleaseParams {
-                items: leftover,
+                items: leftover
+                    .into_iter()
+                    .map(|lease| Release {
+                        lease,
+                        run_at: None,
+                    })
+                    .collect(),
                 now,
             })
             .await
@@ -259,49 +278,44 @@ async fn take_slots(slots: &Arc<Semaphore>, at_least: usize) -> Vec<OwnedSemapho
     permits
 }
 
-fn choose_queues(worker: &Worker, types: &HashMap<String, JobType>) -> Result<Vec<String>, Error> {
+/// The queues named with `.queues(..)`, or else those of every registered job.
+fn choose_queues(worker: &Worker, types: &HashMap<String, JobType>) -> Vec<String> {
     if !worker.queues.is_empty() {
-        return Ok(worker.queues.clone());
+        return worker.queues.clone();
     }
     let queues: BTreeSet<String> = types.values().map(|t| t.options().queue).collect();
-    if queues.is_empty() {
-        return Err(Error::Worker(
-            "no queues to run: no job is registered and none were named with `.queues(..)`".into(),
-        ));
-    }
-    Ok(queues.into_iter().collect())
+    queues.into_iter().collect()
 }
 
-fn check_state(types: &[&JobType], state: &StateMap) -> Result<(), Error> {
-    let missing: Vec<String> = types
+/// Each `State<T>` a served job takes that the worker was not given.
+fn missing_state(types: &[&JobType], state: &StateMap) -> Vec<StartProblem> {
+    types
         .iter()
         .flat_map(|t| {
             t.required_state()
                 .into_iter()
                 .filter(|key| !state.contains(key))
-                .map(move |key| {
-                    format!(
-                        "job `{}` takes `State<{}>` but the worker has none (add it with `.state(..)`)",
-                        t.name, key.type_name
-                    )
+                .map(move |key| StartProblem::MissingState {
+                    job: t.name.to_string(),
+                    type_name: key.type_name.to_string(),
                 })
         })
-        .collect();
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Worker(missing.join("; ")))
-    }
+        .collect()
 }
 
-fn parse_schedules(types: &[&JobType]) -> Result<Vec<(JobType, Schedule)>, Error> {
-    types
-        .iter()
-        .filter_map(|t| t.cron().map(|spec| (**t, spec)))
-        .map(|(t, spec)| {
-            Schedule::from_spec(&spec)
-                .map(|schedule| (t, schedule))
-                .map_err(|e| Error::Worker(format!("job `{}`: {e}", t.name)))
-        })
-        .collect()
+/// The served jobs' schedules, and a problem for each that does not parse.
+fn parse_schedules(types: &[&JobType]) -> (Vec<(JobType, Schedule)>, Vec<StartProblem>) {
+    let mut schedules = Vec::new();
+    let mut problems = Vec::new();
+    for t in types {
+        let Some(spec) = t.cron() else { continue };
+        match Schedule::from_spec(&spec) {
+            Ok(schedule) => schedules.push((**t, schedule)),
+            Err(e) => problems.push(StartProblem::BadSchedule {
+                job: t.name.to_string(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+    (schedules, problems)
 }

@@ -1,0 +1,13 @@
+//! What `#[job]`'s generated code names, and nothing else: not a public API.
+//!
+//! The facade re-exports this module whole as `jobs::__private`; a backend crate's own tests
+//! write `#[job(crate = "jobs_core")]` to reach it directly.
+
+pub use inventory;
+pub use serde;
+pub use serde_json;
+
+pub use crate::{
+    Backoff, CronSpec, IntoJobResult, Job, JobContext, JobError, JobOptions, Registration, State,
+    StateKey, StateMap,
+};
