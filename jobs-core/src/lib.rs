@@ -24,6 +24,7 @@ mod presence;
 mod registry;
 mod serde_millis;
 mod state;
+mod url_options;
 mod wake;
 mod worker;
 
@@ -53,6 +54,7 @@ pub use operations::{
 pub use presence::{ScheduleInfo, StoredSchedule, WorkerInfo};
 pub use registry::{registered, BoxFuture, JobType, Registration};
 pub use state::{State, StateKey, StateMap};
+pub use url_options::UrlOptions;
 pub use wake::{WakeHub, Wakeup};
 pub use worker::{shutdown_signal, JobEvent, Retention, Worker};
 
