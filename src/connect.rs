@@ -1,6 +1,6 @@
 //! `jobs::connect(url)`: the backend a URL names.
 
-use jobs_core::{AnyBackend, Error, MemoryBackend};
+use jobs_core::{AnyBackend, Error, MemoryBackend, UrlOptions};
 
 /// Connects to the backend that `url` names and returns it as an [`AnyBackend`]:
 ///
@@ -23,7 +23,7 @@ pub async fn connect(url: &str) -> Result<AnyBackend, Error> {
             Error::Invalid(format!("`{url}` is not a backend URL: expected SCHEME://…"))
         })?;
     match scheme {
-        "memory" => Ok(AnyBackend::new(memory(&url["memory://".len()..]))),
+        "memory" => memory(&url["memory://".len()..]).map(AnyBackend::new),
         "postgres" | "postgresql" => postgres(url).await,
         "redis" | "rediss" | "redis+cluster" => redis(url).await,
         other => Err(Error::Invalid(format!(
@@ -32,19 +32,20 @@ pub async fn connect(url: &str) -> Result<AnyBackend, Error> {
     }
 }
 
-fn memory(name: &str) -> MemoryBackend {
+fn memory(rest: &str) -> Result<MemoryBackend, Error> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
 
+    let name = UrlOptions::parse(rest, &[], &[])?.driver_url().to_string();
     if name.is_empty() {
-        return MemoryBackend::new();
+        return Ok(MemoryBackend::new());
     }
     static NAMED: OnceLock<Mutex<HashMap<String, MemoryBackend>>> = OnceLock::new();
     let mut named = NAMED
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    named.entry(name.to_string()).or_default().clone()
+    Ok(named.entry(name).or_default().clone())
 }
 
 #[cfg(feature = "postgres")]

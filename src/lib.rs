@@ -21,7 +21,7 @@
 //! let backend = jobs::connect("memory://").await?;
 //! let job = SendWelcomeEmail::new(123, "alice@example.com".into()).enqueue(&backend).await?;
 //!
-//! let worker = Worker::new(backend.clone()).queues(["email"]).concurrency(5);
+//! let worker = jobs::Worker::new(backend.clone()).queues(["email"]).concurrency(5);
 //! let running = tokio::spawn(worker.run_until(async { tokio::time::sleep(std::time::Duration::from_millis(500)).await }));
 //! let sent = job.wait(&backend).await?;
 //! assert_eq!(sent, Sent { to: "alice@example.com".into() });
@@ -30,24 +30,48 @@
 //! ```
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod connect;
 
 pub use connect::connect;
-pub use jobs_core::*;
 pub use jobs_macros::job;
 
+// Enqueueing and reading jobs back.
+pub use jobs_core::{
+    AnyBackend, Backoff, Enqueue, Error, JobExt, JobHandle, JobId, JobRecord, JobStatus,
+    MemoryBackend, Timestamp,
+};
+// Writing and running jobs.
+pub use jobs_core::{
+    shutdown_signal, ErrorKind, Job, JobContext, JobError, JobEvent, JobState, Retention,
+    StartProblem, State, Worker,
+};
+// Operating them.
+pub use jobs_core::{
+    AttemptError, DeadReason, JobFilter, Operations, Page, PageRequest, QueueCounts,
+    QueueSummary, ScheduleInfo, ScheduleSummary, WorkerInfo, WorkerSummary,
+};
+
+/// The PostgreSQL backend (feature `postgres`).
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use jobs_postgres as postgres;
+/// The Redis backend (feature `redis`).
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use jobs_redis as redis;
 
-/// What a job author needs: `use jobs::prelude::*;`.
+/// Helpers for an application's tests, on the memory backend: [`MemoryBackend::enqueued`],
+/// [`Worker::drain`] and [`perform`](testing::perform).
+pub mod testing {
+    pub use jobs_core::testkit::{perform, Drained, Perform};
+    pub use jobs_core::ManualClock;
+}
+
+/// What a job author and an enqueuer need: `use jobs::prelude::*;`.
 pub mod prelude {
-    pub use jobs_core::{
-        AnyBackend, Backend, Backoff, Clock, JobContext, JobError, JobExt, JobHandle, JobStatus,
-        MemoryBackend, State, Worker,
-    };
+    pub use jobs_core::{JobContext, JobError, JobExt, JobState, State};
     pub use jobs_macros::job;
 }
 

@@ -1,9 +1,28 @@
 //! The core of `jobs`: typed background jobs for Rust.
 //!
-//! Users normally depend on the `jobs` facade, which re-exports this crate with the `#[job]`
-//! attribute and the backends its features select. Backend authors depend on this crate alone:
-//! it holds the [`Backend`] trait they implement and, under the `testing` feature, the
-//! conformance suite they run.
+//! Applications depend on the `jobs` facade, which re-exports the application API of this crate
+//! (jobs, enqueueing, the worker, [`Operations`], [`testkit`]) with the `#[job]` attribute and
+//! the backends its features select.
+//!
+//! This crate is also the **backend SPI**: what a storage backend's author implements and
+//! tests against. It is versioned with the facade, which pins it exactly; its SPI items may
+//! change in any release:
+//!
+//! - [`Backend`], the one trait a backend implements in full, with a params struct per
+//!   operation ([`FetchParams`], [`ManageParams`], …), leases ([`LeaseRef`], [`LeasedJob`]),
+//!   and [`first_holders`] / [`NewJob::initial_status`] / [`ErrorReport::lease_expired`], the
+//!   policy a backend applies rather than re-derives;
+//! - [`Producer`], to enqueue through a driver's own handles (a pool, a transaction);
+//! - [`WakeHub`] and [`Wakeup`], for wake-up signals;
+//! - [`UrlOptions`], for options in a backend URL;
+//! - the conformance suite every backend passes (`testing`, feature `testing`):
+//!
+//! ```ignore
+//! // tests/my_backend.rs
+//! jobs_core::conformance!(my_backend_tests::fresh_backend);
+//! ```
+//!
+//! A backend crate's own tests can write `#[job(crate = "jobs_core")]`.
 
 #![warn(missing_docs)]
 
@@ -24,6 +43,7 @@ mod presence;
 mod registry;
 mod serde_millis;
 mod state;
+pub mod testkit;
 mod url_options;
 mod wake;
 mod worker;
@@ -53,7 +73,7 @@ pub use operations::{
 };
 pub use presence::{ScheduleInfo, StoredSchedule, WorkerInfo};
 pub use registry::{registered, BoxFuture, JobType, Registration};
-pub use state::{State, StateKey, StateMap};
+pub use state::{JobState, State, StateKey, StateMap};
 pub use url_options::UrlOptions;
 pub use wake::{WakeHub, Wakeup};
 pub use worker::{shutdown_signal, JobEvent, Retention, Worker};

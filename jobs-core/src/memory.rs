@@ -44,6 +44,18 @@ impl MemoryBackend {
         Self::default()
     }
 
+    /// The payloads of the waiting (pending or scheduled) jobs named `name`, oldest first.
+    pub(crate) fn waiting_payloads(&self, name: &str) -> Vec<crate::Json> {
+        let store = self.store();
+        let mut waiting: Vec<&JobRecord> = store
+            .jobs
+            .values()
+            .filter(|r| r.name == name && matches!(r.status, JobStatus::Pending | JobStatus::Scheduled))
+            .collect();
+        waiting.sort_unstable_by_key(|r| r.id);
+        waiting.into_iter().map(|r| r.payload.clone()).collect()
+    }
+
     fn store(&self) -> MutexGuard<'_, Store> {
         self.store.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -20,6 +20,10 @@ use crate::JobError;
 /// ```
 pub struct State<T: ?Sized>(pub Arc<T>);
 
+/// Another name for [`State`], for modules where `State` means something else (such as
+/// `axum::extract::State`): `#[job]` injects a `JobState<T>` parameter just the same.
+pub type JobState<T> = State<T>;
+
 impl<T> State<T> {
     /// Wraps a value.
     pub fn new(value: T) -> Self {
