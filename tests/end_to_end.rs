@@ -1,12 +1,19 @@
 //! The facade end to end: `#[job]` jobs enqueued through `jobs::connect(url)` and run by a
-//! worker, on every backend compiled in.
+//! worker, on every backend compiled in; the operations API; the test helpers; URL errors.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use jobs::prelude::*;
-use jobs::{Clock, JobStatus};
+use jobs::{JobStatus, Operations, Worker};
 use serde::{Deserialize, Serialize};
+
+#[path = "end_to_end/app_testing.rs"]
+mod app_testing;
+#[path = "end_to_end/operations.rs"]
+mod operations;
+#[path = "end_to_end/urls.rs"]
+mod urls;
 
 struct Greeter {
     greeting: &'static str,
@@ -45,17 +52,19 @@ async fn welcome_once(user_id: i64) {
 
 /// A name no other test run uses (`jobs_test_<unix secs>_<random>`; old ones are cleaned up by
 /// the backends' own test suites).
-#[allow(dead_code)]
 fn isolated_name() -> String {
-    let secs = jobs::SystemClock.now().timestamp();
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
     format!(
         "jobs_test_{secs}_{}",
-        &jobs::JobId::new().0.simple().to_string()[20..]
+        &jobs::JobId::new().to_string().replace('-', "")[20..]
     )
 }
 
 /// Every backend compiled in, each reached through `jobs::connect(url)` and isolated in a
-/// store of its own (a schema, a key prefix).
+/// store of its own by a URL option (a schema, a key prefix).
 async fn backends() -> Vec<jobs::AnyBackend> {
     #[allow(unused_mut)]
     let mut all = vec![jobs::connect("memory://").await.expect("memory backend")];
@@ -63,25 +72,15 @@ async fn backends() -> Vec<jobs::AnyBackend> {
     {
         let url = std::env::var("JOBS_TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-        let connected = jobs::connect(&url).await.expect("PostgreSQL");
-        let pg = connected
-            .downcast_ref::<jobs::postgres::PgBackend>()
-            .expect("a PgBackend");
-        let pg = pg.clone().schema(&isolated_name()).expect("schema name");
-        pg.migrate().await.expect("migrations");
-        all.push(jobs::AnyBackend::new(pg));
+        let url = format!("{url}?schema={}", isolated_name());
+        all.push(jobs::connect(&url).await.expect("PostgreSQL"));
     }
     #[cfg(feature = "redis")]
     {
         let url = std::env::var("JOBS_TEST_REDIS_URL")
             .unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-        let connected = jobs::connect(&url).await.expect("Redis");
-        let redis = connected
-            .downcast_ref::<jobs::redis::RedisBackend>()
-            .expect("a RedisBackend");
-        all.push(jobs::AnyBackend::new(
-            redis.clone().prefix(&isolated_name()).expect("prefix"),
-        ));
+        let url = format!("{url}?prefix={}", isolated_name());
+        all.push(jobs::connect(&url).await.expect("Redis"));
     }
     all
 }
@@ -139,35 +138,20 @@ async fn unique_attribute_dedupes_on_every_backend() {
 
 #[test]
 fn attribute_jobs_are_registered_by_name() {
-    let names: Vec<&str> = jobs::registered().iter().map(|t| t.name).collect();
-    assert!(
-        names.contains(&"e2e.greet") && names.contains(&"e2e.welcome_once"),
-        "{names:?}"
-    );
+    use jobs::Job as _;
+    assert_eq!((Greet::NAME, WelcomeOnce::NAME), ("e2e.greet", "e2e.welcome_once"));
 }
 
 #[tokio::test]
 async fn the_job_fn_stays_callable() {
-    let backend = jobs::MemoryBackend::new();
-    let id = Greet::new("x".into()).enqueue(&backend).await.unwrap().id();
-    let leased = jobs::Backend::fetch(
-        &backend,
-        jobs::FetchParams {
-            queues: vec!["e2e".into()],
-            limit: 1,
-            worker: "test".into(),
-            lease_for: Duration::from_secs(5),
-            now: jobs::SystemClock.now(),
-        },
-    )
-    .await
-    .unwrap();
-    let ctx = JobContext::new(jobs::AnyBackend::new(backend.clone()), &leased[0]);
     let greeter = State::new(Greeter {
         greeting: "hi",
         calls: AtomicU32::new(0),
     });
-    let out = greet("grace".into(), greeter.clone(), ctx).await.unwrap();
+    let out = jobs::testing::perform(Greet::new("grace".into()))
+        .state_arc(greeter.0.clone())
+        .await
+        .unwrap();
     assert_eq!(
         out,
         Greeted {
@@ -176,14 +160,6 @@ async fn the_job_fn_stays_callable() {
         }
     );
     assert_eq!(greeter.calls.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        jobs::Backend::job(&backend, id)
-            .await
-            .unwrap()
-            .unwrap()
-            .progress,
-        75
-    );
 }
 
 #[tokio::test]
@@ -227,9 +203,9 @@ async fn named_memory_stores_are_shared_in_process() {
     let producer = jobs::connect("memory://shop").await.unwrap();
     let consumer = jobs::connect("memory://shop").await.unwrap();
     let id = WelcomeOnce::new(1).enqueue(&producer).await.unwrap().id();
-    assert!(jobs::Backend::job(&consumer, id).await.unwrap().is_some());
+    assert_eq!(consumer.job(id).await.unwrap().id, id);
     let fresh = jobs::connect("memory://").await.unwrap();
-    assert!(jobs::Backend::job(&fresh, id).await.unwrap().is_none());
+    assert!(matches!(fresh.job(id).await, Err(jobs::Error::NotFound(_))));
 }
 
 #[tokio::test]
@@ -240,9 +216,14 @@ async fn a_missing_state_stops_the_worker_at_start() {
         .run_until(async {})
         .await
         .unwrap_err();
+    let jobs::Error::Start(problems) = &err else {
+        panic!("not a start error: {err}");
+    };
     assert!(
-        err.to_string().contains("job `e2e.greet` takes `State<"),
-        "{err}"
+        problems.iter().any(|p| matches!(p,
+            jobs::StartProblem::MissingState { job, type_name }
+                if job == "e2e.greet" && type_name.ends_with("Greeter"))),
+        "{problems:?}"
     );
 }
 
