@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use jobs::prelude::*;
-use jobs::{Clock, JobEvent};
+use jobs::{JobEvent, JobFilter, JobStatus, Operations, PageRequest, Worker};
 use serde::{Deserialize, Serialize};
 
 /// Sends mail (here: prints it).
@@ -138,7 +138,9 @@ async fn main() -> Result<(), jobs::Error> {
             let next = match e.retry_at {
                 Some(at) => format!(
                     "retry in {} ms",
-                    (at - jobs::SystemClock.now()).num_milliseconds().max(0)
+                    (at - jobs::Timestamp::from(std::time::SystemTime::now()))
+                        .num_milliseconds()
+                        .max(0)
                 ),
                 None => "no attempts left".to_string(),
             };
@@ -189,23 +191,20 @@ async fn main() -> Result<(), jobs::Error> {
         report_order.lock().unwrap()
     );
     println!("\nthe dead job stays in the dead-letter set until a person retries or deletes it:");
-    let retried = backend
-        .retry(jobs::RetryParams {
-            id: invoice.id(),
-            now: jobs::SystemClock.now(),
-        })
-        .await?;
-    println!(
-        "  retry by hand → {}",
-        if retried {
-            "back to pending with fresh attempts"
-        } else {
-            "not retried"
-        }
-    );
-    backend
-        .delete(jobs::DeleteParams { id: invoice.id() })
-        .await?;
+    let dead_set = JobFilter::new().status(JobStatus::Dead);
+    let page = backend.jobs(&dead_set, PageRequest::default()).await?;
+    for job in &page.jobs {
+        println!(
+            "  dead: {} …{} ({:?}, last error: {})",
+            job.name,
+            short(job.id),
+            job.dead_reason().expect("dead"),
+            job.last_error().map_or("", |e| e.message.as_str())
+        );
+    }
+    backend.retry(invoice.id()).await?;
+    println!("  retry by hand → back to pending with fresh attempts");
+    backend.delete(invoice.id()).await?;
     println!("  deleted.\ndone in {} ms", started.elapsed().as_millis());
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The backends the bench runs on, each reset to a fresh state before a workload.
 
-use jobs::{AnyBackend, Backend, Clock, CompleteParams, Completion, EnqueueParams, FetchParams};
+use jobs::AnyBackend;
+use jobs_core::{Backend, Clock, CompleteParams, Completion, EnqueueParams, FetchParams};
 
 /// Which backend, from `--backend`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,10 +81,10 @@ pub async fn retain_finished(kind: BackendKind, backend: &AnyBackend, n: u64) {
         let jobs = (0..size)
             .map(|i| {
                 let enqueue = jobs::Enqueue::from(super::job(i));
-                enqueue.to_new_job(jobs::SystemClock.now()).expect("job")
+                enqueue.to_new_job(jobs_core::SystemClock.now()).expect("job")
             })
             .collect();
-        let now = jobs::SystemClock.now();
+        let now = jobs_core::SystemClock.now();
         backend
             .enqueue(EnqueueParams { jobs, now })
             .await

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use clap::{Arg, ArgAction, ArgMatches};
 use jobs::prelude::*;
-use jobs::{AnyBackend, CountsParams, Retention};
+use jobs::{AnyBackend, Retention, Worker};
+use jobs_core::{Backend as _, Clock as _, CountsParams};
 use tokio::sync::Notify;
 
 mod backends;
@@ -34,7 +35,7 @@ struct Probe {
 }
 
 fn now_us() -> i64 {
-    jobs::SystemClock.now().timestamp_micros()
+    jobs_core::SystemClock.now().timestamp_micros()
 }
 
 #[job(queue = "email", attempts = 3, backoff = "exponential")]
