@@ -8,6 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
+// The text grammar, which `jobs-macros` compiles too for `#[job(backoff = "…")]`.
+#[path = "backoff_syntax.rs"]
+mod syntax;
+
+use syntax::Spec;
+
 /// The longest delay any backoff yields, whatever its settings: 30 days.
 pub const MAX_DELAY: Duration = Duration::from_secs(30 * 24 * 3600);
 
@@ -122,48 +128,60 @@ impl Default for Backoff {
 impl FromStr for Backoff {
     type Err = Error;
 
-    /// Parses `fixed`, `linear` or `exponential`, optionally with a base delay in parentheses:
-    /// `exponential(500ms)`.
+    /// Parses what [`Display`](fmt::Display) writes: `fixed`, `linear` or `exponential`,
+    /// optionally with a base delay in parentheses, then a cap and jitter after commas:
+    /// `exponential(500ms), max 10m, jitter`. A bare kind has the
+    /// [`DEFAULT_BASE`](Self::DEFAULT_BASE); durations are whole milliseconds.
     fn from_str(s: &str) -> Result<Self, Error> {
-        let s = s.trim();
-        let (kind, base) = match s.find('(') {
-            Some(open) if s.ends_with(')') => (&s[..open], Some(&s[open + 1..s.len() - 1])),
-            Some(_) => return Err(Error::Invalid(format!("backoff `{s}` lacks a closing `)`"))),
-            None => (s, None),
-        };
-        let kind = match kind.trim() {
-            "fixed" => BackoffKind::Fixed,
-            "linear" => BackoffKind::Linear,
-            "exponential" => BackoffKind::Exponential,
-            other => {
-                return Err(Error::Invalid(format!(
-                    "unknown backoff `{other}`: expected `fixed`, `linear` or `exponential`"
-                )))
-            }
-        };
-        let base = match base {
-            Some(text) => parse_duration(text)?,
-            None => Self::DEFAULT_BASE,
-        };
-        Ok(Backoff::new(kind, base))
+        let spec = Spec::parse(s).map_err(Error::Invalid)?;
+        Ok(Backoff {
+            kind: spec.kind.into(),
+            base: spec.base.unwrap_or(Self::DEFAULT_BASE),
+            max: spec.max,
+            jitter: spec.jitter,
+        })
     }
 }
 
 impl fmt::Display for Backoff {
+    /// Writes the backoff in full, as [`FromStr`] reads it back: `exponential(1s), max 10m,
+    /// jitter`. (A delay with a sub-millisecond part, which only code can build and storage
+    /// would cut, is written exactly and so is not read back.)
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.kind {
-            BackoffKind::Fixed => "fixed",
-            BackoffKind::Linear => "linear",
-            BackoffKind::Exponential => "exponential",
+        let spec = Spec {
+            kind: self.kind.into(),
+            base: Some(self.base),
+            max: self.max,
+            jitter: self.jitter,
         };
-        write!(f, "{kind}({})", humantime::format_duration(self.base))
+        spec.fmt(f)
     }
 }
 
-/// Parses a human duration such as `500ms`, `30s` or `1h 30m`.
+impl From<syntax::Kind> for BackoffKind {
+    fn from(kind: syntax::Kind) -> Self {
+        match kind {
+            syntax::Kind::Fixed => BackoffKind::Fixed,
+            syntax::Kind::Linear => BackoffKind::Linear,
+            syntax::Kind::Exponential => BackoffKind::Exponential,
+        }
+    }
+}
+
+impl From<BackoffKind> for syntax::Kind {
+    fn from(kind: BackoffKind) -> Self {
+        match kind {
+            BackoffKind::Fixed => syntax::Kind::Fixed,
+            BackoffKind::Linear => syntax::Kind::Linear,
+            BackoffKind::Exponential => syntax::Kind::Exponential,
+        }
+    }
+}
+
+/// Parses a human duration such as `500ms`, `30s` or `1h 30m`, in whole milliseconds (the
+/// precision jobs are stored with): `1500us` is an error, not `1ms`.
 pub fn parse_duration(text: &str) -> Result<Duration, Error> {
-    humantime::parse_duration(text.trim())
-        .map_err(|e| Error::Invalid(format!("bad duration `{}`: {e}", text.trim())))
+    syntax::parse_duration(text).map_err(Error::Invalid)
 }
 
 /// A number in `[0, 1)` from the operating system's randomness, for jitter.
@@ -216,6 +234,42 @@ mod tests {
         let err = "fixed(soon)".parse::<Backoff>().unwrap_err().to_string();
         assert!(err.contains("bad duration `soon`"), "{err}");
         assert!("fixed(1s".parse::<Backoff>().is_err());
+    }
+
+    #[test]
+    fn text_round_trips_with_cap_and_jitter() {
+        let ms = Duration::from_millis;
+        for base in [
+            Duration::ZERO,
+            ms(1),
+            ms(250),
+            ms(1500),
+            S,
+            90 * S,
+            3600 * S,
+        ] {
+            for make in [Backoff::fixed, Backoff::linear, Backoff::exponential] {
+                for max in [None, Some(ms(999)), Some(600 * S), Some(MAX_DELAY)] {
+                    for jitter in [false, true] {
+                        let mut backoff = make(base).jitter(jitter);
+                        backoff.max = max;
+                        let text = backoff.to_string();
+                        assert_eq!(text.parse::<Backoff>().ok(), Some(backoff), "{text}");
+                    }
+                }
+            }
+        }
+        let backoff = Backoff::exponential(S).max(60 * S).jitter(true);
+        assert_eq!(backoff.to_string(), "exponential(1s), max 1m, jitter");
+        assert_eq!(Backoff::default().to_string(), "exponential(1s)");
+    }
+
+    #[test]
+    fn durations_are_whole_milliseconds() {
+        assert_eq!(parse_duration("1h 30m").unwrap(), 90 * 60 * S);
+        let err = parse_duration("1500us").unwrap_err().to_string();
+        assert!(err.contains("whole milliseconds"), "{err}");
+        assert!("fixed(1500us)".parse::<Backoff>().is_err());
     }
 
     #[test]

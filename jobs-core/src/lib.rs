@@ -35,6 +35,7 @@ mod cron;
 mod enqueue;
 mod error;
 mod filter;
+mod inject;
 mod job;
 mod memory;
 mod model;

@@ -7,6 +7,7 @@ pub use inventory;
 pub use serde;
 pub use serde_json;
 
+pub use crate::inject::Inject;
 pub use crate::{
     Backoff, CronSpec, IntoJobResult, Job, JobContext, JobError, JobOptions, Registration, State,
     StateKey, StateMap,

@@ -22,6 +22,13 @@ pub struct State<T: ?Sized>(pub Arc<T>);
 
 /// Another name for [`State`], for modules where `State` means something else (such as
 /// `axum::extract::State`): `#[job]` injects a `JobState<T>` parameter just the same.
+///
+/// ```
+/// use jobs_core::{JobState, State};
+///
+/// let mailer: JobState<&str> = State::new("noreply@example.com");
+/// assert_eq!(*mailer, "noreply@example.com");
+/// ```
 pub type JobState<T> = State<T>;
 
 impl<T> State<T> {

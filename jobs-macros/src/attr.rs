@@ -4,12 +4,11 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use proc_macro2::{Span, TokenStream};
-use syn::parse::Parser;
-use syn::punctuated::Punctuated;
+use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::spanned::Spanned as _;
-use syn::{Expr, ExprLit, ExprUnary, Lit, LitBool, LitInt, LitStr, Meta, Path, Token, UnOp};
+use syn::{Expr, ExprArray, ExprLit, ExprUnary, Lit, LitBool, LitInt, LitStr, Meta, Path, UnOp};
 
+use crate::backoff_syntax::{self, Spec};
 use crate::errors::Errors;
 
 /// Every key, with the example that error messages show for it.
@@ -23,13 +22,11 @@ const KEYS: &[(&str, &str)] = &[
     ("timeout", r#"timeout = "30s""#),
     ("unique", r#"unique = "welcome:{user_id}""#),
     ("name", r#"name = "send_welcome_email""#),
+    ("tags", r#"tags = ["billing", "email"]"#),
     ("cron", r#"cron = "0 * * * *""#),
     ("tz", r#"tz = "Europe/Paris""#),
     ("crate", r#"crate = "my_jobs""#),
 ];
-
-/// The backoff kinds, named as `jobs_core::Backoff`'s constructors.
-const BACKOFF_KINDS: &[&str] = &["fixed", "linear", "exponential"];
 
 /// A parsed value and the span of the tokens it came from.
 pub(crate) struct Spanned<T> {
@@ -37,15 +34,6 @@ pub(crate) struct Spanned<T> {
     pub value: T,
     /// Where the user wrote it.
     pub span: Span,
-}
-
-/// A `backoff = "kind(base)"` value.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct BackoffSpec {
-    /// `fixed`, `linear` or `exponential`: the name of the `Backoff` constructor.
-    pub kind: &'static str,
-    /// The base delay in milliseconds; `None` keeps `Backoff::DEFAULT_BASE`.
-    pub base_ms: Option<u64>,
 }
 
 /// How a unique job's dedup key is made.
@@ -68,20 +56,22 @@ pub(crate) struct Attrs {
     pub queue: Option<LitStr>,
     /// `attempts = N`.
     pub attempts: Option<Spanned<u32>>,
-    /// `backoff = "…"`.
-    pub backoff: Option<Spanned<BackoffSpec>>,
-    /// `backoff_max = "…"`, in milliseconds.
-    pub backoff_max: Option<Spanned<u64>>,
+    /// `backoff = "…"`, in `Backoff`'s own grammar.
+    pub backoff: Option<Spanned<Spec>>,
+    /// `backoff_max = "…"`.
+    pub backoff_max: Option<Spanned<Duration>>,
     /// `jitter = true|false`.
     pub jitter: Option<LitBool>,
     /// `priority = N`.
     pub priority: Option<Spanned<i16>>,
-    /// `timeout = "…"`, in milliseconds.
-    pub timeout: Option<Spanned<u64>>,
+    /// `timeout = "…"`.
+    pub timeout: Option<Spanned<Duration>>,
     /// `unique`, `unique = true|false|"template"`; `unique = false` leaves it `None`.
     pub unique: Option<Unique>,
     /// `name = "…"`.
     pub name: Option<LitStr>,
+    /// `tags = ["…", …]`.
+    pub tags: Option<Vec<LitStr>>,
     /// `cron = "…"`.
     pub cron: Option<LitStr>,
     /// `tz = "…"`.
@@ -90,13 +80,18 @@ pub(crate) struct Attrs {
     pub krate: Option<Path>,
 }
 
-/// Parses the tokens between the attribute's parentheses, reporting every bad key at once.
-pub(crate) fn parse(args: TokenStream) -> syn::Result<Attrs> {
-    let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args)?;
+/// Parses the tokens between the attribute's parentheses into every key that is right, adding an
+/// error to `errors` for each one that is not.
+///
+/// Each comma-separated key is parsed on its own, so that even a syntax error in one value leaves
+/// the others checked and reported in the same compile.
+pub(crate) fn parse(args: TokenStream, errors: &mut Errors) -> Attrs {
     let mut attrs = Attrs::default();
-    let mut errors = Errors::default();
     let mut seen = HashSet::new();
-    for meta in &metas {
+    for key in split_at_commas(args) {
+        let Some(meta) = errors.take(syn::parse2::<Meta>(key)) else {
+            continue;
+        };
         let path = meta.path();
         let key = match KEYS.iter().find(|(key, _)| path.is_ident(key)) {
             Some((key, _)) => *key,
@@ -118,11 +113,11 @@ pub(crate) fn parse(args: TokenStream) -> syn::Result<Attrs> {
                 continue;
             }
         }
-        let value = match meta {
+        let value = match &meta {
             Meta::NameValue(nv) => &nv.value,
             _ => {
                 errors.push(syn::Error::new_spanned(
-                    meta,
+                    &meta,
                     format!("`{key}` needs a value: `{}`", example(key)),
                 ));
                 continue;
@@ -130,7 +125,54 @@ pub(crate) fn parse(args: TokenStream) -> syn::Result<Attrs> {
         };
         errors.take(parse_value(&mut attrs, key, value));
     }
-    errors.finish(attrs)
+    check_together(&attrs, &seen, errors);
+    attrs
+}
+
+/// The attribute's tokens cut at each top-level comma, without the empty piece a trailing comma
+/// leaves.
+fn split_at_commas(args: TokenStream) -> impl Iterator<Item = TokenStream> {
+    let mut keys = vec![TokenStream::new()];
+    for token in args {
+        match &token {
+            TokenTree::Punct(punct) if punct.as_char() == ',' => keys.push(TokenStream::new()),
+            _ => keys.last_mut().expect("starts with one").extend([token]),
+        }
+    }
+    if keys.last().is_some_and(TokenStream::is_empty) {
+        keys.pop();
+    }
+    keys.into_iter()
+}
+
+/// Reports keys that contradict one another. `written` holds every key written, right or wrong,
+/// so a bad `cron` value does not also make `tz` look out of place.
+fn check_together(attrs: &Attrs, written: &HashSet<&str>, errors: &mut Errors) {
+    if let Some(tz) = attrs.tz.as_ref().filter(|_| !written.contains("cron")) {
+        errors.at(
+            tz.span(),
+            "`tz` applies to a cron job only: add `cron = \"...\"` or remove `tz`",
+        );
+    }
+    let Some(backoff) = &attrs.backoff else {
+        return;
+    };
+    if let Some(max) = attrs
+        .backoff_max
+        .as_ref()
+        .filter(|_| backoff.value.max.is_some())
+    {
+        errors.at(
+            max.span,
+            "`backoff` already sets a `max`: keep one of `backoff_max` and `, max ..`",
+        );
+    }
+    if let Some(jitter) = attrs.jitter.as_ref().filter(|_| backoff.value.jitter) {
+        errors.at(
+            jitter.span(),
+            "`backoff` already turns on `jitter`: keep one of `jitter = ..` and `, jitter`",
+        );
+    }
 }
 
 /// Stores the value of `key` in `attrs`.
@@ -139,12 +181,13 @@ fn parse_value(attrs: &mut Attrs, key: &str, value: &Expr) -> syn::Result<()> {
         "queue" => attrs.queue = Some(non_empty(string(key, value)?)?),
         "attempts" => attrs.attempts = Some(integer(key, value, "0 to 4294967295")?),
         "backoff" => attrs.backoff = Some(backoff(&string(key, value)?)?),
-        "backoff_max" => attrs.backoff_max = Some(duration(key, &string(key, value)?)?),
+        "backoff_max" => attrs.backoff_max = Some(duration(&string(key, value)?)?),
         "jitter" => attrs.jitter = Some(boolean(key, value)?),
         "priority" => attrs.priority = Some(integer(key, value, "-32768 to 32767")?),
-        "timeout" => attrs.timeout = Some(duration(key, &string(key, value)?)?),
+        "timeout" => attrs.timeout = Some(duration(&string(key, value)?)?),
         "unique" => attrs.unique = unique(value)?,
         "name" => attrs.name = Some(non_empty(string(key, value)?)?),
+        "tags" => attrs.tags = Some(tags(value)?),
         "cron" => attrs.cron = Some(string(key, value)?),
         "tz" => attrs.tz = Some(non_empty(string(key, value)?)?),
         "crate" => attrs.krate = Some(path(&string(key, value)?)?),
@@ -250,57 +293,47 @@ where
     })
 }
 
-/// A humantime duration in whole milliseconds.
-fn duration(key: &str, lit: &LitStr) -> syn::Result<Spanned<u64>> {
-    let text = lit.value();
-    let ms = parse_millis(text.trim()).map_err(|e| {
-        syn::Error::new(
-            lit.span(),
-            format!("bad duration `{text}` for `{key}`: {e}"),
-        )
-    })?;
+/// A duration, in the grammar `Backoff` shares.
+fn duration(lit: &LitStr) -> syn::Result<Spanned<Duration>> {
+    let value = backoff_syntax::parse_duration(&lit.value())
+        .map_err(|message| syn::Error::new(lit.span(), message))?;
     Ok(Spanned {
-        value: ms,
+        value,
         span: lit.span(),
     })
 }
 
-fn parse_millis(text: &str) -> Result<u64, String> {
-    let parsed: Duration = humantime::parse_duration(text)
-        .map_err(|e| format!("{e}; write it like \"500ms\", \"30s\" or \"1h 30m\""))?;
-    if parsed.subsec_nanos() % 1_000_000 != 0 {
-        return Err("durations are counted in whole milliseconds".into());
+/// A backoff, in the grammar `Backoff`'s `FromStr` reads.
+fn backoff(lit: &LitStr) -> syn::Result<Spanned<Spec>> {
+    let value =
+        Spec::parse(&lit.value()).map_err(|message| syn::Error::new(lit.span(), message))?;
+    Ok(Spanned {
+        value,
+        span: lit.span(),
+    })
+}
+
+/// `["billing", "email"]`: non-empty strings, each once.
+fn tags(value: &Expr) -> syn::Result<Vec<LitStr>> {
+    let Expr::Array(ExprArray { elems, .. }) = value else {
+        return Err(wrong_type("tags", value, "a list of strings"));
+    };
+    let mut errors = Errors::default();
+    let mut tags: Vec<LitStr> = Vec::new();
+    for elem in elems {
+        let tag = string("tags", elem)
+            .map_err(|_| wrong_type("tags", elem, "a list of strings"))
+            .and_then(non_empty);
+        let Some(tag) = errors.take(tag) else {
+            continue;
+        };
+        if tags.iter().any(|t| t.value() == tag.value()) {
+            errors.at(tag.span(), format!("tag `{}` listed twice", tag.value()));
+        } else {
+            tags.push(tag);
+        }
     }
-    u64::try_from(parsed.as_millis()).map_err(|_| "too long".into())
-}
-
-fn backoff(lit: &LitStr) -> syn::Result<Spanned<BackoffSpec>> {
-    let err = |message: String| syn::Error::new(lit.span(), message);
-    let text = lit.value();
-    let (kind, base) = match text.trim().split_once('(') {
-        Some((kind, rest)) => match rest.strip_suffix(')') {
-            Some(base) => (kind.trim(), Some(base)),
-            None => return Err(err(format!("backoff `{text}` lacks a closing `)`"))),
-        },
-        None => (text.trim(), None),
-    };
-    let Some(kind) = BACKOFF_KINDS.iter().find(|k| **k == kind) else {
-        return Err(err(format!(
-            "unknown backoff `{kind}`; expected `fixed`, `linear` or `exponential`, \
-             optionally with a base delay: `\"exponential(2s)\"`"
-        )));
-    };
-    let base_ms = match base {
-        Some(base) => Some(
-            parse_millis(base.trim())
-                .map_err(|e| err(format!("bad duration `{base}` in `backoff`: {e}")))?,
-        ),
-        None => None,
-    };
-    Ok(Spanned {
-        value: BackoffSpec { kind, base_ms },
-        span: lit.span(),
-    })
+    errors.finish(tags)
 }
 
 fn unique(value: &Expr) -> syn::Result<Option<Unique>> {
@@ -362,16 +395,29 @@ mod tests {
     use quote::quote;
 
     use super::*;
+    use crate::backoff_syntax::Kind;
+
+    const S: Duration = Duration::from_secs(1);
 
     fn parse_ok(tokens: TokenStream) -> Attrs {
-        parse(tokens).unwrap_or_else(|e| panic!("{e}"))
+        let mut errors = Errors::default();
+        let attrs = parse(tokens, &mut errors);
+        errors.finish(attrs).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn messages(tokens: TokenStream) -> Vec<String> {
-        match parse(tokens) {
-            Ok(_) => panic!("expected errors"),
+        let mut errors = Errors::default();
+        parse(tokens, &mut errors);
+        match errors.finish(()) {
+            Ok(()) => panic!("expected errors"),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
         }
+    }
+
+    fn one(tokens: TokenStream) -> String {
+        let mut all = messages(tokens);
+        assert_eq!(all.len(), 1, "{all:#?}");
+        all.remove(0)
     }
 
     #[test]
@@ -379,24 +425,24 @@ mod tests {
         let attrs = parse_ok(quote! {
             queue = "email", attempts = 3, backoff = "linear(2s)", backoff_max = "10m",
             jitter = true, priority = -5, timeout = "1m 30s", unique, name = "welcome",
-            cron = "0 * * * *", tz = "Europe/Paris", crate = "my_jobs"
+            tags = ["billing", "email"], cron = "0 * * * *", tz = "Europe/Paris",
+            crate = "my_jobs",
         });
         assert_eq!(attrs.queue.unwrap().value(), "email");
         assert_eq!(attrs.attempts.unwrap().value, 3);
         let backoff = attrs.backoff.unwrap().value;
         assert_eq!(
-            backoff,
-            BackoffSpec {
-                kind: "linear",
-                base_ms: Some(2000)
-            }
+            (backoff.kind, backoff.base, backoff.max, backoff.jitter),
+            (Kind::Linear, Some(2 * S), None, false)
         );
-        assert_eq!(attrs.backoff_max.unwrap().value, 600_000);
+        assert_eq!(attrs.backoff_max.unwrap().value, 600 * S);
         assert!(attrs.jitter.unwrap().value);
         assert_eq!(attrs.priority.unwrap().value, -5);
-        assert_eq!(attrs.timeout.unwrap().value, 90_000);
+        assert_eq!(attrs.timeout.unwrap().value, 90 * S);
         assert!(matches!(attrs.unique.unwrap(), Unique::Payload));
         assert_eq!(attrs.name.unwrap().value(), "welcome");
+        let tags: Vec<String> = attrs.tags.unwrap().iter().map(LitStr::value).collect();
+        assert_eq!(tags, ["billing", "email"]);
         assert_eq!(attrs.cron.unwrap().value(), "0 * * * *");
         assert_eq!(attrs.tz.unwrap().value(), "Europe/Paris");
         assert!(attrs.krate.unwrap().is_ident("my_jobs"));
@@ -406,16 +452,33 @@ mod tests {
     fn empty_and_bare_values() {
         let attrs = parse_ok(quote!());
         assert!(attrs.queue.is_none() && attrs.unique.is_none() && attrs.krate.is_none());
-        let attrs = parse_ok(quote!(backoff = "fixed", unique = true));
-        assert_eq!(
-            attrs.backoff.unwrap().value,
-            BackoffSpec {
-                kind: "fixed",
-                base_ms: None
-            }
-        );
+        assert!(attrs.tags.is_none());
+        let attrs = parse_ok(quote!(backoff = "fixed", unique = true, tags = []));
+        let backoff = attrs.backoff.unwrap().value;
+        assert_eq!((backoff.kind, backoff.base), (Kind::Fixed, None));
         assert!(matches!(attrs.unique.unwrap(), Unique::Payload));
+        assert!(attrs.tags.unwrap().is_empty());
         assert!(parse_ok(quote!(unique = false)).unique.is_none());
+    }
+
+    #[test]
+    fn backoff_takes_the_whole_grammar() {
+        let attrs = parse_ok(quote!(backoff = "exponential(500ms), max 1m, jitter"));
+        let backoff = attrs.backoff.unwrap().value;
+        assert_eq!(backoff.to_string(), "exponential(500ms), max 1m, jitter");
+        assert_eq!(
+            one(quote!(backoff = "fixed, max 1m", backoff_max = "2m")),
+            "`backoff` already sets a `max`: keep one of `backoff_max` and `, max ..`"
+        );
+        assert_eq!(
+            one(quote!(backoff = "fixed, jitter", jitter = false)),
+            "`backoff` already turns on `jitter`: keep one of `jitter = ..` and `, jitter`"
+        );
+        assert!(
+            parse_ok(quote!(backoff = "fixed", backoff_max = "2m", jitter = true))
+                .backoff
+                .is_some()
+        );
     }
 
     #[test]
@@ -439,15 +502,20 @@ mod tests {
     fn all_errors_are_reported_together() {
         let errors = messages(quote! {
             qeue = "x", attempts = "3", attempts = 4, timeout = "soon", backoff = "quadratic",
-            priority = 40000, jitter, unique = 1
+            priority = 40000, jitter, unique = 1, retries = 2, tags = "billing"
         });
-        assert_eq!(errors.len(), 8, "{errors:#?}");
+        assert_eq!(errors.len(), 10, "{errors:#?}");
         assert!(errors[0].starts_with("unknown `#[job]` key `qeue`; expected one of `queue`, "));
+        assert!(
+            errors[0].contains("`name`, `tags`, `cron`"),
+            "{}",
+            errors[0]
+        );
         assert!(errors[0].ends_with("`tz`, `crate`"), "{}", errors[0]);
         assert_eq!(errors[1], "`attempts` takes an integer: `attempts = 3`");
         assert_eq!(errors[2], "`attempts` set more than once");
         assert!(
-            errors[3].starts_with("bad duration `soon` for `timeout`: "),
+            errors[3].starts_with("bad duration `soon`: "),
             "{}",
             errors[3]
         );
@@ -455,11 +523,29 @@ mod tests {
         assert!(errors[5].starts_with("`priority = 40000` is out of range (-32768 to 32767)"));
         assert_eq!(errors[6], "`jitter` needs a value: `jitter = true`");
         assert!(errors[7].starts_with("`unique` takes `true`, `false` or a key template"));
+        assert!(errors[8].starts_with("unknown `#[job]` key `retries`"));
+        assert_eq!(
+            errors[9],
+            "`tags` takes a list of strings: `tags = [\"billing\", \"email\"]`"
+        );
+    }
+
+    #[test]
+    fn a_syntax_error_in_one_key_leaves_the_others_checked() {
+        let errors = messages(quote!(queue = , timeout = 30 s, retries = 1));
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+        assert!(
+            errors[0].contains("expected an expression"),
+            "{}",
+            errors[0]
+        );
+        assert!(errors[1].contains("unexpected token"), "{}", errors[1]);
+        assert!(errors[2].starts_with("unknown `#[job]` key `retries`"));
+        assert!(messages(quote!(queue "x")).len() == 1);
     }
 
     #[test]
     fn value_errors() {
-        let one = |tokens| messages(tokens).remove(0);
         assert_eq!(one(quote!(queue = "")), "expected a non-empty string");
         assert_eq!(
             one(quote!(unique = 1)),
@@ -469,9 +555,11 @@ mod tests {
             one(quote!(backoff = "fixed(1s")),
             "backoff `fixed(1s` lacks a closing `)`"
         );
-        assert!(one(quote!(backoff = "fixed(x)")).starts_with("bad duration `x` in `backoff`"));
-        assert!(one(quote!(timeout = "1500us"))
-            .ends_with("durations are counted in whole milliseconds"));
+        assert!(one(quote!(backoff = "fixed(x)")).starts_with("bad duration `x`: "));
+        assert_eq!(
+            one(quote!(timeout = "1500us")),
+            "bad duration `1500us`: durations are counted in whole milliseconds"
+        );
         assert_eq!(
             one(quote!(attempts = -1)),
             "`attempts = -1` is out of range (0 to 4294967295): invalid digit found in string"
@@ -485,11 +573,23 @@ mod tests {
             one(quote!(queue("x"))),
             "`queue` needs a value: `queue = \"email\"`"
         );
+        assert_eq!(
+            messages(quote!(tags = ["a", 1, "", "a"])),
+            [
+                "`tags` takes a list of strings: `tags = [\"billing\", \"email\"]`",
+                "expected a non-empty string",
+                "tag `a` listed twice",
+            ]
+        );
     }
 
     #[test]
-    fn syntax_errors_stop_parsing() {
-        assert!(parse(quote!(queue = )).is_err());
-        assert!(parse(quote!(queue "x")).is_err());
+    fn tz_needs_a_cron_key_even_a_wrong_one() {
+        assert_eq!(
+            one(quote!(tz = "UTC")),
+            "`tz` applies to a cron job only: add `cron = \"...\"` or remove `tz`"
+        );
+        let errors = messages(quote!(tz = "UTC", cron = 5));
+        assert_eq!(errors, ["`cron` takes a string: `cron = \"0 * * * *\"`"]);
     }
 }

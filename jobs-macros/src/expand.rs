@@ -1,77 +1,61 @@
 //! The code `#[job]` generates: the user's fn, the payload struct, `impl Job`, the registration.
 
-use heck::ToUpperCamelCase as _;
-use proc_macro2::{Ident, Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned, ToTokens as _};
-use syn::spanned::Spanned as _;
-use syn::{ItemFn, LitStr, ReturnType};
+use std::time::Duration;
 
-use crate::ast::{Func, Param};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned as _;
+
+use crate::ast::{Func, JobFn, Param};
 use crate::attr::{self, Attrs, Unique};
 use crate::errors::Errors;
+use crate::payload::JobType;
 use crate::{fallback, valid};
 
-/// The whole attribute: parses, validates and expands, or on any error emits the fn unchanged
-/// with every error found.
+/// The whole attribute: parses, validates and expands, or on any error emits every error found
+/// with as much of the generated code as the fn allows (see `fallback`).
 pub(crate) fn job(args: TokenStream, input: TokenStream) -> TokenStream {
-    let item: ItemFn = match syn::parse2(input.clone()) {
+    let item: JobFn = match syn::parse2(input.clone()) {
         Ok(item) => item,
-        Err(_) => {
-            let error = syn::Error::new(Span::call_site(), "`#[job]` goes on an `async fn`");
-            return fallback::expand(input, error);
-        }
+        Err(_) => return fallback::not_a_fn(input),
     };
     let mut errors = Errors::default();
-    let attrs = errors.take(attr::parse(args));
+    let attrs = attr::parse(args, &mut errors);
     errors.take(valid::check_signature(&item.sig));
     let func = errors.take(Func::from_syn(&item));
     if let Some(func) = &func {
-        // Even when the keys are wrong, check the fn so every mistake shows in one compile.
-        errors.take(valid::check(
-            attrs.as_ref().unwrap_or(&Attrs::default()),
-            func,
-        ));
+        errors.take(valid::check(&attrs, func));
     }
-    match (attrs, func, errors.finish(())) {
-        (Some(attrs), Some(func), Ok(())) => expand(&attrs, &func),
-        (.., result) => fallback::expand(input, result.expect_err("a phase failed")),
+    match (func, errors.finish(())) {
+        (Some(func), Ok(())) => expand(&attrs, &func),
+        (func, result) => fallback::expand(
+            &item,
+            func.as_ref(),
+            &attrs,
+            result.expect_err("a fn that does not sort is an error"),
+        ),
     }
 }
 
 /// The generated code for a valid job.
 fn expand(attrs: &Attrs, func: &Func) -> TokenStream {
+    let job = JobType::new(func, attrs.krate.as_ref(), attrs.name.as_ref());
+    let JobType { p, ident, cfgs, .. } = &job;
     let item = func.item;
-    let krate = match &attrs.krate {
-        Some(path) => path.to_token_stream(),
-        None => quote!(::jobs),
-    };
-    let p = quote!(#krate::__private);
-    let fn_name = func.name();
-    let ty = Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span());
-    let cfgs: Vec<_> = item
-        .attrs
-        .iter()
-        .filter(|a| a.path().is_ident("cfg"))
-        .collect();
-
-    let payload_struct = payload_struct(func, &ty, &p, &cfgs);
-    let constructor = constructor(func, &ty);
-    let job_name = attrs
-        .name
-        .clone()
-        .unwrap_or_else(|| LitStr::new(&fn_name, item.sig.ident.span()));
-    let (ret_ty, ret_span) = match &item.sig.output {
-        ReturnType::Default => (quote!(()), item.sig.ident.span()),
-        ReturnType::Type(_, ty) => (ty.to_token_stream(), ty.span()),
-    };
-    // Spanned on the user's return type, so that a type which is no job result is reported
-    // there (as tracing-attributes does for `#[instrument]`).
-    let output = quote_spanned!(ret_span=> type Output = <#ret_ty as #p::IntoJobResult>::Output;);
-    let options = options(attrs, &p);
-    let unique_key = unique_key(attrs, &p);
-    let cron = cron(attrs, &p);
-    let required_state = required_state(func, &p);
-    let run = run(func, &p, &ret_ty, ret_span);
+    let payload_struct = job.payload_struct();
+    let constructor = job.constructor();
+    let options = options(attrs, p);
+    let unique_key = unique_key(attrs, p);
+    let cron = cron(attrs, p);
+    let required_state = required_state(func, p);
+    let run = run(&job);
+    let impl_job = job.impl_job(quote! {
+        #options
+        #unique_key
+        #cron
+        #required_state
+        #run
+    });
 
     quote! {
         #item
@@ -82,87 +66,16 @@ fn expand(attrs: &Attrs, func: &Func) -> TokenStream {
         const _: () = {
             #constructor
 
-            #[automatically_derived]
-            impl #p::Job for #ty {
-                const NAME: &'static str = #job_name;
-                #output
-                #options
-                #unique_key
-                #cron
-                #required_state
-                #run
-            }
+            #impl_job
 
-            #p::inventory::submit! { #p::Registration::of::<#ty>() }
+            #p::inventory::submit! { #p::Registration::of::<#ident>() }
         };
     }
 }
 
-/// The struct of the payload parameters, with its derives.
-fn payload_struct(
-    func: &Func,
-    ty: &Ident,
-    p: &TokenStream,
-    cfgs: &[&syn::Attribute],
-) -> TokenStream {
-    let fn_name = func.name();
-    // The struct is as visible as the fn, so private result types stay usable.
-    let vis = &func.item.vis;
-    let docs: Vec<_> = func
-        .item
-        .attrs
-        .iter()
-        .filter(|a| a.path().is_ident("doc"))
-        .collect();
-    let default_doc = docs.is_empty().then(|| {
-        let doc = format!("The payload of the `{fn_name}` job, generated by `#[job]`.");
-        quote!(#[doc = #doc])
-    });
-    // Spanned on the parameter, so a payload type lacking a derived trait is reported there.
-    let fields: Vec<_> = func
-        .payload()
-        .map(|(ident, ty, _)| {
-            let doc = format!("The `{ident}` parameter of `{fn_name}`.");
-            quote_spanned!(ident.span()=> #[doc = #doc] pub #ident: #ty)
-        })
-        .collect();
-    // An empty payload (a cron job, say) gets `Default`, as `new()` without arguments asks.
-    let default = fields.is_empty().then(|| quote!(::core::default::Default,));
-    let serde_crate = quote!(#p::serde).to_string();
-    quote! {
-        #(#docs)*
-        #default_doc
-        #(#cfgs)*
-        #[derive(
-            ::core::fmt::Debug,
-            ::core::clone::Clone,
-            #default
-            #p::serde::Serialize,
-            #p::serde::Deserialize,
-        )]
-        #[serde(crate = #serde_crate)]
-        #vis struct #ty {
-            #(#fields,)*
-        }
-    }
-}
-
-/// `new(..)`, taking the payload parameters in order.
-fn constructor(func: &Func, ty: &Ident) -> TokenStream {
-    let (idents, types): (Vec<_>, Vec<_>) = func.payload().map(|(i, t, _)| (i, t)).unzip();
-    let doc = format!("Makes a `{ty}` job; enqueue it with `.enqueue(&backend)`.");
-    quote! {
-        impl #ty {
-            #[doc = #doc]
-            #[allow(clippy::too_many_arguments)]
-            pub fn new(#(#idents: #types),*) -> Self {
-                Self { #(#idents),* }
-            }
-        }
-    }
-}
-
-fn duration(ms: u64) -> TokenStream {
+/// A `Duration` literal. The backoff syntax only accepts whole milliseconds that fit a `u64`.
+fn duration(duration: Duration) -> TokenStream {
+    let ms = duration.as_millis() as u64;
     quote!(::core::time::Duration::from_millis(#ms))
 }
 
@@ -176,25 +89,7 @@ fn options(attrs: &Attrs, p: &TokenStream) -> Option<TokenStream> {
         let n = attempts.value;
         fields.push(quote!(max_attempts: #n));
     }
-    if attrs.backoff.is_some() || attrs.backoff_max.is_some() || attrs.jitter.is_some() {
-        let base = match &attrs.backoff {
-            Some(spec) => {
-                let kind = format_ident!("{}", spec.value.kind);
-                let base = spec
-                    .value
-                    .base_ms
-                    .map_or_else(|| quote!(#p::Backoff::DEFAULT_BASE), duration);
-                quote!(#p::Backoff::#kind(#base))
-            }
-            None => quote!(<#p::Backoff as ::core::default::Default>::default()),
-        };
-        let max = attrs.backoff_max.as_ref().map(|max| {
-            let max = duration(max.value);
-            quote!(.max(#max))
-        });
-        let jitter = attrs.jitter.as_ref().map(|jitter| quote!(.jitter(#jitter)));
-        fields.push(quote!(backoff: #base #max #jitter));
-    }
+    fields.extend(backoff(attrs, p).map(|backoff| quote!(backoff: #backoff)));
     if let Some(priority) = &attrs.priority {
         let n = priority.value;
         fields.push(quote!(priority: #n));
@@ -202,6 +97,9 @@ fn options(attrs: &Attrs, p: &TokenStream) -> Option<TokenStream> {
     if let Some(timeout) = &attrs.timeout {
         let timeout = duration(timeout.value);
         fields.push(quote!(timeout: ::core::option::Option::Some(#timeout)));
+    }
+    if let Some(tags) = &attrs.tags {
+        fields.push(quote!(tags: ::std::vec![#(::std::string::String::from(#tags)),*]));
     }
     if fields.is_empty() {
         return None;
@@ -215,6 +113,37 @@ fn options(attrs: &Attrs, p: &TokenStream) -> Option<TokenStream> {
             }
         }
     })
+}
+
+/// The `Backoff` of the keys `backoff`, `backoff_max` and `jitter`, when any is given.
+fn backoff(attrs: &Attrs, p: &TokenStream) -> Option<TokenStream> {
+    let spec = attrs.backoff.as_ref().map(|spec| spec.value);
+    let max = spec
+        .and_then(|spec| spec.max)
+        .or(attrs.backoff_max.as_ref().map(|max| max.value));
+    let jitter = match (spec.is_some_and(|spec| spec.jitter), &attrs.jitter) {
+        (true, _) => Some(quote!(true)),
+        (false, lit) => lit.as_ref().map(|lit| quote!(#lit)),
+    };
+    if spec.is_none() && max.is_none() && jitter.is_none() {
+        return None;
+    }
+    let base = match spec {
+        Some(spec) => {
+            let kind = format_ident!("{}", spec.kind.name());
+            let base = spec
+                .base
+                .map_or_else(|| quote!(#p::Backoff::DEFAULT_BASE), duration);
+            quote!(#p::Backoff::#kind(#base))
+        }
+        None => quote!(<#p::Backoff as ::core::default::Default>::default()),
+    };
+    let max = max.map(|max| {
+        let max = duration(max);
+        quote!(.max(#max))
+    });
+    let jitter = jitter.map(|jitter| quote!(.jitter(#jitter)));
+    Some(quote!(#base #max #jitter))
 }
 
 /// `fn unique_key()`, for a unique job.
@@ -264,7 +193,9 @@ fn required_state(func: &Func, p: &TokenStream) -> Option<TokenStream> {
         .params
         .iter()
         .filter_map(|param| match param {
-            Param::State { ty } => Some(quote_spanned!(ty.span()=> #p::StateKey::of::<#ty>())),
+            Param::Injected {
+                state: Some(ty), ..
+            } => Some(quote_spanned!(ty.span()=> #p::StateKey::of::<#ty>())),
             _ => None,
         })
         .collect();
@@ -278,55 +209,28 @@ fn required_state(func: &Func, p: &TokenStream) -> Option<TokenStream> {
     })
 }
 
-/// `fn run()`: takes the injected values, calls the user's fn and converts its result. It is
-/// spanned on the user's return type `ret_ty`, so a type that is no job result is reported there.
-fn run(func: &Func, p: &TokenStream, ret_ty: &TokenStream, ret_span: Span) -> TokenStream {
-    // Mixed-site names cannot clash with the user's parameter names.
-    let ctx = Ident::new("ctx", Span::mixed_site());
-    let state = Ident::new("state", Span::mixed_site());
-    let contexts = func
-        .params
-        .iter()
-        .filter(|p| matches!(p, Param::Context))
-        .count();
-    let mut contexts_left = contexts;
-    let mut lets = Vec::new();
-    let mut args = Vec::new();
-    for (index, param) in func.params.iter().enumerate() {
-        match param {
-            Param::Payload { ident, .. } => args.push(quote!(self.#ident)),
-            Param::State { ty } => {
-                let local = format_ident!("state_{}", index, span = Span::mixed_site());
-                lets.push(quote_spanned!(ty.span()=> let #local = #state.require::<#ty>()?;));
-                args.push(local.into_token_stream());
-            }
-            Param::Context => {
-                contexts_left -= 1;
-                args.push(match contexts_left {
-                    0 => quote!(#ctx),
-                    _ => quote!(::core::clone::Clone::clone(&#ctx)),
-                });
-            }
+/// `fn run()`: injects each injected parameter through `Inject` (spanned on its type, so a type
+/// that cannot be injected is reported there), calls the user's fn and converts its result. It
+/// is spanned on the user's return type, so a type that is no job result is reported there.
+fn run(job: &JobType) -> TokenStream {
+    let p = &job.p;
+    // Mixed-site names cannot clash with the user's; the underscore keeps them quiet when unused.
+    let ctx = Ident::new("_ctx", Span::mixed_site());
+    let state = Ident::new("_state", Span::mixed_site());
+    let args = job.func.params.iter().map(|param| match param {
+        Param::Payload { ident, .. } => quote!(self.#ident),
+        Param::Injected { ty, .. } => {
+            quote_spanned!(ty.span()=> <#ty as #p::Inject>::inject(&#ctx, &#state)?)
         }
-    }
-    let ctx_pat = if contexts == 0 {
-        quote!(_)
-    } else {
-        quote!(#ctx)
-    };
-    let state_pat = if lets.is_empty() {
-        quote!(_)
-    } else {
-        quote!(#state)
-    };
-    let fn_ident = &func.item.sig.ident;
+    });
+    let fn_ident = &job.func.item.sig.ident;
+    let (ret_ty, ret_span) = job.return_type();
     quote_spanned! {ret_span=>
         async fn run(
             self,
-            #ctx_pat: #p::JobContext,
-            #state_pat: #p::StateMap,
+            #ctx: #p::JobContext,
+            #state: #p::StateMap,
         ) -> ::core::result::Result<<Self as #p::Job>::Output, #p::JobError> {
-            #(#lets)*
             <#ret_ty as #p::IntoJobResult>::into_job_result(#fn_ident(#(#args),*).await)
         }
     }
@@ -343,6 +247,12 @@ mod tests {
         output.to_string()
     }
 
+    fn assert_contains(out: &str, pieces: &[&str]) {
+        for piece in pieces {
+            assert!(out.contains(piece), "missing `{piece}` in {out}");
+        }
+    }
+
     #[test]
     fn a_job_expands_to_fn_struct_impl_and_registration() {
         let out = expanded(
@@ -350,7 +260,8 @@ mod tests {
                 queue = "email",
                 attempts = 3,
                 backoff = "exponential",
-                timeout = "30s"
+                timeout = "30s",
+                tags = ["billing", "email"]
             ),
             quote! {
                 /// Sends it.
@@ -358,7 +269,7 @@ mod tests {
                     -> Result<Sent, JobError> { todo!() }
             },
         );
-        for piece in [
+        assert_contains(&out, &[
             "async fn send_welcome_email (user_id : i64 , mailer : State < Mailer > , ctx : JobContext)",
             "# [doc = r\" Sends it.\"]",
             "struct SendWelcomeEmail { # [doc = \"The `user_id` parameter of `send_welcome_email`.\"] pub user_id : i64 , }",
@@ -369,17 +280,16 @@ mod tests {
             "queue : :: std :: string :: String :: from (\"email\") , max_attempts : 3u32 ,",
             "backoff : :: jobs :: __private :: Backoff :: exponential (:: jobs :: __private :: Backoff :: DEFAULT_BASE) ,",
             "timeout : :: core :: option :: Option :: Some (:: core :: time :: Duration :: from_millis (30000u64))",
+            "tags : :: std :: vec ! [:: std :: string :: String :: from (\"billing\") , :: std :: string :: String :: from (\"email\")]",
             ":: std :: vec ! [:: jobs :: __private :: StateKey :: of :: < Mailer > ()]",
-            "let state_1 = state . require :: < Mailer > () ? ;",
-            "send_welcome_email (self . user_id , state_1 , ctx) . await",
+            "send_welcome_email (self . user_id , < State < Mailer > as :: jobs :: __private :: Inject > :: inject (& _ctx , & _state) ? , < JobContext as :: jobs :: __private :: Inject > :: inject (& _ctx , & _state) ?) . await",
             ":: jobs :: __private :: inventory :: submit ! { :: jobs :: __private :: Registration :: of :: < SendWelcomeEmail > () }",
-        ] {
-            assert!(out.contains(piece), "missing `{piece}` in {out}");
-        }
+        ]);
         assert!(
             !out.contains("fn cron") && !out.contains("fn unique_key"),
             "{out}"
         );
+        assert_eq!(out.matches("IntoJobResult").count(), 2, "{out}");
     }
 
     #[test]
@@ -395,28 +305,23 @@ mod tests {
     }
 
     #[test]
-    fn unused_injections_are_not_bound_and_contexts_are_cloned() {
+    fn a_job_without_injections_or_keys() {
         let out = expanded(
             quote!(),
             quote!(
                 async fn f() {}
             ),
         );
-        assert!(out.contains("async fn run (self , _ : :: jobs :: __private :: JobContext , _ : :: jobs :: __private :: StateMap ,)"), "{out}");
-        assert!(!out.contains("fn options"), "{out}");
-        assert!(out.contains("# [doc = \"The payload of the `f` job, generated by `#[job]`.\"]"));
+        assert_contains(&out, &[
+            "async fn run (self , _ctx : :: jobs :: __private :: JobContext , _state : :: jobs :: __private :: StateMap ,)",
+            "f () . await",
+            "# [doc = \"The payload of the `f` job, generated by `#[job]`.\"]",
+            // An empty payload derives Default.
+            ":: core :: default :: Default ,",
+            "type Output = < () as :: jobs :: __private :: IntoJobResult > :: Output ;",
+        ]);
         assert!(
-            out.contains(":: core :: default :: Default ,"),
-            "an empty payload derives Default"
-        );
-        let out = expanded(
-            quote!(),
-            quote!(
-                async fn f(a: JobContext, b: JobContext) {}
-            ),
-        );
-        assert!(
-            out.contains("f (:: core :: clone :: Clone :: clone (& ctx) , ctx)"),
+            !out.contains("fn options") && !out.contains("fn required_state"),
             "{out}"
         );
     }
@@ -436,17 +341,33 @@ mod tests {
             ),
         );
         assert!(!out.contains(":: jobs"), "{out}");
-        assert!(
-            out.contains("my_jobs :: __private :: inventory :: submit !"),
-            "{out}"
+        assert_contains(&out, &[
+            "my_jobs :: __private :: inventory :: submit !",
+            "timezone : :: core :: option :: Option :: None",
+            "backoff : < my_jobs :: __private :: Backoff as :: core :: default :: Default > :: default () . max (:: core :: time :: Duration :: from_millis (1000u64)) . jitter (false)",
+        ]);
+    }
+
+    #[test]
+    fn backoff_in_full_or_in_keys() {
+        let out = expanded(
+            quote!(backoff = "linear(1500ms), max 1m, jitter"),
+            quote!(
+                async fn f() {}
+            ),
         );
-        assert!(
-            out.contains("timezone : :: core :: option :: Option :: None"),
-            "{out}"
+        assert_contains(&out, &[
+            "backoff : :: jobs :: __private :: Backoff :: linear (:: core :: time :: Duration :: from_millis (1500u64)) . max (:: core :: time :: Duration :: from_millis (60000u64)) . jitter (true)",
+        ]);
+        let out = expanded(
+            quote!(backoff = "fixed(1s)", backoff_max = "1m", jitter = true),
+            quote!(
+                async fn f() {}
+            ),
         );
-        assert!(out.contains(
-            "backoff : < my_jobs :: __private :: Backoff as :: core :: default :: Default > :: default () . max (:: core :: time :: Duration :: from_millis (1000u64)) . jitter (false)"
-        ), "{out}");
+        assert_contains(&out, &[
+            "backoff : :: jobs :: __private :: Backoff :: fixed (:: core :: time :: Duration :: from_millis (1000u64)) . max (:: core :: time :: Duration :: from_millis (60000u64)) . jitter (true)",
+        ]);
     }
 
     #[test]
@@ -457,9 +378,9 @@ mod tests {
                 async fn f(a: u8, b: u8) {}
             ),
         );
-        assert!(
-            out.contains(":: std :: format ! (\"k:{a}:{b:>3}:{a}\" , a = self . a , b = self . b)"),
-            "{out}"
+        assert_contains(
+            &out,
+            &[":: std :: format ! (\"k:{a}:{b:>3}:{a}\" , a = self . a , b = self . b)"],
         );
         let out = expanded(
             quote!(unique = "only-{{one}}"),
@@ -467,23 +388,70 @@ mod tests {
                 async fn f() {}
             ),
         );
+        assert_contains(
+            &out,
+            &[":: std :: string :: String :: from (\"only-{one}\")"],
+        );
+    }
+
+    #[test]
+    fn a_bad_key_still_gives_the_struct_and_a_stub_impl() {
+        let out = expanded(
+            quote!(
+                queue = "email",
+                retries = 3,
+                crate = "my_jobs",
+                name = "welcome"
+            ),
+            quote!(
+                fn send(user_id: i64) -> Result<u8, JobError> {}
+            ),
+        );
         assert!(
-            out.contains(":: std :: string :: String :: from (\"only-{one}\")"),
+            out.starts_with("fn send (user_id : i64) -> Result < u8 , JobError > { }"),
+            "{out}"
+        );
+        assert_eq!(out.matches("compile_error !").count(), 2, "{out}");
+        assert_contains(&out, &[
+            "pub user_id : i64 ,",
+            "pub fn new (user_id : i64) -> Self",
+            "impl my_jobs :: __private :: Job for Send",
+            "const NAME : & 'static str = \"welcome\" ;",
+            "type Output = < Result < u8 , JobError > as my_jobs :: __private :: IntoJobResult > :: Output ;",
+            ":: core :: unreachable !",
+        ]);
+        assert!(
+            !out.contains("inventory") && !out.contains("fn options"),
             "{out}"
         );
     }
 
     #[test]
-    fn errors_keep_the_fn_and_report_everything() {
-        let out = job(
+    fn an_impl_trait_return_gives_a_unit_output_in_the_stub() {
+        let out = expanded(
+            quote!(),
+            quote!(
+                async fn f() -> impl Copy {}
+            ),
+        );
+        assert_eq!(out.matches("compile_error !").count(), 1, "{out}");
+        assert_contains(
+            &out,
+            &["type Output = < () as :: jobs :: __private :: IntoJobResult > :: Output ;"],
+        );
+    }
+
+    #[test]
+    fn params_that_make_no_struct_leave_the_fn_and_errors_only() {
+        let out = expanded(
             quote!(priority = "high"),
             quote!(
                 fn f(self) {}
             ),
         );
-        let out = out.to_string();
         assert!(out.starts_with("fn f (self) { }"), "{out}");
         assert_eq!(out.matches("compile_error !").count(), 3, "{out}");
+        assert!(!out.contains("struct") && !out.contains("impl"), "{out}");
         let out = job(
             quote!(),
             quote!(
@@ -493,5 +461,21 @@ mod tests {
         .to_string();
         assert!(out.starts_with("struct S ;"), "{out}");
         assert!(out.contains("`#[job]` goes on an `async fn`"), "{out}");
+    }
+
+    #[test]
+    fn a_syntax_error_in_the_body_is_left_to_rustc() {
+        let out = job(
+            quote!(),
+            quote!(
+                async fn f(a: u8) { let = a; }
+            ),
+        )
+        .to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        assert_contains(
+            &out,
+            &["async fn f (a : u8) { let = a ; }", "inventory :: submit !"],
+        );
     }
 }

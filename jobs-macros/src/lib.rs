@@ -6,45 +6,78 @@
 
 mod ast;
 mod attr;
+// The grammar `jobs_core::Backoff` parses and prints, compiled here too.
+#[path = "../../jobs-core/src/backoff_syntax.rs"]
+mod backoff_syntax;
 mod errors;
 mod expand;
 mod fallback;
+mod payload;
 mod valid;
 
 use proc_macro::TokenStream;
 
-/// Turns an `async fn` into a job: a `pub struct` of its payload parameters (the CamelCase of the
-/// fn's name) with serde derives, a `new(..)` constructor, `impl Job` and automatic registration.
+/// Turns an `async fn` into a job: a struct of its payload parameters (the CamelCase of the fn's
+/// name) with serde derives, a `new(..)` constructor, `impl Job` and automatic registration.
 /// The fn itself stays as written and callable.
 ///
 /// ```ignore
 /// #[job(queue = "email", attempts = 3, backoff = "exponential(2s)", timeout = "30s")]
-/// async fn send_welcome_email(user_id: i64, email: String, mailer: State<Mailer>, ctx: JobContext)
+/// pub async fn send_welcome_email(user_id: i64, email: String, mailer: State<Mailer>, ctx: JobContext)
 ///     -> Result<Sent, JobError> { .. }
+/// // generates, among the rest:
+/// pub struct SendWelcomeEmail { pub user_id: i64, pub email: String }
 /// ```
 ///
-/// Parameters of type `State<T>` and `JobContext` are injected by the worker; the others are the
-/// payload. Keys, all optional:
+/// The struct has the fn's visibility (a private fn gives a private struct, so the job may
+/// return private types); its fields and `new(..)` are `pub`. It derives `Debug`, `Clone`,
+/// `Serialize` and `Deserialize`, and `Default` when it has no fields.
+///
+/// # Injected parameters
+///
+/// A parameter whose type path ends in `State<T>` or `JobState<T>` is a shared value the worker
+/// was given with `.state(value)`; one of type `JobContext` is the running job's context. They
+/// are not stored. The attribute tells them from payload parameters by that name, then takes
+/// each value through the hidden `Inject` trait of `jobs-core`, which only `jobs::State<T>` (and
+/// its alias `jobs::JobState<T>`) and `JobContext` implement. So in a module that imports
+/// another crate's `State`, such as `use axum::extract::State;`, write `jobs::State<Mailer>` or
+/// `JobState<Mailer>`: an `axum::extract::State<Mailer>` parameter is the error "cannot be
+/// injected into a job", at that parameter. Every state type a job takes is listed in
+/// `Job::required_state()`, so a worker that lacks one refuses to start.
+///
+/// # Keys
+///
+/// All optional:
 ///
 /// | key | value | default |
 /// | --- | --- | --- |
 /// | `queue` | `"email"` | `"default"` |
 /// | `attempts` | `3` (at least 1) | 5 |
-/// | `backoff` | `"fixed"`, `"linear"` or `"exponential"`, with an optional base: `"linear(30s)"` | `"exponential(1s)"` |
-/// | `backoff_max` | `"10m"`: caps every retry delay | none |
-/// | `jitter` | `true` or `false` | `false` |
+/// | `backoff` | `"fixed"`, `"linear"` or `"exponential"`, with an optional base, cap and jitter: `"linear(30s)"`, `"exponential(1s), max 10m, jitter"` | `"exponential(1s)"` |
+/// | `backoff_max` | `"10m"`: caps every retry delay (or write `, max 10m` in `backoff`) | none |
+/// | `jitter` | `true` or `false` (or write `, jitter` in `backoff`) | `false` |
 /// | `priority` | `-1` (an `i16`; lower runs first) | 10 |
 /// | `timeout` | `"30s"` | none |
 /// | `unique` | bare, `true` (key = name + payload JSON) or a template `"welcome:{user_id}"` | none |
 /// | `name` | the stable stored name | the fn's name |
+/// | `tags` | `["billing", "email"]`: tags every job of the type carries | none |
 /// | `cron` | `"0 * * * *"` (5 fields, or 6 with seconds first); the fn then takes no payload | none |
 /// | `tz` | `"Europe/Paris"`, with `cron` only | UTC |
 /// | `crate` | the path of a renamed `jobs` dependency: `"my_jobs"` | `"::jobs"` |
 ///
 /// Defaults are `JobOptions::default()`'s (`DEFAULT_QUEUE`, `DEFAULT_ATTEMPTS`, `DEFAULT_PRIORITY`
-/// and `Backoff::default()` in `jobs-core`). Durations use humantime's syntax (`"500ms"`,
-/// `"1h 30m"`) in whole milliseconds. A `unique` key is checked against enqueued jobs that are still
-/// pending or running.
+/// and `Backoff::default()` in `jobs-core`). `backoff` is written exactly as `Backoff`'s
+/// `FromStr` reads and `Display` writes it, since both compile the same grammar. Durations use
+/// humantime's syntax (`"500ms"`, `"1h 30m"`) in whole milliseconds, the precision jobs are
+/// stored with, here and in `Backoff`: `"1500us"` is an error. A `unique` key is checked against
+/// enqueued jobs that are still pending or running.
+///
+/// # Errors
+///
+/// Every mistake is reported in the same compile, on the token at fault. When the parameters
+/// can still make a struct, the struct, `new(..)` and an unregistered `impl Job` are generated
+/// beside the errors, so code that builds or enqueues the job reports nothing more. The body is
+/// not parsed by the attribute: a syntax error there is rustc's own, where it is.
 #[proc_macro_attribute]
 pub fn job(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::job(args.into(), input.into()).into()

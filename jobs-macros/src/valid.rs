@@ -1,5 +1,5 @@
-//! The checks on the fn's signature, its payload, and the keys against its parameters; each error
-//! lands on the token at fault.
+//! The checks on the fn's signature and on the keys against its parameters; each error lands on
+//! the token at fault. (What keeps the parameters from making a struct is `ast`'s to report.)
 
 use syn::{ReturnType, Signature, Type};
 
@@ -7,7 +7,8 @@ use crate::ast::Func;
 use crate::attr::{Attrs, Unique};
 use crate::errors::Errors;
 
-/// Reports every way the fn's signature, apart from its parameters, cannot make a job.
+/// Reports every way the fn's signature, apart from its parameters and generics, cannot make a
+/// job.
 pub(crate) fn check_signature(sig: &Signature) -> syn::Result<()> {
     let mut errors = Errors::default();
     if sig.asyncness.is_none() {
@@ -25,12 +26,6 @@ pub(crate) fn check_signature(sig: &Signature) -> syn::Result<()> {
             "`#[job]` fns cannot be `unsafe`",
         ));
     }
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errors.push(syn::Error::new_spanned(
-            &sig.generics,
-            "`#[job]` fns cannot be generic: the job struct needs concrete payload types",
-        ));
-    }
     if let ReturnType::Type(_, ty) = &sig.output {
         if let Type::ImplTrait(_) = **ty {
             errors.push(syn::Error::new_spanned(
@@ -43,78 +38,39 @@ pub(crate) fn check_signature(sig: &Signature) -> syn::Result<()> {
     errors.finish(())
 }
 
-/// Reports every way the payload and the keys cannot make a job.
+/// Reports every way the keys, alone or against the fn's parameters, cannot make a job.
 pub(crate) fn check(attrs: &Attrs, func: &Func) -> syn::Result<()> {
     let mut errors = Errors::default();
-    check_payload(func, &mut errors);
-    check_keys(attrs, func, &mut errors);
-    errors.finish(())
-}
-
-fn check_payload(func: &Func, errors: &mut Errors) {
-    for (ident, ty, _) in func.payload() {
-        match ty {
-            Type::Reference(_) => errors.push(syn::Error::new_spanned(
-                ty,
-                format!(
-                    "payload parameter `{ident}` borrows; a payload is stored with the job, so \
-                     take an owned type such as `String` for `&str`"
-                ),
-            )),
-            Type::ImplTrait(_) => errors.push(syn::Error::new_spanned(
-                ty,
-                format!(
-                    "`#[job]` fns cannot be generic: give payload parameter `{ident}` a \
-                     concrete type"
-                ),
-            )),
-            _ => {}
-        }
+    if let Some(attempts) = attrs.attempts.as_ref().filter(|a| a.value == 0) {
+        errors.at(
+            attempts.span,
+            "`attempts = 0` would never run the job; use 1 or more",
+        );
     }
-}
-
-fn check_keys(attrs: &Attrs, func: &Func, errors: &mut Errors) {
-    if let Some(attempts) = &attrs.attempts {
-        if attempts.value == 0 {
+    if let Some(timeout) = attrs.timeout.as_ref().filter(|t| t.value.is_zero()) {
+        errors.at(timeout.span, "`timeout` must be longer than zero");
+    }
+    if let Some(cron) = &attrs.cron {
+        let text = cron.value();
+        let fields = text.split_whitespace().count();
+        if fields != 5 && fields != 6 {
             errors.at(
-                attempts.span,
-                "`attempts = 0` would never run the job; use 1 or more",
+                cron.span(),
+                format!(
+                    "`cron = \"{text}\"` has {fields} fields; expected 5 (minute hour \
+                     day-of-month month day-of-week) or 6 with seconds first"
+                ),
             );
         }
-    }
-    if let Some(timeout) = &attrs.timeout {
-        if timeout.value == 0 {
-            errors.at(timeout.span, "`timeout` must be longer than zero");
+        for (ident, _, arg) in func.payload() {
+            errors.push(syn::Error::new_spanned(
+                arg,
+                format!(
+                    "a cron job takes no payload, but `{ident}` would be one; \
+                     take only `State<T>` and `JobContext` parameters"
+                ),
+            ));
         }
-    }
-    match (&attrs.cron, &attrs.tz) {
-        (None, Some(tz)) => errors.at(
-            tz.span(),
-            "`tz` applies to a cron job only: add `cron = \"...\"` or remove `tz`",
-        ),
-        (Some(cron), _) => {
-            let text = cron.value();
-            let fields = text.split_whitespace().count();
-            if fields != 5 && fields != 6 {
-                errors.at(
-                    cron.span(),
-                    format!(
-                        "`cron = \"{text}\"` has {fields} fields; expected 5 (minute hour \
-                         day-of-month month day-of-week) or 6 with seconds first"
-                    ),
-                );
-            }
-            for (ident, _, arg) in func.payload() {
-                errors.push(syn::Error::new_spanned(
-                    arg,
-                    format!(
-                        "a cron job takes no payload, but `{ident}` would be one; \
-                         take only `State<T>` and `JobContext` parameters"
-                    ),
-                ));
-            }
-        }
-        (None, None) => {}
     }
     if let Some(Unique::Template { lit, fields }) = &attrs.unique {
         let payload: Vec<String> = func.payload().map(|(i, _, _)| i.to_string()).collect();
@@ -129,22 +85,23 @@ fn check_keys(attrs: &Attrs, func: &Func, errors: &mut Errors) {
             );
         }
     }
+    errors.finish(())
 }
 
 #[cfg(test)]
 mod tests {
     use proc_macro2::TokenStream;
     use quote::quote;
-    use syn::ItemFn;
 
     use super::*;
+    use crate::ast::JobFn;
     use crate::attr;
 
     fn errors(args: TokenStream, item: TokenStream) -> Vec<String> {
-        let attrs = attr::parse(args).unwrap();
-        let item: ItemFn = syn::parse2(item).unwrap();
-        let func = Func::from_syn(&item).unwrap();
         let mut errors = Errors::default();
+        let attrs = attr::parse(args, &mut errors);
+        let item: JobFn = syn::parse2(item).unwrap();
+        let func = Func::from_syn(&item).unwrap();
         errors.take(check_signature(&item.sig));
         errors.take(check(&attrs, &func));
         match errors.finish(()) {
@@ -170,27 +127,24 @@ mod tests {
         let found = errors(
             quote!(),
             quote!(
-                unsafe fn f<T>(a: &str, b: impl Copy) -> impl Copy {}
+                unsafe fn f(a: String) -> impl Copy {}
             ),
         );
-        assert_eq!(found.len(), 6, "{found:#?}");
-        assert_eq!(found[0], "`#[job]` needs an `async fn`: write `async fn f`");
-        assert_eq!(found[1], "`#[job]` fns cannot be `unsafe`");
-        assert!(found[2].starts_with("`#[job]` fns cannot be generic"));
-        assert!(found[3].starts_with("a `#[job]` fn returns `Result<T, E>`"));
-        assert!(found[4].starts_with("payload parameter `a` borrows"));
-        assert!(found[5].starts_with("`#[job]` fns cannot be generic"));
+        assert_eq!(
+            found,
+            [
+                "`#[job]` needs an `async fn`: write `async fn f`",
+                "`#[job]` fns cannot be `unsafe`",
+                "a `#[job]` fn returns `Result<T, E>` (with `E: Into<JobError>`) or nothing, \
+                 not `impl Trait`",
+            ]
+        );
     }
 
     #[test]
     fn key_errors() {
         let found = errors(
-            quote!(
-                attempts = 0,
-                timeout = "0s",
-                tz = "UTC",
-                unique = "{id}:{a}"
-            ),
+            quote!(attempts = 0, timeout = "0s", unique = "{id}:{a}"),
             quote!(
                 async fn f(a: i64) {}
             ),
@@ -200,7 +154,6 @@ mod tests {
             [
                 "`attempts = 0` would never run the job; use 1 or more",
                 "`timeout` must be longer than zero",
-                "`tz` applies to a cron job only: add `cron = \"...\"` or remove `tz`",
                 "`{id}` in `unique` is not a payload field; the payload fields are `a`",
             ]
         );

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use jobs_core::{
-    Backend, CancelParams, CompleteParams, CountsParams, CronTickParams, DeleteParams,
-    EnqueueParams, Enqueued, Error, FailParams, FetchParams, JobId, JobRecord, LeasedJob,
-    ListParams, ProgressParams, PruneParams, QueueCounts, ReleaseParams, RenewParams, RescueParams,
-    RetryParams, WakeHub, Wakeup,
+    Backend, CompleteParams, CountsParams, CronTickParams, DeregisterParams, EnqueueParams,
+    Enqueued, Error, FailParams, FetchParams, HeartbeatParams, JobId, JobRecord, LeasedJob,
+    ListParams, ManageParams, Managed, ProgressParams, PruneParams, QueueCounts, QueueNamesParams,
+    ReadParams, ReleaseParams, RenewParams, RescueParams, SaveSchedulesParams, SchedulesParams,
+    StoredSchedule, SubscribeParams, WakeHub, Wakeup, WorkerInfo, WorkersParams,
 };
 use sqlx::PgPool;
 use tokio::sync::Mutex;
@@ -17,9 +18,10 @@ use tokio::sync::Mutex;
 use crate::enqueue::Wake;
 use crate::error::db;
 use crate::listen::{self, Listening};
+use crate::pools::{self, Registration};
 use crate::schema::{Schema, DEFAULT_SCHEMA};
 use crate::sql::Sql;
-use crate::{enqueue, fetch, maintenance, manage, migrate, reads, writes};
+use crate::{enqueue, fetch, maintenance, manage, migrate, presence, reads, writes};
 
 /// A job store in PostgreSQL. Cheap to clone: clones share the pool and the listener.
 ///
@@ -47,6 +49,8 @@ struct Inner {
     hub: Arc<WakeHub>,
     /// The LISTEN task, started by the first `subscribe`.
     listening: Mutex<Option<Listening>>,
+    /// Tells bare pools and connections this backend's schema.
+    _registration: Registration,
 }
 
 impl PgBackend {
@@ -57,11 +61,15 @@ impl PgBackend {
         Self::with(pool, schema)
     }
 
-    fn with(pool: PgPool, schema: Schema) -> Self {
+    /// A backend over `pool` in `schema`, registered so that bare pools and connections know
+    /// its schema (see [the rule](crate#enqueueing-in-a-transaction)).
+    pub(crate) fn with(pool: PgPool, schema: Schema) -> Self {
+        let sql = Arc::new(Sql::new(schema));
         PgBackend {
             inner: Arc::new(Inner {
+                _registration: pools::register(&pool, &sql),
                 pool,
-                sql: Arc::new(Sql::new(schema)),
+                sql,
                 hub: Arc::default(),
                 listening: Mutex::new(None),
             }),
@@ -93,7 +101,8 @@ impl PgBackend {
         migrate::migrate(&self.inner.pool, &self.inner.sql.schema).await
     }
 
-    /// The pool, for the application's own queries.
+    /// The pool, for the application's own queries and transactions; jobs enqueued through it
+    /// (`job.enqueue(backend.pool())`) go to this backend's schema (see [the rule](crate#enqueueing-in-a-transaction)).
     pub fn pool(&self) -> &PgPool {
         &self.inner.pool
     }
@@ -156,24 +165,16 @@ impl Backend for PgBackend {
         writes::progress(&self.inner.sql, &self.inner.pool, p).await
     }
 
-    async fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
-        reads::job(&self.inner.sql, &self.inner.pool, id).await
+    async fn read(&self, p: ReadParams) -> Result<Option<JobRecord>, Error> {
+        reads::read(&self.inner.sql, &self.inner.pool, p.id).await
     }
 
     async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
         reads::list(&self.inner.sql, &self.inner.pool, p).await
     }
 
-    async fn retry(&self, p: RetryParams) -> Result<bool, Error> {
-        manage::retry(&self.inner.sql, &self.inner.pool, p).await
-    }
-
-    async fn delete(&self, p: DeleteParams) -> Result<bool, Error> {
-        manage::delete(&self.inner.sql, &self.inner.pool, p).await
-    }
-
-    async fn cancel(&self, p: CancelParams) -> Result<bool, Error> {
-        manage::cancel(&self.inner.sql, &self.inner.pool, p).await
+    async fn manage(&self, p: ManageParams) -> Result<Managed, Error> {
+        manage::manage(&self.inner.sql, &self.inner.pool, p).await
     }
 
     async fn rescue(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
@@ -188,14 +189,38 @@ impl Backend for PgBackend {
         reads::counts(&self.inner.sql, &self.inner.pool, p).await
     }
 
+    async fn queue_names(&self, _: QueueNamesParams) -> Result<Vec<String>, Error> {
+        reads::queue_names(&self.inner.sql, &self.inner.pool).await
+    }
+
+    async fn heartbeat(&self, p: HeartbeatParams) -> Result<(), Error> {
+        presence::heartbeat(&self.inner.sql, &self.inner.pool, p).await
+    }
+
+    async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
+        presence::deregister(&self.inner.sql, &self.inner.pool, p).await
+    }
+
+    async fn live_workers(&self, p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {
+        presence::live_workers(&self.inner.sql, &self.inner.pool, p).await
+    }
+
+    async fn save_schedules(&self, p: SaveSchedulesParams) -> Result<(), Error> {
+        presence::save_schedules(&self.inner.sql, &self.inner.pool, p).await
+    }
+
+    async fn stored_schedules(&self, _: SchedulesParams) -> Result<Vec<StoredSchedule>, Error> {
+        presence::stored_schedules(&self.inner.sql, &self.inner.pool).await
+    }
+
     /// Starts (once per backend) the task that LISTENs on the schema's channel, then subscribes.
-    async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
         let mut listening = self.inner.listening.lock().await;
         if listening.is_none() {
             let hub = self.inner.hub.clone();
             *listening = Some(listen::start(&self.inner.pool, self.inner.sql.channel(), hub).await);
         }
-        Ok(self.inner.hub.subscribe(queues))
+        Ok(self.inner.hub.subscribe(&p.queues))
     }
 
     fn as_any(&self) -> &dyn Any {

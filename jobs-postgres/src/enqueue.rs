@@ -1,20 +1,18 @@
 //! The one SQL path every enqueue takes: the backend, a pool, a caller's transaction, cron.
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
 
-use jobs_core::{CronTickParams, Enqueued, Error, JobId, NewJob, Timestamp};
-use sqlx::postgres::{PgArguments, Postgres};
-use sqlx::query::Query;
+use jobs_core::{
+    first_holders, CronTickParams, Enqueued, Error, JobId, JobStatus, NewJob, Timestamp,
+};
 use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
 use crate::error::db;
 use crate::notifier::Turn;
 use crate::record::{int4, millis};
+use crate::select::PgQuery;
 use crate::sql::Sql;
-
-type PgQuery<'q> = Query<'q, Postgres, PgArguments>;
 
 /// How often a batch is resent whose unique keys were taken by concurrent transactions that
 /// this statement's snapshot could not see (each resend takes a new snapshot).
@@ -33,7 +31,7 @@ pub(crate) enum Wake<'p> {
 /// Stores `jobs` in one statement (more only when a concurrent enqueue raced for a unique key).
 ///
 /// Jobs of one batch sharing a queue and unique key are stored once: the later ones are
-/// duplicates of the first.
+/// duplicates of the first ([`first_holders`]).
 pub(crate) async fn enqueue(
     sql: &Sql,
     conn: &mut PgConnection,
@@ -63,16 +61,7 @@ pub(crate) async fn enqueue(
             })
             .collect());
     }
-    // The first job holding each (queue, key) within the batch.
-    let mut first: HashMap<(&str, &str), usize> = HashMap::new();
-    let mut same_as: Vec<Option<usize>> = Vec::with_capacity(jobs.len());
-    for (i, job) in jobs.iter().enumerate() {
-        let earlier = job.unique_key.as_deref().and_then(|key| {
-            let slot = first.entry((job.queue.as_str(), key)).or_insert(i);
-            (*slot != i).then_some(*slot)
-        });
-        same_as.push(earlier);
-    }
+    let same_as = first_holders(&jobs);
     let mut out: Vec<Option<Enqueued>> = vec![None; jobs.len()];
     let mut todo: Vec<usize> = (0..jobs.len()).filter(|&i| same_as[i].is_none()).collect();
     for _ in 0..ROUNDS {
@@ -127,7 +116,6 @@ async fn enqueue_plain(
     wake: &[&str],
 ) -> Result<(), Error> {
     let stored = if let [job] = jobs {
-        let ready = job.run_at <= now;
         sqlx::query(&sql.enqueue_one)
             .bind(job.id.0)
             .bind(job.name.as_str())
@@ -135,11 +123,12 @@ async fn enqueue_plain(
             .bind(job.payload.get())
             .bind(job.priority)
             .bind(job.run_at)
-            .bind(if ready { "pending" } else { "scheduled" })
+            .bind(job.initial_status(now).as_str())
             .bind(int4(job.max_attempts))
             .bind(serde_json::to_string(&job.backoff)?)
             .bind(job.timeout.map(millis))
             .bind(job.trace_context.as_deref())
+            .bind(&job.tags)
             .bind(now)
             .bind((!wake.is_empty()).then(|| sql.channel()))
             .execute(conn)
@@ -147,12 +136,7 @@ async fn enqueue_plain(
             .map_err(db)?
             .rows_affected()
     } else {
-        bind_columns(sqlx::query(&sql.enqueue_many), jobs)?
-            .bind(
-                jobs.iter()
-                    .map(|j| j.trace_context.as_deref())
-                    .collect::<Vec<_>>(),
-            )
+        bind_columns(sqlx::query(&sql.enqueue_many), jobs, now)?
             .bind(now)
             .bind(sql.channel())
             .bind(wake)
@@ -174,7 +158,7 @@ async fn enqueue_plain(
 fn ready_queues(jobs: &[NewJob], now: Timestamp) -> Vec<&str> {
     let mut queues: Vec<&str> = jobs
         .iter()
-        .filter(|j| j.run_at <= now)
+        .filter(|j| j.initial_status(now) == JobStatus::Pending)
         .map(|j| j.queue.as_str())
         .collect();
     queues.sort_unstable();
@@ -182,16 +166,28 @@ fn ready_queues(jobs: &[NewJob], now: Timestamp) -> Vec<&str> {
     queues
 }
 
-/// Binds the columns both bulk inserts take first, in their order: id, name, queue, payload,
-/// priority, run_at, max_attempts, backoff, timeout.
+/// Binds the columns both bulk inserts take first ($1 to $14), in their order: id, name,
+/// queue, payload, priority, run_at, status (as of `now`), max_attempts, backoff, timeout,
+/// trace context, and the tags: every job's in one array (arrays of arrays must be
+/// rectangular), then where each job's start and end in it (1-based, inclusive; an empty
+/// range for none).
 fn bind_columns<'q, J: Borrow<NewJob>>(
     query: PgQuery<'q>,
     jobs: &'q [J],
+    now: Timestamp,
 ) -> Result<PgQuery<'q>, Error> {
     let all = || jobs.iter().map(Borrow::borrow);
     let backoffs = all()
         .map(|j| serde_json::to_string(&j.backoff))
         .collect::<Result<Vec<_>, _>>()?;
+    let tags: Vec<&str> = all().flat_map(|j| &j.tags).map(String::as_str).collect();
+    let (mut tags_from, mut tags_to) = (Vec::new(), Vec::new());
+    let mut end = 0;
+    for job in all() {
+        tags_from.push(int4(end + 1));
+        end += u32::try_from(job.tags.len()).unwrap_or(u32::MAX);
+        tags_to.push(int4(end));
+    }
     Ok(query
         .bind(all().map(|j| j.id.0).collect::<Vec<Uuid>>())
         .bind(all().map(|j| j.name.as_str()).collect::<Vec<_>>())
@@ -199,13 +195,26 @@ fn bind_columns<'q, J: Borrow<NewJob>>(
         .bind(all().map(|j| j.payload.get()).collect::<Vec<_>>())
         .bind(all().map(|j| j.priority).collect::<Vec<i16>>())
         .bind(all().map(|j| j.run_at).collect::<Vec<Timestamp>>())
+        .bind(
+            all()
+                .map(|j| j.initial_status(now).as_str())
+                .collect::<Vec<_>>(),
+        )
         .bind(all().map(|j| int4(j.max_attempts)).collect::<Vec<i32>>())
         .bind(backoffs)
         .bind(
             all()
                 .map(|j| j.timeout.map(millis))
                 .collect::<Vec<Option<i64>>>(),
-        ))
+        )
+        .bind(
+            all()
+                .map(|j| j.trace_context.as_deref())
+                .collect::<Vec<_>>(),
+        )
+        .bind(tags)
+        .bind(tags_from)
+        .bind(tags_to))
 }
 
 /// One round: for each job, whether it was stored, and else which active job holds its key.
@@ -216,15 +225,10 @@ async fn insert(
     now: Timestamp,
     channel: Option<&str>,
 ) -> Result<Vec<(bool, Option<Uuid>)>, Error> {
-    let rows = bind_columns(sqlx::query(&sql.enqueue), jobs)?
+    let rows = bind_columns(sqlx::query(&sql.enqueue), jobs, now)?
         .bind(
             jobs.iter()
                 .map(|j| j.unique_key.as_deref())
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            jobs.iter()
-                .map(|j| j.trace_context.as_deref())
                 .collect::<Vec<_>>(),
         )
         .bind(now)

@@ -5,9 +5,11 @@ use sqlx::PgExecutor;
 use uuid::Uuid;
 
 use crate::error::db;
+use crate::record::report;
 use crate::sql::Sql;
 
-/// Rescues running jobs whose lease lapsed: pending again, or dead when out of attempts.
+/// Rescues running jobs whose lease lapsed, recording `p.error` as the attempt's: pending
+/// again (keeping their place in the queue), or dead when out of attempts.
 pub(crate) async fn rescue<'e>(
     sql: &Sql,
     exec: impl PgExecutor<'e>,
@@ -19,6 +21,7 @@ pub(crate) async fn rescue<'e>(
     let ids: Vec<Uuid> = sqlx::query_scalar(&sql.rescue)
         .bind(p.now)
         .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+        .bind(report(&p.error)?)
         .bind(sql.channel())
         .fetch_all(exec)
         .await
@@ -35,13 +38,13 @@ pub(crate) async fn prune<'e>(
     if p.limit == 0 || (p.keep_count.is_none() && p.finished_before.is_none()) {
         return Ok(0);
     }
-    let done = sqlx::query(&sql.prune)
+    let pruned: i64 = sqlx::query_scalar(&sql.prune)
         .bind(&p.queue)
         .bind(p.keep_count.map(|n| i64::try_from(n).unwrap_or(i64::MAX)))
         .bind(p.finished_before)
         .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
-        .execute(exec)
+        .fetch_one(exec)
         .await
         .map_err(db)?;
-    Ok(done.rows_affected())
+    Ok(u64::try_from(pruned).unwrap_or(0))
 }

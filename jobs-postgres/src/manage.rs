@@ -1,72 +1,75 @@
-//! Managing single jobs by hand: retry a dead or cancelled job, delete, cancel.
+//! Retrying, cancelling and deleting jobs by id or by filter: one statement per batch, which
+//! selects the jobs in id order (`FOR UPDATE`), applies the action and answers what it changed,
+//! which retries a held unique key refused, and where the next batch starts.
 
-use jobs_core::{CancelParams, DeleteParams, Error, RetryParams};
-use sqlx::{PgExecutor, Row};
+use jobs_core::{Action, Error, HeldKey, JobId, ManageParams, Managed, Target};
+use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Row};
 use uuid::Uuid;
 
 use crate::error::{db, is_unique_key_violation};
+use crate::select::Selection;
 use crate::sql::Sql;
 
-/// Puts a dead or cancelled job back to pending with fresh attempts; refuses (with
-/// [`Error::Invalid`]) while another active job holds its unique key.
-pub(crate) async fn retry<'e>(
-    sql: &Sql,
-    exec: impl PgExecutor<'e>,
-    p: RetryParams,
-) -> Result<bool, Error> {
-    let row = sqlx::query(&sql.retry)
-        .bind(p.id.0)
-        .bind(p.now)
-        .bind(sql.channel())
-        .fetch_one(exec)
-        .await
-        .map_err(|e| {
-            if is_unique_key_violation(&e) {
-                Error::Invalid(format!(
-                    "cannot retry job {}: its unique key is held by an active job",
-                    p.id
-                ))
-            } else {
-                db(e)
-            }
-        })?;
-    let holder: Option<Uuid> = row.try_get("holder").map_err(db)?;
-    if let Some(holder) = holder {
-        let key: Option<String> = row.try_get("unique_key").map_err(db)?;
-        return Err(Error::Invalid(format!(
-            "cannot retry job {}: its unique key `{}` is held by active job {holder}",
-            p.id,
-            key.unwrap_or_default()
-        )));
-    }
-    row.try_get("retried").map_err(db)
+/// How often a retry is run again whose unique keys a concurrent enqueue took after its
+/// snapshot (each run takes a new snapshot, which sees the new holder).
+const ROUNDS: usize = 3;
+
+/// Applies `p.action` to the jobs `p.target` names.
+pub(crate) async fn manage(sql: &Sql, pool: &PgPool, p: ManageParams) -> Result<Managed, Error> {
+    let (selection, limit) = match &p.target {
+        Target::Ids(ids) if ids.is_empty() => return Ok(Managed::default()),
+        Target::Ids(ids) => (Selection::ids(ids), None),
+        Target::Matching { .. } if p.limit == 0 => return Ok(Managed::default()),
+        Target::Matching { filter, after } => (
+            Selection::matching(filter, *after),
+            Some(i64::try_from(p.limit).unwrap_or(i64::MAX)),
+        ),
+    };
+    let (statement, own) = match p.action {
+        Action::Retry => (&sql.retry, 3),
+        Action::Cancel => (&sql.cancel, 2),
+        Action::Delete => (&sql.delete, 1),
+    };
+    let statement = selection.splice(statement, own + 1);
+    let mut round = 0;
+    let row = loop {
+        round += 1;
+        let query = sqlx::query(&statement).bind(limit);
+        let query = match p.action {
+            Action::Retry => query.bind(p.now).bind(sql.channel()),
+            Action::Cancel => query.bind(p.now),
+            Action::Delete => query,
+        };
+        match selection.bind(query).fetch_one(pool).await {
+            Err(e) if round < ROUNDS && is_unique_key_violation(&e) => continue,
+            done => break done.map_err(db)?,
+        }
+    };
+    managed(&row, limit)
 }
 
-/// Deletes a job; false if it did not exist.
-pub(crate) async fn delete<'e>(
-    sql: &Sql,
-    exec: impl PgExecutor<'e>,
-    p: DeleteParams,
-) -> Result<bool, Error> {
-    let done = sqlx::query(&sql.delete)
-        .bind(p.id.0)
-        .execute(exec)
-        .await
-        .map_err(db)?;
-    Ok(done.rows_affected() == 1)
-}
-
-/// Cancels an active job; false if it had finished or does not exist.
-pub(crate) async fn cancel<'e>(
-    sql: &Sql,
-    exec: impl PgExecutor<'e>,
-    p: CancelParams,
-) -> Result<bool, Error> {
-    let done = sqlx::query(&sql.cancel)
-        .bind(p.id.0)
-        .bind(p.now)
-        .execute(exec)
-        .await
-        .map_err(db)?;
-    Ok(done.rows_affected() == 1)
+/// The statement's answer. `limit`: the batch size when the target was a filter, so that the
+/// last examined id is the next batch's cursor once a full batch was examined.
+fn managed(row: &PgRow, limit: Option<i64>) -> Result<Managed, Error> {
+    let ids = |column: &str| -> Result<Vec<JobId>, Error> {
+        let ids: Vec<Uuid> = row.try_get(column).map_err(db)?;
+        Ok(ids.into_iter().map(JobId).collect())
+    };
+    let keys: Vec<String> = row.try_get("held_keys").map_err(db)?;
+    let held = ids("held")?
+        .into_iter()
+        .zip(keys)
+        .zip(ids("holders")?)
+        .map(|((job, key), holder)| HeldKey { job, key, holder })
+        .collect();
+    let examined: i64 = row.try_get("examined").map_err(db)?;
+    let last: Option<Uuid> = row.try_get("last").map_err(db)?;
+    Ok(Managed {
+        changed: ids("changed")?,
+        held,
+        last: last
+            .filter(|_| limit.is_some_and(|limit| examined >= limit))
+            .map(JobId),
+    })
 }

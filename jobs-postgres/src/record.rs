@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use jobs_core::{Error, JobId, JobRecord, Json, Lease, LeaseToken, LeasedJob, Timestamp};
+use jobs_core::{
+    Error, ErrorReport, JobId, JobRecord, Json, Lease, LeaseToken, LeasedJob, Timestamp,
+};
 use serde_json::value::RawValue;
 use sqlx::postgres::PgRow;
 use sqlx::Row;
@@ -46,9 +48,11 @@ pub(crate) fn record(row: &PgRow) -> Result<JobRecord, Error> {
         lease,
         progress: u8::try_from(progress.clamp(0, 100)).unwrap_or(0),
         result: result.map(json).transpose()?,
+        // Errors stored before kinds were kept read back as retryable (`AttemptError`'s serde).
         errors: serde_json::from_str(&errors)?,
         unique_key: row.try_get("unique_key").map_err(db)?,
         trace_context: row.try_get("trace_context").map_err(db)?,
+        tags: row.try_get("tags").map_err(db)?,
         created_at: row.try_get("created_at").map_err(db)?,
         started_at: row.try_get("started_at").map_err(db)?,
         finished_at: row.try_get("finished_at").map_err(db)?,
@@ -82,6 +86,22 @@ pub(crate) fn millis(d: Duration) -> i64 {
 }
 
 /// Text PostgreSQL can store: NUL characters become U+FFFD.
-pub(crate) fn storable(text: &str) -> String {
+fn storable(text: &str) -> String {
     text.replace('\0', "\u{FFFD}")
+}
+
+/// An error report as the JSON object the error history stores (`kind`, `message`, `chain`),
+/// with its texts made storable (`jsonb` holds no NUL).
+pub(crate) fn report(report: &ErrorReport) -> Result<String, Error> {
+    let stored = ErrorReport {
+        kind: report.kind,
+        message: storable(&report.message),
+        chain: report
+            .chain
+            .iter()
+            .map(String::as_str)
+            .map(storable)
+            .collect(),
+    };
+    Ok(serde_json::to_string(&stored)?)
 }

@@ -1,24 +1,24 @@
 //! The SQL of every operation, from the `.sql` files beside this module, with the schema
-//! spliced in once per backend. Values always travel as bound parameters.
+//! spliced in once per backend. Values always travel as bound parameters; the statements that
+//! select jobs by a filter keep a `{selection}` placeholder that [`select`](crate::select)
+//! fills per call.
 
-use std::sync::LazyLock;
-
-use crate::schema::{Schema, DEFAULT_SCHEMA};
+use crate::schema::Schema;
 
 /// The columns of a [`JobRecord`](jobs_core::JobRecord), read from the row alias `j`; JSON
 /// columns come back as text so they are handed on without re-encoding.
 const RECORD: &str = "j.id, j.name, j.queue, j.payload::text AS payload, j.priority, j.run_at, \
     j.status, j.attempt, j.max_attempts, j.backoff::text AS backoff, j.timeout_ms, \
     j.lease_worker, j.lease_token, j.lease_expires_at, j.progress, j.result::text AS result, \
-    j.errors::text AS errors, j.unique_key, j.trace_context, j.created_at, j.started_at, \
-    j.finished_at";
+    j.errors::text AS errors, j.unique_key, j.trace_context, j.tags, j.created_at, \
+    j.started_at, j.finished_at";
 
 /// What a fetch writes into each row it leases (row alias `j`; $2 now, $4 worker, $5 lease
 /// expiry), each row with a fresh token.
 const LEASE: &str = "status = 'running', attempt = j.attempt + 1, started_at = $2, \
     lease_worker = $4, lease_token = gen_random_uuid(), lease_expires_at = $5";
 
-/// Every statement of one schema.
+/// Every statement of one schema, each named for its file in `sql/`.
 #[derive(Debug)]
 pub(crate) struct Sql {
     /// The schema, and the channel its wake-ups go on.
@@ -34,14 +34,20 @@ pub(crate) struct Sql {
     pub release: String,
     pub renew: String,
     pub progress: String,
-    pub job: String,
+    pub read: String,
     pub list: String,
     pub counts: String,
+    pub queue_names: String,
     pub retry: String,
-    pub delete: String,
     pub cancel: String,
+    pub delete: String,
     pub rescue: String,
     pub prune: String,
+    pub heartbeat: String,
+    pub deregister: String,
+    pub live_workers: String,
+    pub save_schedules: String,
+    pub stored_schedules: String,
 }
 
 impl Sql {
@@ -64,14 +70,20 @@ impl Sql {
             release: splice(include_str!("sql/release.sql")),
             renew: splice(include_str!("sql/renew.sql")),
             progress: splice(include_str!("sql/progress.sql")),
-            job: splice(include_str!("sql/job.sql")),
+            read: splice(include_str!("sql/read.sql")),
             list: splice(include_str!("sql/list.sql")),
             counts: splice(include_str!("sql/counts.sql")),
+            queue_names: splice(include_str!("sql/queue_names.sql")),
             retry: splice(include_str!("sql/retry.sql")),
-            delete: splice(include_str!("sql/delete.sql")),
             cancel: splice(include_str!("sql/cancel.sql")),
+            delete: splice(include_str!("sql/delete.sql")),
             rescue: splice(include_str!("sql/rescue.sql")),
             prune: splice(include_str!("sql/prune.sql")),
+            heartbeat: splice(include_str!("sql/heartbeat.sql")),
+            deregister: splice(include_str!("sql/deregister.sql")),
+            live_workers: splice(include_str!("sql/live_workers.sql")),
+            save_schedules: splice(include_str!("sql/save_schedules.sql")),
+            stored_schedules: splice(include_str!("sql/stored_schedules.sql")),
             schema,
         }
     }
@@ -81,7 +93,3 @@ impl Sql {
         self.schema.name()
     }
 }
-
-/// The statements of the default schema, for producers that only have a pool or a connection.
-pub(crate) static DEFAULT_SQL: LazyLock<Sql> =
-    LazyLock::new(|| Sql::new(Schema::new(DEFAULT_SCHEMA).expect("the default schema is valid")));

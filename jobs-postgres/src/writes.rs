@@ -7,11 +7,12 @@ use jobs_core::{
     CompleteParams, Error, FailParams, LeaseRef, ProgressParams, ReleaseParams, RenewParams,
     Timestamp,
 };
-use sqlx::PgExecutor;
+use sqlx::{PgExecutor, Row};
 use uuid::Uuid;
 
 use crate::error::db;
-use crate::record::storable;
+use crate::record::report;
+use crate::select::PgQuery;
 use crate::sql::Sql;
 
 /// Marks jobs completed with their results. `relaxed`: commit without waiting for the WAL
@@ -23,20 +24,12 @@ pub(crate) async fn complete<'e>(
     p: CompleteParams,
     relaxed: bool,
 ) -> Result<Vec<bool>, Error> {
-    if p.items.is_empty() {
-        return Ok(Vec::new());
-    }
     let leases: Vec<LeaseRef> = p.items.iter().map(|c| c.lease).collect();
-    let accepted: Vec<Uuid> = sqlx::query_scalar(&sql.complete)
-        .bind(ids(&leases))
-        .bind(tokens(&leases))
-        .bind(p.items.iter().map(|c| c.result.get()).collect::<Vec<_>>())
-        .bind(p.now)
-        .bind(relaxed)
-        .fetch_all(exec)
-        .await
-        .map_err(db)?;
-    Ok(answer(&leases, accepted))
+    let results: Vec<&str> = p.items.iter().map(|c| c.result.get()).collect();
+    under_leases(&sql.complete, exec, &leases, |query| {
+        query.bind(results).bind(p.now).bind(relaxed)
+    })
+    .await
 }
 
 /// Records failed attempts: pending again at `retry_at`, or dead.
@@ -45,50 +38,36 @@ pub(crate) async fn fail<'e>(
     exec: impl PgExecutor<'e>,
     p: FailParams,
 ) -> Result<Vec<bool>, Error> {
-    if p.items.is_empty() {
-        return Ok(Vec::new());
-    }
     let leases: Vec<LeaseRef> = p.items.iter().map(|f| f.lease).collect();
-    let accepted: Vec<Uuid> = sqlx::query_scalar(&sql.fail)
-        .bind(ids(&leases))
-        .bind(tokens(&leases))
-        .bind(
-            p.items
-                .iter()
-                .map(|f| storable(&f.error))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            p.items
-                .iter()
-                .map(|f| f.retry_at)
-                .collect::<Vec<Option<Timestamp>>>(),
-        )
-        .bind(p.now)
-        .bind(sql.channel())
-        .fetch_all(exec)
-        .await
-        .map_err(db)?;
-    Ok(answer(&leases, accepted))
+    let reports = p
+        .items
+        .iter()
+        .map(|f| report(&f.error))
+        .collect::<Result<Vec<String>, Error>>()?;
+    let retry_at: Vec<Option<Timestamp>> = p.items.iter().map(|f| f.retry_at).collect();
+    under_leases(&sql.fail, exec, &leases, |query| {
+        query
+            .bind(reports)
+            .bind(retry_at)
+            .bind(p.now)
+            .bind(sql.channel())
+    })
+    .await
 }
 
-/// Hands jobs back to pending without spending their attempt.
+/// Hands jobs back to pending without spending their attempt, each at its new `run_at` if
+/// given.
 pub(crate) async fn release<'e>(
     sql: &Sql,
     exec: impl PgExecutor<'e>,
     p: ReleaseParams,
 ) -> Result<Vec<bool>, Error> {
-    if p.items.is_empty() {
-        return Ok(Vec::new());
-    }
-    let accepted: Vec<Uuid> = sqlx::query_scalar(&sql.release)
-        .bind(ids(&p.items))
-        .bind(tokens(&p.items))
-        .bind(sql.channel())
-        .fetch_all(exec)
-        .await
-        .map_err(db)?;
-    Ok(answer(&p.items, accepted))
+    let leases: Vec<LeaseRef> = p.items.iter().map(|r| r.lease).collect();
+    let run_at: Vec<Option<Timestamp>> = p.items.iter().map(|r| r.run_at).collect();
+    under_leases(&sql.release, exec, &leases, |query| {
+        query.bind(run_at).bind(p.now).bind(sql.channel())
+    })
+    .await
 }
 
 /// Extends leases that are held and have not lapsed.
@@ -97,18 +76,10 @@ pub(crate) async fn renew<'e>(
     exec: impl PgExecutor<'e>,
     p: RenewParams,
 ) -> Result<Vec<bool>, Error> {
-    if p.items.is_empty() {
-        return Ok(Vec::new());
-    }
-    let accepted: Vec<Uuid> = sqlx::query_scalar(&sql.renew)
-        .bind(ids(&p.items))
-        .bind(tokens(&p.items))
-        .bind(p.expires_at)
-        .bind(p.now)
-        .fetch_all(exec)
-        .await
-        .map_err(db)?;
-    Ok(answer(&p.items, accepted))
+    under_leases(&sql.renew, exec, &p.items, |query| {
+        query.bind(p.expires_at).bind(p.now)
+    })
+    .await
 }
 
 /// Records a running job's progress.
@@ -127,16 +98,27 @@ pub(crate) async fn progress<'e>(
     Ok(done.rows_affected() == 1)
 }
 
-fn ids(leases: &[LeaseRef]) -> Vec<Uuid> {
-    leases.iter().map(|l| l.id.0).collect()
-}
-
-fn tokens(leases: &[LeaseRef]) -> Vec<Uuid> {
-    leases.iter().map(|l| l.token.0).collect()
-}
-
-/// Per item, whether the statement accepted its job.
-fn answer(leases: &[LeaseRef], accepted: Vec<Uuid>) -> Vec<bool> {
-    let accepted: HashSet<Uuid> = accepted.into_iter().collect();
-    leases.iter().map(|l| accepted.contains(&l.id.0)).collect()
+/// Runs a batch write whose statement takes the leases' ids and tokens as `$1` and `$2`, then
+/// what `more` binds, and returns the ids it accepted: per item, whether its write was.
+async fn under_leases<'q, 'e>(
+    statement: &'q str,
+    exec: impl PgExecutor<'e>,
+    leases: &[LeaseRef],
+    more: impl FnOnce(PgQuery<'q>) -> PgQuery<'q>,
+) -> Result<Vec<bool>, Error> {
+    if leases.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = leases.iter().map(|l| l.id.0).collect();
+    let tokens: Vec<Uuid> = leases.iter().map(|l| l.token.0).collect();
+    let rows = more(sqlx::query(statement).bind(ids).bind(tokens))
+        .fetch_all(exec)
+        .await
+        .map_err(db)?;
+    let accepted = rows
+        .iter()
+        .map(|row| row.try_get::<Uuid, _>(0))
+        .collect::<Result<HashSet<Uuid>, _>>()
+        .map_err(db)?;
+    Ok(leases.iter().map(|l| accepted.contains(&l.id.0)).collect())
 }

@@ -6,16 +6,19 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use jobs_core::{
-    Backend, CancelParams, CompleteParams, CountsParams, CronTickParams, DeleteParams,
-    EnqueueParams, Enqueued, Error, FailParams, FetchParams, JobId, JobRecord, LeasedJob,
-    ListParams, ProgressParams, PruneParams, QueueCounts, ReleaseParams, RenewParams, RescueParams,
-    RetryParams, Timestamp, Wakeup,
+    Backend, CompleteParams, CountsParams, CronTickParams, DeregisterParams, EnqueueParams,
+    Enqueued, Error, FailParams, FetchParams, HeartbeatParams, JobId, JobRecord, LeasedJob,
+    ListParams, ManageParams, Managed, ProgressParams, PruneParams, QueueCounts,
+    QueueNamesParams, ReadParams, ReleaseParams, RenewParams, RescueParams, SaveSchedulesParams,
+    SchedulesParams, StoredSchedule, SubscribeParams, Timestamp, Wakeup, WorkerInfo,
+    WorkersParams,
 };
 use redis::{Client, Cmd, FromRedisValue, Script};
 
 use crate::connect::{self, Conn, Connected};
 use crate::keys::{Keys, DEFAULT_PREFIX};
 use crate::listen::Wake;
+use crate::options::{Options, Timeouts};
 use crate::queues::KnownQueues;
 use crate::record::micros;
 
@@ -25,7 +28,7 @@ use crate::record::micros;
 /// # async fn demo() -> Result<(), jobs_core::Error> {
 /// use jobs_redis::RedisBackend;
 ///
-/// let backend = RedisBackend::connect("redis://127.0.0.1:6379").await?.prefix("shop")?;
+/// let backend = RedisBackend::connect("redis://127.0.0.1:6379/?prefix=shop").await?;
 /// let cluster = RedisBackend::connect("redis+cluster://127.0.0.1:7000,127.0.0.1:7001").await?;
 /// # Ok(()) }
 /// ```
@@ -46,23 +49,36 @@ pub(crate) struct Inner {
 impl RedisBackend {
     /// Connects to the server `url` names: `redis://[user:password@]host[:port][/db]` (or
     /// `redis+unix:///path`) for one server, `redis+cluster://[user:password@]host:port,host:port`
-    /// for a cluster. Fails with [`Error::Connect`] (the password hidden) when the URL does not
-    /// parse or no server answers.
+    /// for a cluster, with the options of the [crate docs](crate#url-options) in its query.
+    ///
+    /// Fails with [`Error::Invalid`] when the URL or an option is bad, and with
+    /// [`Error::Connect`] (the password hidden) when no server answers.
     pub async fn connect(url: &str) -> Result<Self, Error> {
-        Ok(Self::new(connect::open(url).await?))
+        let options = Options::parse(url)?;
+        let connected = connect::open(&options.driver_url, url, options.timeouts).await?;
+        Ok(Self::with_keys(
+            connected.conn,
+            connected.subscribers,
+            options.keys,
+        ))
     }
 
-    /// Connects to a Redis Cluster through the URLs of any of its nodes.
+    /// Connects to a Redis Cluster through the URLs of any of its nodes (without options: give
+    /// them to [`connect`](Self::connect) in a `redis+cluster://` URL).
     pub async fn connect_cluster<S: AsRef<str>>(urls: &[S]) -> Result<Self, Error> {
         let urls: Vec<String> = urls.iter().map(|u| u.as_ref().to_string()).collect();
         let target = urls.join(",");
-        Ok(Self::new(connect::open_cluster(&urls, &target).await?))
+        Ok(Self::new(
+            connect::open_cluster(&urls, &target, Timeouts::default()).await?,
+        ))
     }
 
     /// Connects through a configured client of one server.
     pub async fn from_client(client: Client) -> Result<Self, Error> {
         let target = client.get_connection_info().addr().to_string();
-        Ok(Self::new(connect::open_client(client, &target).await?))
+        Ok(Self::new(
+            connect::open_client(client, &target, Timeouts::default()).await?,
+        ))
     }
 
     fn new(connected: Connected) -> Self {
@@ -87,8 +103,8 @@ impl RedisBackend {
         }
     }
 
-    /// The same connection under another key prefix (default `jobs`), so that several
-    /// applications share one Redis. A prefix containing `{` or `}` is refused: braces would
+    /// The same connection under another key prefix (default `jobs`, or the URL's `prefix`), so
+    /// that several applications share one Redis. A prefix containing `{` or `}` is refused: braces would
     /// change the hash tags that keep each queue in one cluster slot.
     pub fn prefix(self, prefix: &str) -> Result<Self, Error> {
         let keys = Keys::new(prefix)?;
@@ -116,13 +132,32 @@ impl RedisBackend {
         queue: &str,
         now: Timestamp,
     ) -> ScriptCall {
+        self.call(script, self.inner.keys.queue(queue), queue, micros(now))
+    }
+
+    /// A call of a script on `queue` that does not depend on the time (it gets 0 as now).
+    pub(crate) fn timeless_invocation(&self, script: &'static Script, queue: &str) -> ScriptCall {
+        self.call(script, self.inner.keys.queue(queue), queue, 0)
+    }
+
+    /// A call of a presence script, on the prefix's own keys (`{prefix}:`); one that does not
+    /// depend on the time gets 0 as now.
+    pub(crate) fn global_invocation(
+        &self,
+        script: &'static Script,
+        now: Option<Timestamp>,
+    ) -> ScriptCall {
+        self.call(script, self.inner.keys.global(), "", now.map_or(0, micros))
+    }
+
+    fn call(&self, script: &'static Script, base: String, queue: &str, now: i64) -> ScriptCall {
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(script.get_hash())
             .arg(1)
-            .arg(self.inner.keys.queue(queue))
+            .arg(base)
             .arg(&self.inner.channel)
             .arg(queue)
-            .arg(micros(now));
+            .arg(now);
         ScriptCall { script, cmd }
     }
 
@@ -230,24 +265,16 @@ impl Backend for RedisBackend {
         self.record_progress(p).await
     }
 
-    async fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
-        self.read_job(id).await
+    async fn read(&self, p: ReadParams) -> Result<Option<JobRecord>, Error> {
+        self.read_one(p).await
     }
 
     async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
-        self.list_jobs(p).await
+        self.list_matching(p).await
     }
 
-    async fn retry(&self, p: RetryParams) -> Result<bool, Error> {
-        self.retry_job(p).await
-    }
-
-    async fn delete(&self, p: DeleteParams) -> Result<bool, Error> {
-        self.delete_job(p).await
-    }
-
-    async fn cancel(&self, p: CancelParams) -> Result<bool, Error> {
-        self.cancel_job(p).await
+    async fn manage(&self, p: ManageParams) -> Result<Managed, Error> {
+        self.manage_jobs(p).await
     }
 
     async fn rescue(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
@@ -262,11 +289,35 @@ impl Backend for RedisBackend {
         self.count_jobs(p).await
     }
 
-    async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error> {
+    async fn queue_names(&self, _: QueueNamesParams) -> Result<Vec<String>, Error> {
+        self.registered_queues().await
+    }
+
+    async fn heartbeat(&self, p: HeartbeatParams) -> Result<(), Error> {
+        self.record_heartbeat(p).await
+    }
+
+    async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
+        self.forget_worker(p).await
+    }
+
+    async fn live_workers(&self, p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {
+        self.read_workers(p).await
+    }
+
+    async fn save_schedules(&self, p: SaveSchedulesParams) -> Result<(), Error> {
+        self.record_schedules(p).await
+    }
+
+    async fn stored_schedules(&self, _: SchedulesParams) -> Result<Vec<StoredSchedule>, Error> {
+        self.read_schedules().await
+    }
+
+    async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
         self.inner
             .queues
-            .remember(queues.iter().map(String::as_str));
-        self.inner.wake.subscribe(queues).await
+            .remember(p.queues.iter().map(String::as_str));
+        self.inner.wake.subscribe(&p.queues).await
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -1,18 +1,19 @@
-//! Connecting: URLs, the single-server and cluster connections, and passwords kept out of errors.
-
-use std::time::Duration;
+//! Connecting: the single-server and cluster connections, and passwords kept out of errors.
+//!
+//! A URL that does not parse, names another scheme or a bad port is [`Error::Invalid`]; a
+//! server that refuses or does not answer is [`Error::Connect`], at once: the first connection
+//! is a single attempt (the connection manager's retries are for reconnecting later).
 
 use jobs_core::Error;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::io::tcp::TcpSettings;
-use redis::{Client, Cmd, IntoConnectionInfo, Pipeline, RedisFuture, Value};
+use redis::{
+    AsyncConnectionConfig, Client, Cmd, IntoConnectionInfo, Pipeline, RedisFuture, Value,
+};
 
-/// How long one connection attempt may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a command may wait for its reply (a batch script is well under this).
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::options::Timeouts;
 
 /// A connection to one server or to a cluster: multiplexed, cheap to clone, reconnecting.
 #[derive(Clone)]
@@ -59,22 +60,25 @@ pub(crate) struct Connected {
 }
 
 /// Connects to what `url` names: `redis://…` (or `redis+unix://…`) for one server,
-/// `redis+cluster://host:port,host:port` for a cluster.
-pub(crate) async fn open(url: &str) -> Result<Connected, Error> {
+/// `redis+cluster://host:port,host:port` for a cluster. `target` names it in errors.
+pub(crate) async fn open(url: &str, target: &str, timeouts: Timeouts) -> Result<Connected, Error> {
     if let Some(nodes) = url.strip_prefix("redis+cluster://") {
-        return open_cluster(&cluster_urls(nodes), url).await;
+        return open_cluster(&cluster_urls(nodes), target, timeouts).await;
     }
-    open_client(client(url)?, url).await
+    open_client(client(url)?, target, timeouts).await
 }
 
 /// A client of the server `url` names, with `TCP_NODELAY`: requests are small and latency
-/// matters more than packet count.
+/// matters more than packet count. A URL redis-rs does not take is [`Error::Invalid`].
 fn client(url: &str) -> Result<Client, Error> {
+    let invalid = |e: redis::RedisError| {
+        Error::Invalid(format!("`{}` is not a valid Redis URL: {e}", redact(url)))
+    };
     let info = url
         .into_connection_info()
-        .map_err(|e| connect_error(url, e))?
+        .map_err(invalid)?
         .set_tcp_settings(nodelay());
-    Client::open(info).map_err(|e| connect_error(url, e))
+    Client::open(info).map_err(invalid)
 }
 
 fn nodelay() -> TcpSettings {
@@ -82,10 +86,22 @@ fn nodelay() -> TcpSettings {
 }
 
 /// Connects through a client that names one server.
-pub(crate) async fn open_client(client: Client, target: &str) -> Result<Connected, Error> {
+pub(crate) async fn open_client(
+    client: Client,
+    target: &str,
+    timeouts: Timeouts,
+) -> Result<Connected, Error> {
+    // One attempt, so that a server that refuses fails at once rather than after the retries.
+    let first = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(timeouts.connect))
+        .set_response_timeout(Some(timeouts.response));
+    client
+        .get_multiplexed_async_connection_with_config(&first)
+        .await
+        .map_err(|e| connect_error(target, e))?;
     let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(CONNECT_TIMEOUT))
-        .set_response_timeout(Some(RESPONSE_TIMEOUT))
+        .set_connection_timeout(Some(timeouts.connect))
+        .set_response_timeout(Some(timeouts.response))
         .set_number_of_retries(2);
     let manager = ConnectionManager::new_with_config(client.clone(), config)
         .await
@@ -97,7 +113,11 @@ pub(crate) async fn open_client(client: Client, target: &str) -> Result<Connecte
 }
 
 /// Connects to a cluster through any of its nodes' URLs.
-pub(crate) async fn open_cluster(urls: &[String], target: &str) -> Result<Connected, Error> {
+pub(crate) async fn open_cluster(
+    urls: &[String],
+    target: &str,
+    timeouts: Timeouts,
+) -> Result<Connected, Error> {
     if urls.is_empty() {
         return Err(Error::Invalid(format!(
             "`{}` names no cluster node",
@@ -109,12 +129,14 @@ pub(crate) async fn open_cluster(urls: &[String], target: &str) -> Result<Connec
         .map(|u| client(u))
         .collect::<Result<Vec<_>, _>>()?;
     let client = ClusterClient::builder(urls.iter().map(String::as_str))
-        .connection_timeout(CONNECT_TIMEOUT)
-        .response_timeout(RESPONSE_TIMEOUT)
+        .connection_timeout(timeouts.connect)
+        .response_timeout(timeouts.response)
         .retries(3)
         .tcp_settings(nodelay())
         .build()
-        .map_err(|e| connect_error(target, e))?;
+        .map_err(|e| {
+            Error::Invalid(format!("`{}` is not a valid cluster URL: {e}", redact(target)))
+        })?;
     let conn = client
         .get_async_connection()
         .await
@@ -125,9 +147,14 @@ pub(crate) async fn open_cluster(urls: &[String], target: &str) -> Result<Connec
     })
 }
 
-/// The node URLs of `redis+cluster://[user:password@]host:port,host:port[/]`.
+/// The node URLs of `redis+cluster://[user:password@]host:port,host:port[/][?options]`, each
+/// with the options (redis-rs's own, such as `protocol`).
 fn cluster_urls(rest: &str) -> Vec<String> {
-    let rest = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let (rest, query) = match rest.split_once('?') {
+        Some((rest, query)) => (rest, format!("?{query}")),
+        None => (rest, String::new()),
+    };
+    let rest = rest.split(['/', '#']).next().unwrap_or_default();
     let (userinfo, hosts) = match rest.rsplit_once('@') {
         Some((userinfo, hosts)) => (format!("{userinfo}@"), hosts),
         None => (String::new(), rest),
@@ -135,7 +162,7 @@ fn cluster_urls(rest: &str) -> Vec<String> {
     hosts
         .split(',')
         .filter(|h| !h.is_empty())
-        .map(|host| format!("redis://{userinfo}{host}"))
+        .map(|host| format!("redis://{userinfo}{host}{query}"))
         .collect()
 }
 
@@ -186,6 +213,10 @@ mod tests {
             vec!["redis://:pw@node-a:7000", "redis://:pw@node-b:7001"]
         );
         assert_eq!(cluster_urls("h:1"), vec!["redis://h:1"]);
+        assert_eq!(
+            cluster_urls("a:1,b:2/?protocol=resp3"),
+            vec!["redis://a:1?protocol=resp3", "redis://b:2?protocol=resp3"]
+        );
         assert!(cluster_urls("").is_empty());
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use futures_util::future::{try_join, try_join_all};
-use jobs_core::{CronTickParams, EnqueueParams, Enqueued, Error, JobId, NewJob};
+use jobs_core::{first_holders, CronTickParams, EnqueueParams, Enqueued, Error, JobId, NewJob};
 
 use crate::record::{micros, parse_id, push_job};
 use crate::scripts::SCRIPTS;
@@ -19,25 +19,27 @@ impl RedisBackend {
         let Some(first) = jobs.first() else {
             return Ok(Vec::new());
         };
+        // A job whose key an earlier job of the batch holds is not sent: it gets that job's id.
+        let holders = first_holders(jobs);
+        let sent = (0..jobs.len()).filter(|&i| holders[i].is_none());
         // The jobs of each queue, in batch order (one group in the common case).
         let groups: Vec<(&str, Vec<usize>)> = if jobs.iter().all(|j| j.queue == first.queue) {
-            vec![(first.queue.as_str(), (0..jobs.len()).collect())]
+            vec![(first.queue.as_str(), sent.collect())]
         } else {
             let mut by_queue: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-            for (i, job) in jobs.iter().enumerate() {
-                by_queue.entry(&job.queue).or_default().push(i);
+            for i in sent {
+                by_queue.entry(&jobs[i].queue).or_default().push(i);
             }
             by_queue.into_iter().collect()
         };
         let queues: Vec<&str> = groups.iter().map(|(q, _)| *q).collect();
-        let now = micros(p.now);
         // Each chunk's call is built when its future is first polled, so that Redis runs one
         // chunk while the next is being built.
         let calls = groups.iter().flat_map(|(queue, members)| {
             members.chunks(CHUNK).map(move |chunk| async move {
                 let mut inv = self.invocation(&SCRIPTS.enqueue, queue, p.now);
                 for &i in chunk {
-                    push_job(&mut inv, &jobs[i], now);
+                    push_job(&mut inv, &jobs[i], p.now);
                 }
                 let held: Vec<(usize, String)> = self.run(&inv).await?;
                 Ok::<_, Error>((chunk, held))
@@ -63,6 +65,15 @@ impl RedisBackend {
                 };
             }
         }
+        // Holders come first in the batch, so each one's answer is known by then.
+        for (i, holder) in holders.into_iter().enumerate() {
+            if let Some(first) = holder {
+                out[i] = Enqueued {
+                    id: out[first].id,
+                    duplicate: true,
+                };
+            }
+        }
         Ok(out)
     }
 
@@ -70,7 +81,7 @@ impl RedisBackend {
         let job: &NewJob = &p.job;
         let mut inv = self.invocation(&SCRIPTS.cron, &job.queue, p.now);
         inv.arg(&p.schedule).arg(micros(p.tick));
-        push_job(&mut inv, job, micros(p.now));
+        push_job(&mut inv, job, p.now);
         let (_, stored) = try_join(
             self.register(&[job.queue.as_str()]),
             self.run::<Option<String>>(&inv),

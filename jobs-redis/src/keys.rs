@@ -1,5 +1,6 @@
 //! Key names. Every key of one queue starts with the hash tag `{<prefix>:<queue>}`, so the
-//! scripts of a queue touch one cluster slot; the registry of queues has a tag of its own.
+//! scripts of a queue touch one cluster slot; the keys of the prefix itself (the registry of
+//! queues, the workers, the schedules) share the hash tag `{<prefix>}`.
 
 use jobs_core::{Error, JobStatus};
 
@@ -42,6 +43,11 @@ impl Keys {
         format!("{{{}:{queue}}}:", self.prefix)
     }
 
+    /// The base of the prefix's own keys: `{prefix}:`. The presence scripts get it as `KEYS[1]`.
+    pub fn global(&self) -> String {
+        format!("{{{}}}:", self.prefix)
+    }
+
     /// The hash of one job.
     pub fn job(&self, queue: &str, id: &str) -> String {
         format!("{}j:{id}", self.queue(queue))
@@ -52,24 +58,24 @@ impl Keys {
         format!("{}{kind}:{id}", self.queue(queue))
     }
 
-    /// The set of every job of a queue, ordered by id.
-    pub fn all(&self, queue: &str) -> String {
-        format!("{}all", self.queue(queue))
-    }
-
-    /// The set of a queue's dead jobs, ordered by id.
-    pub fn dead(&self, queue: &str) -> String {
-        format!("{}dead", self.queue(queue))
-    }
-
     /// The hash of a queue's job counts by status code.
     pub fn counts(&self, queue: &str) -> String {
         format!("{}counts", self.queue(queue))
     }
 
+    /// The hash of a queue's last stored cron tick per schedule.
+    pub fn cron(&self, queue: &str) -> String {
+        format!("{}cron", self.queue(queue))
+    }
+
     /// The set of every queue that has held jobs, for the operations that take only a job id.
     pub fn registry(&self) -> String {
-        format!("{{{}}}:queues", self.prefix)
+        format!("{}queues", self.global())
+    }
+
+    /// The hash of the recorded cron schedules: name -> schedule and when it was recorded.
+    pub fn schedules(&self) -> String {
+        format!("{}schedules", self.global())
     }
 
     /// The pub/sub channel on which scripts announce that a queue has ready jobs.
@@ -106,8 +112,15 @@ mod tests {
         let keys = Keys::new("app").unwrap();
         assert_eq!(keys.queue("email"), "{app:email}:");
         assert_eq!(keys.job("email", "abc"), "{app:email}:j:abc");
-        assert_eq!(keys.dead("email"), "{app:email}:dead");
+        assert_eq!(keys.cron("email"), "{app:email}:cron");
+    }
+
+    #[test]
+    fn keys_of_the_prefix_share_its_hash_tag() {
+        let keys = Keys::new("app").unwrap();
+        assert_eq!(keys.global(), "{app}:");
         assert_eq!(keys.registry(), "{app}:queues");
+        assert_eq!(keys.schedules(), "{app}:schedules");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use redis::{Cmd, Script};
 use uuid::Uuid;
 
 use crate::queues::queue_tag;
-use crate::record::{id_text, micros, stored_time, token_text, Stored};
+use crate::record::{encode_report, id_text, micros, stored_time, token_text, Stored};
 use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 
@@ -177,15 +177,24 @@ impl RedisBackend {
             |_| {},
             |inv, f| {
                 let retry_at = f.retry_at.map_or(String::new(), |t| micros(t).to_string());
-                inv.arg(&f.error).arg(retry_at);
+                inv.arg(encode_report(&f.error)).arg(retry_at);
             },
         )
         .await
     }
 
     pub(crate) async fn release_jobs(&self, p: ReleaseParams) -> Result<Vec<bool>, Error> {
-        self.under_leases(&SCRIPTS.release, p.now, &p.items, |l| *l, |_| {}, |_, _| {})
-            .await
+        self.under_leases(
+            &SCRIPTS.release,
+            p.now,
+            &p.items,
+            |r| r.lease,
+            |_| {},
+            |inv, r| {
+                inv.arg(r.run_at.map_or(String::new(), |t| micros(t).to_string()));
+            },
+        )
+        .await
     }
 
     pub(crate) async fn renew_leases(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
@@ -204,11 +213,10 @@ impl RedisBackend {
     }
 
     pub(crate) async fn record_progress(&self, p: ProgressParams) -> Result<bool, Error> {
-        let now = chrono::Utc::now();
         let accepted = self
             .under_leases(
                 &SCRIPTS.progress,
-                now,
+                p.now,
                 &[p],
                 |p| p.lease,
                 |_| {},

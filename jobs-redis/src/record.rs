@@ -15,6 +15,7 @@
 //! | `c`   | created_at                       | `ne`  | number of errors (absent if 0)   |
 //! | `st`  | started_at                       | `u`   | unique key                       |
 //! | `f`   | finished_at                      | `tc`  | trace context                    |
+//! |       |                                  | `tg`  | tags, a JSON array (absent if none) |
 //!
 //! `m` is `max attempts|backoff|timeout in ms|name` (the timeout empty when there is none, the
 //! name last so that it may hold any character): one hash entry, one script argument and one
@@ -22,18 +23,20 @@
 //! backoff is written as `e1000m60000j` (see [`encode_backoff`]). The lease fields of a
 //! finished job are empty rather than deleted (one command fewer per completion).
 //!
-//! Each error is `attempt:at:message`. Times are microseconds since the Unix epoch (the
-//! precision PostgreSQL keeps too); ids and lease tokens are UUIDs in their 32-digit hex form,
-//! which sorts like the UUID.
+//! Each error is a JSON object, `{"a":attempt,"t":at,"kind":…,"message":…,"chain":[…]}` (see
+//! [`StoredError`]); errors stored before kinds were kept are `attempt:at:message` and read back
+//! as retryable. Times are microseconds since the Unix epoch (the precision PostgreSQL keeps
+//! too); ids and lease tokens are UUIDs in their 32-digit hex form, which sorts like the UUID.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::DateTime;
 use jobs_core::{
-    AttemptError, Backoff, BackoffKind, Error, JobId, JobRecord, Json, Lease, LeaseToken, NewJob,
-    Timestamp,
+    AttemptError, Backoff, BackoffKind, Error, ErrorKind, ErrorReport, JobId, JobRecord,
+    JobStatus, Json, Lease, LeaseToken, NewJob, Timestamp,
 };
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
@@ -66,20 +69,21 @@ pub(crate) fn parse_id(text: &str) -> Result<JobId, Error> {
         .map_err(|e| corrupt(text, format!("bad id: {e}")))
 }
 
-/// Appends a new job to a script's arguments in the form `store_jobs` of lib.lua reads: id,
-/// ready-set member (empty when delayed), payload, the number of arguments that follow, then
-/// the hash's fields and values as stored (but for the status and created_at, which the script
-/// adds), so that the script only copies them. `now` is the enqueue's time in microseconds.
-pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: i64) {
+/// Appends a new job to a script's arguments in the form `store_jobs` of store.lua reads: id,
+/// ready-set member (empty when the job is scheduled), payload, the number of arguments that
+/// follow, then the hash's fields and values as stored (but for the status and created_at,
+/// which the script adds), so that the script only copies them.
+pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let id = id_text(job.id);
     let run_at = micros(job.run_at);
-    let member = if run_at <= now {
-        ready_member(run_at, &id)
-    } else {
-        String::new()
+    let member = match job.initial_status(now) {
+        JobStatus::Pending => ready_member(run_at, &id),
+        _ => String::new(),
     };
-    let pairs =
-        3 + usize::from(job.unique_key.is_some()) + usize::from(job.trace_context.is_some());
+    let pairs = 3
+        + usize::from(job.unique_key.is_some())
+        + usize::from(job.trace_context.is_some())
+        + usize::from(!job.tags.is_empty());
     inv.arg(id)
         .arg(member)
         .arg(job.payload.get())
@@ -90,13 +94,42 @@ pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: i64) {
         .arg(run_at)
         .arg("m")
         .arg(encode_meta(job));
-    // `store_jobs` looks for the unique key right after the three fields above.
+    // `store_jobs` looks for the unique key right after the three fields above, and for the
+    // tags last.
     if let Some(key) = &job.unique_key {
         inv.arg("u").arg(key);
     }
     if let Some(trace) = &job.trace_context {
         inv.arg("tc").arg(trace);
     }
+    if !job.tags.is_empty() {
+        inv.arg("tg").arg(encode_tags(&job.tags));
+    }
+}
+
+/// The `tg` field: the tags as a JSON array.
+fn encode_tags(tags: &[String]) -> String {
+    serde_json::to_string(tags).expect("strings serialize")
+}
+
+/// An error report as the scripts get it: the JSON object they store with the attempt number
+/// and the time prepended (see [`StoredError`]).
+pub(crate) fn encode_report(report: &ErrorReport) -> String {
+    serde_json::to_string(report).expect("error reports serialize")
+}
+
+/// One attempt's error as stored (states.lua's `finish_attempt` writes it).
+#[derive(Deserialize)]
+struct StoredError {
+    /// The attempt.
+    a: u32,
+    /// When it failed, in microseconds.
+    t: i64,
+    #[serde(default)]
+    kind: ErrorKind,
+    message: String,
+    #[serde(default)]
+    chain: Vec<String>,
 }
 
 /// The `m` field: what never changes of a job but its payload, in one value (one hash entry,
@@ -296,22 +329,36 @@ impl<'a> Fields<'a> {
             .errors
             .iter()
             .map(|text| {
-                let mut parts = text.splitn(3, ':');
                 let bad = || corrupt(self.id, format!("error `{text}` is malformed"));
+                let time = |us: i64| DateTime::from_timestamp_micros(us).ok_or_else(bad);
+                if text.starts_with('{') {
+                    let e: StoredError = serde_json::from_str(text).map_err(|_| bad())?;
+                    return Ok(AttemptError {
+                        attempt: e.a,
+                        at: time(e.t)?,
+                        kind: e.kind,
+                        message: e.message,
+                        chain: e.chain,
+                    });
+                }
+                // The form stored before kinds were kept: `attempt:at:message`.
+                let mut parts = text.splitn(3, ':');
                 let attempt = parts.next().and_then(|a| a.parse().ok()).ok_or_else(bad)?;
-                let at = parts
-                    .next()
-                    .and_then(|a| a.parse().ok())
-                    .and_then(DateTime::from_timestamp_micros)
-                    .ok_or_else(bad)?;
-                let message = parts.next().ok_or_else(bad)?.to_string();
-                Ok(AttemptError {
+                let at = parts.next().and_then(|a| a.parse().ok()).ok_or_else(bad)?;
+                let message = parts.next().ok_or_else(bad)?;
+                Ok(AttemptError::new(
                     attempt,
-                    message,
-                    at,
-                })
+                    time(at)?,
+                    ErrorReport::new(ErrorKind::Retryable, message),
+                ))
             })
             .collect()
+    }
+
+    fn tags(&self) -> Result<Vec<String>, Error> {
+        self.opt("tg").map_or(Ok(Vec::new()), |tags| {
+            serde_json::from_str(tags).map_err(|e| corrupt(self.id, format!("bad tags: {e}")))
+        })
     }
 
     fn lease(&self) -> Result<Option<Lease>, Error> {
@@ -372,6 +419,7 @@ impl<'a> Fields<'a> {
             errors: self.errors()?,
             unique_key: self.opt("u").map(str::to_string),
             trace_context: self.opt("tc").map(str::to_string),
+            tags: self.tags()?,
             created_at: self.time("c")?,
             started_at: self.opt_time("st")?,
             finished_at: self.opt_time("f")?,
@@ -405,6 +453,21 @@ mod tests {
     }
 
     #[test]
+    fn reports_are_stored_as_the_scripts_extend_them() {
+        let report = ErrorReport {
+            kind: ErrorKind::Panic,
+            message: "boom".into(),
+            chain: vec!["inner".into()],
+        };
+        let encoded = encode_report(&report);
+        // What states.lua's `finish_attempt` stores.
+        let stored = format!("{{\"a\":2,\"t\":7,{}", &encoded[1..]);
+        let e: StoredError = serde_json::from_str(&stored).unwrap();
+        assert_eq!((e.a, e.t, e.kind), (2, 7, ErrorKind::Panic));
+        assert_eq!((e.message.as_str(), e.chain), ("boom", vec!["inner".to_string()]));
+    }
+
+    #[test]
     fn a_stored_job_reads_back() {
         let id = id_text(JobId::new());
         let fields: Vec<String> = [
@@ -415,7 +478,8 @@ mod tests {
             ("a", "2"),
             ("c", "1893456000000000"),
             ("f", "1893456000100000"),
-            ("ne", "2"),
+            ("ne", "3"),
+            ("tg", r#"["order:42","vip"]"#),
         ]
         .iter()
         .flat_map(|(k, v)| [k.to_string(), v.to_string()])
@@ -427,6 +491,7 @@ mod tests {
             errors: vec![
                 "1:1893456000000001:first: with a colon".into(),
                 "2:1893456000000002:second".into(),
+                r#"{"a":3,"t":1893456000000003,"kind":"fatal","message":"no: card declined","chain":["card declined"]}"#.into(),
             ],
         };
         let r = stored.record(&id, "q").unwrap();
@@ -437,6 +502,18 @@ mod tests {
         assert_eq!(r.backoff, Backoff::fixed(Duration::from_millis(5)));
         assert_eq!(r.errors[0].message, "first: with a colon");
         assert_eq!(r.errors[1].attempt, 2);
+        assert_eq!(r.errors[1].kind, ErrorKind::Retryable, "the old form is retryable");
+        assert_eq!(
+            r.errors[2],
+            AttemptError {
+                attempt: 3,
+                at: DateTime::from_timestamp_micros(1893456000000003).unwrap(),
+                kind: ErrorKind::Fatal,
+                message: "no: card declined".into(),
+                chain: vec!["card declined".into()],
+            }
+        );
+        assert_eq!(r.tags, ["order:42", "vip"]);
         assert_eq!(r.run_at.to_rfc3339(), "2030-01-01T00:00:00+00:00");
         assert!(r.lease.is_none() && r.result.is_none() && r.started_at.is_none());
         let missing = Stored {

@@ -1,5 +1,6 @@
 //! The Lua scripts, one per state change, each prefixed with `head.lua` (keys, counts, helpers)
-//! and the shared parts it uses: `store.lua`, `lease.lua`, `promote.lua`, `states.lua`. Redis
+//! and the shared parts it uses: `store.lua`, `lease.lua`, `promote.lua`, `states.lua`,
+//! `filter.lua`, `presence.lua`. Redis
 //! runs a script's whole text on every call, so the hot scripts (enqueue, fetch, complete) carry
 //! only what they use: each local function defined costs a little on every call.
 //!
@@ -51,11 +52,13 @@ scripts! {
     release: "lease.lua"; "release.lua",
     renew: "lease.lua"; "renew.lua",
     progress: "lease.lua"; "progress.lua",
-    retry: "lease.lua"; "retry.lua",
-    delete: "lease.lua", "states.lua"; "delete.lua",
-    cancel: "lease.lua", "states.lua"; "cancel.lua",
+    scan: "filter.lua"; "scan.lua",
+    manage: "lease.lua", "states.lua", "filter.lua"; "manage.lua",
     rescue: "lease.lua", "states.lua"; "rescue.lua",
     prune: "lease.lua", "states.lua"; "prune.lua",
+    heartbeat: "presence.lua"; "heartbeat.lua",
+    deregister: "presence.lua"; "deregister.lua",
+    workers: "presence.lua"; "workers.lua",
 }
 
 #[cfg(test)]
@@ -63,12 +66,14 @@ mod tests {
     use std::collections::BTreeSet;
 
     /// The parts a script may include, in the order `script!` puts them.
-    const PARTS: [(&str, &str); 5] = [
+    const PARTS: [(&str, &str); 7] = [
         ("head.lua", include_str!("lua/head.lua")),
         ("store.lua", include_str!("lua/store.lua")),
         ("lease.lua", include_str!("lua/lease.lua")),
         ("promote.lua", include_str!("lua/promote.lua")),
         ("states.lua", include_str!("lua/states.lua")),
+        ("filter.lua", include_str!("lua/filter.lua")),
+        ("presence.lua", include_str!("lua/presence.lua")),
     ];
 
     /// The local functions `text` defines.

@@ -17,6 +17,7 @@ fn options(attempts: u32, backoff: Backoff) -> JobOptions {
         backoff,
         priority: 10,
         timeout: None,
+        tags: Vec::new(),
     }
 }
 
@@ -131,6 +132,14 @@ impl Counter {
     pub fn runs(&self) -> HashMap<JobId, u32> {
         self.runs.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
+
+    /// Counts a run of `id`; returns how many it has had, this one included.
+    fn bump(&self, id: JobId) -> u32 {
+        let mut runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        let count = runs.entry(id).or_default();
+        *count += 1;
+        *count
+    }
 }
 
 /// Counts its run in the worker's `State<Counter>`, after a short pause.
@@ -149,13 +158,52 @@ impl Job for Counted {
     async fn run(self, ctx: JobContext, state: StateMap) -> Result<(), JobError> {
         let counter = state.require::<Counter>()?;
         tokio::time::sleep(Duration::from_millis(2)).await;
-        *counter
-            .runs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(ctx.id())
-            .or_default() += 1;
+        counter.bump(ctx.id());
         Ok(())
+    }
+}
+
+/// How long [`Snoozes`] and [`RateLimited`] ask to wait.
+pub const LATER: Duration = Duration::from_secs(30);
+
+/// Snoozes for [`LATER`] on its first run (counted in the worker's `State<Counter>`), then
+/// succeeds with its attempt number.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Snoozes {}
+
+impl Job for Snoozes {
+    const NAME: &'static str = "conformance.snoozes";
+    type Output = u32;
+    fn options() -> JobOptions {
+        options(3, FAST)
+    }
+    fn required_state() -> Vec<StateKey> {
+        vec![StateKey::of::<Counter>()]
+    }
+    async fn run(self, ctx: JobContext, state: StateMap) -> Result<u32, JobError> {
+        if state.require::<Counter>()?.bump(ctx.id()) == 1 {
+            return Err(JobError::snooze(LATER));
+        }
+        Ok(ctx.attempt())
+    }
+}
+
+/// Asks to be retried in [`LATER`] (a `Retry-After`) on its first attempt, though its backoff
+/// says 1 s; then succeeds with its attempt number.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RateLimited {}
+
+impl Job for RateLimited {
+    const NAME: &'static str = "conformance.rate_limited";
+    type Output = u32;
+    fn options() -> JobOptions {
+        options(3, Backoff::exponential(Duration::from_secs(1)))
+    }
+    async fn run(self, ctx: JobContext, _state: StateMap) -> Result<u32, JobError> {
+        if ctx.attempt() == 1 {
+            return Err(JobError::retry_in(LATER, "rate limited: retry after 30 s"));
+        }
+        Ok(ctx.attempt())
     }
 }
 

@@ -47,51 +47,23 @@ where
 
 /// Expands to one `#[test]` per guarantee, each on a fresh backend from `$make` (a path to an
 /// `async fn() -> impl Backend`). Invoke it inside a module of its own.
+///
+/// The tests are the rows of the suite's table of checks, named for the operation they
+/// exercise first, so `cargo test fetch_` runs the fetch checks and `cargo test worker_` those
+/// of the worker.
 #[macro_export]
 macro_rules! conformance {
     ($make:path) => {
-        $crate::conformance!(@each $make;
-            enqueue_and_read,
-            priority_then_run_at_then_fifo,
-            delayed_jobs_wait_for_run_at,
-            stale_lease_is_fenced,
-            concurrent_fetches_never_share_a_job,
-            renew_extends_only_live_leases,
-            failures_retry_then_die_with_every_error,
-            release_does_not_spend_an_attempt,
-            dead_jobs_retry_and_delete,
-            cancel_pending_and_running,
-            unique_keys_dedupe_active_jobs,
-            cron_tick_stored_once,
-            rescue_without_attempts_left_is_dead,
-            list_pages_by_queue_and_status,
-            prune_keeps_by_count_and_age,
-            batches_enqueue_fetch_and_complete,
-            worker_runs_jobs_and_returns_typed_results,
-            worker_retries_follow_backoff,
-            worker_dead_after_max_attempts,
-            worker_fatal_error_goes_dead_at_once,
-            worker_survives_a_panicking_handler,
-            worker_fails_undeserializable_payload,
-            worker_times_out_slow_attempts,
-            worker_reruns_jobs_of_a_dead_worker,
-            workers_never_run_a_job_twice,
-            worker_shutdown_finishes_within_grace,
-            worker_shutdown_hands_back_unfinished_jobs,
-            worker_stops_a_cancelled_job,
-            worker_prunes_by_retention,
-            cron_enqueued_once_per_tick_across_workers,
-            worker_refuses_to_start_without_state,
-        );
+        $crate::__conformance_checks!([$crate::conformance] @tests $make;);
     };
-    (@each $make:path; $($check:ident),* $(,)?) => {
-        $(
+    (@tests $make:path; $($($module:ident)::+ { $($check:ident),* $(,)? })*) => {
+        $($(
             #[test]
             fn $check() {
                 $crate::testing::run($make, |backend| {
                     ::std::boxed::Box::pin($crate::testing::checks::$check(backend))
                 });
             }
-        )*
+        )*)*
     };
 }

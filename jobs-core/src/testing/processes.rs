@@ -242,10 +242,14 @@ where
         );
         let done = handle.record(&backend).await.expect("record");
         assert_eq!((done.status, done.attempt), (JobStatus::Completed, 2));
-        assert!(
-            done.errors[0]
-                .message
-                .starts_with("lease expired during attempt 1"),
+        let lost = &done.errors[0];
+        assert_eq!(
+            (lost.attempt, lost.kind, lost.message.as_str()),
+            (
+                1,
+                ErrorKind::LeaseLost,
+                ErrorReport::lease_expired().message.as_str()
+            ),
             "{:?}",
             done.errors
         );

@@ -3,17 +3,21 @@
 use std::future::Future;
 use std::time::Duration;
 
+use chrono::SubsecRound;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::{
-    AnyBackend, Backend, Backoff, EnqueueParams, Error, JobId, JobRecord, Json, NewJob, Timestamp,
-    Worker,
+    AnyBackend, Backend, Backoff, Clock, EnqueueParams, Error, JobId, JobRecord, Json, NewJob,
+    ReadParams, SystemClock, Timestamp, Worker,
 };
 
 /// The queue every check uses.
 pub const QUEUE: &str = "conformance";
+
+/// A second queue, for checks that need jobs elsewhere.
+pub const OTHER_QUEUE: &str = "conformance-other";
 
 /// A fixed instant with whole milliseconds, so every backend stores it exactly.
 pub fn t0() -> Timestamp {
@@ -23,6 +27,12 @@ pub fn t0() -> Timestamp {
 /// `t0` plus `ms` milliseconds (negative for earlier).
 pub fn at(ms: i64) -> Timestamp {
     t0() + chrono::Duration::milliseconds(ms)
+}
+
+/// The real time in whole milliseconds, so every backend stores it exactly (for the checks of
+/// operations that read the system clock themselves).
+pub fn real_now() -> Timestamp {
+    SystemClock.now().trunc_subsecs(3)
 }
 
 /// JSON text as a payload.
@@ -44,6 +54,7 @@ pub fn new_job(name: &str) -> NewJob {
         timeout: None,
         unique_key: None,
         trace_context: None,
+        tags: Vec::new(),
     }
 }
 
@@ -66,11 +77,14 @@ pub async fn put_at(backend: &AnyBackend, job: NewJob, now: Timestamp) -> JobId 
 
 /// The stored record, which must exist.
 pub async fn record(backend: &AnyBackend, id: JobId) -> JobRecord {
-    backend
-        .job(id)
+    read(backend, id)
         .await
-        .expect("read job")
         .unwrap_or_else(|| panic!("job {id} should exist"))
+}
+
+/// The stored record, if any.
+pub async fn read(backend: &AnyBackend, id: JobId) -> Option<JobRecord> {
+    backend.read(ReadParams { id }).await.expect("read job")
 }
 
 /// Waits (up to 10 s, checking every 5 ms) until `condition` holds.

@@ -1,7 +1,6 @@
 //! `Worker`: the builder of a worker's settings.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,66 +10,9 @@ use crate::clock::{Clock, SystemClock};
 use crate::job::Job;
 use crate::registry::JobType;
 use crate::state::StateMap;
-use crate::Error;
 
 use super::events::{Hook, Hooks, JobEvent};
-
-/// How many finished (completed or cancelled) jobs a queue keeps; dead jobs are kept until
-/// deleted. Both limits apply when both are set.
-///
-/// ```
-/// use std::time::Duration;
-/// use jobs_core::Retention;
-///
-/// let policy = Retention::count(1_000).and_age(Duration::from_secs(3600));
-/// assert_eq!(policy.keep_count, Some(1_000));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Retention {
-    /// Keep at most this many, the newest.
-    pub keep_count: Option<u64>,
-    /// Keep none older than this.
-    pub keep_for: Option<Duration>,
-}
-
-impl Retention {
-    /// Keep the newest `n`.
-    pub const fn count(n: u64) -> Self {
-        Retention {
-            keep_count: Some(n),
-            keep_for: None,
-        }
-    }
-
-    /// Keep those finished within `age`.
-    pub const fn age(age: Duration) -> Self {
-        Retention {
-            keep_count: None,
-            keep_for: Some(age),
-        }
-    }
-
-    /// Keep every finished job.
-    pub const fn all() -> Self {
-        Retention {
-            keep_count: None,
-            keep_for: None,
-        }
-    }
-
-    /// Adds an age limit.
-    pub const fn and_age(mut self, age: Duration) -> Self {
-        self.keep_for = Some(age);
-        self
-    }
-}
-
-impl Default for Retention {
-    /// The newest 10,000 per queue, none older than 24 hours.
-    fn default() -> Self {
-        Retention::count(10_000).and_age(Duration::from_secs(24 * 3600))
-    }
-}
+use super::maintenance::Retention;
 
 /// A worker: runs every registered job of its queues.
 ///
@@ -94,6 +36,7 @@ pub struct Worker {
     pub(crate) poll_interval: Duration,
     pub(crate) rescue_interval: Duration,
     pub(crate) prune_interval: Duration,
+    pub(crate) heartbeat_interval: Duration,
     pub(crate) grace: Duration,
     pub(crate) state: StateMap,
     pub(crate) extra_types: Vec<JobType>,
@@ -107,8 +50,9 @@ pub struct Worker {
 
 impl Worker {
     /// A worker on `backend` with the defaults: the queues of every registered job,
-    /// concurrency 10, prefetch equal to the concurrency, 5 s leases renewed every 5/3 s, lost jobs rescued every
-    /// second (so a dead worker's jobs run again within about 6 s), 30 s shutdown grace.
+    /// concurrency 10, prefetch equal to the concurrency, 5 s leases renewed every 5/3 s, lost
+    /// jobs rescued every second (so a dead worker's jobs run again within about 6 s), a
+    /// heartbeat every second, 30 s shutdown grace.
     pub fn new<B: Backend>(backend: B) -> Self {
         Worker {
             backend: AnyBackend::new(backend),
@@ -119,6 +63,7 @@ impl Worker {
             poll_interval: Duration::from_millis(500),
             rescue_interval: Duration::from_secs(1),
             prune_interval: Duration::from_secs(10),
+            heartbeat_interval: Duration::from_secs(1),
             grace: Duration::from_secs(30),
             state: StateMap::default(),
             extra_types: Vec::new(),
@@ -181,6 +126,14 @@ impl Worker {
     /// How often finished jobs are pruned.
     pub fn prune_interval(mut self, every: Duration) -> Self {
         self.prune_interval = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How often the worker records itself in the store as alive (default 1 s), for the
+    /// operations API's list of live workers; a worker missing three heartbeats in a row is no
+    /// longer listed.
+    pub fn heartbeat_interval(mut self, every: Duration) -> Self {
+        self.heartbeat_interval = every.max(Duration::from_millis(1));
         self
     }
 
@@ -255,19 +208,5 @@ impl Worker {
     pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = id.into();
         self
-    }
-
-    /// Runs until the shutdown signal from ctrl-c or SIGTERM.
-    pub async fn run(self) -> Result<(), Error> {
-        self.run_until(super::shutdown_signal()).await
-    }
-
-    /// Runs until `signal` resolves, then shuts down gracefully: stops fetching, lets running jobs
-    /// finish within the grace period and hands the rest back without spending an attempt.
-    ///
-    /// Fails at start if two job types share a stored name, a handler's `State<T>` is missing,
-    /// or a cron schedule does not parse.
-    pub async fn run_until(self, signal: impl Future<Output = ()> + Send) -> Result<(), Error> {
-        super::run::run(self, signal).await
     }
 }

@@ -10,7 +10,7 @@ use crate::cron::Schedule;
 use crate::model::{JobId, NewJob};
 use crate::registry::JobType;
 
-use super::run::Shared;
+use super::shared::Shared;
 
 /// Enqueues `job`'s ticks of `schedule` until `stop`.
 pub(crate) async fn schedule_ticks(

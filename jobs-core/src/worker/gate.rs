@@ -101,6 +101,7 @@ mod tests {
                 backoff: Backoff::default(),
                 timeout: None,
                 unique_key: None,
+                tags: Vec::new(),
                 trace_context: None,
             },
             now,

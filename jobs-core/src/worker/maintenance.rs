@@ -1,4 +1,5 @@
-//! Rescue of lapsed leases and pruning of finished jobs, on timers.
+//! Rescue of lapsed leases and pruning of finished jobs, on timers, and the retention policy
+//! that pruning applies.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,8 +9,64 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::{Backend, PruneParams, RescueParams};
 use crate::model::ErrorReport;
 
-use super::config::Retention;
-use super::run::Shared;
+use super::shared::Shared;
+
+/// How many finished (completed or cancelled) jobs a queue keeps; dead jobs are kept until
+/// deleted. Both limits apply when both are set.
+///
+/// ```
+/// use std::time::Duration;
+/// use jobs_core::Retention;
+///
+/// let policy = Retention::count(1_000).and_age(Duration::from_secs(3600));
+/// assert_eq!(policy.keep_count, Some(1_000));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Keep at most this many, the newest.
+    pub keep_count: Option<u64>,
+    /// Keep none older than this.
+    pub keep_for: Option<Duration>,
+}
+
+impl Retention {
+    /// Keep the newest `n`.
+    pub const fn count(n: u64) -> Self {
+        Retention {
+            keep_count: Some(n),
+            keep_for: None,
+        }
+    }
+
+    /// Keep those finished within `age`.
+    pub const fn age(age: Duration) -> Self {
+        Retention {
+            keep_count: None,
+            keep_for: Some(age),
+        }
+    }
+
+    /// Keep every finished job.
+    pub const fn all() -> Self {
+        Retention {
+            keep_count: None,
+            keep_for: None,
+        }
+    }
+
+    /// Adds an age limit.
+    pub const fn and_age(mut self, age: Duration) -> Self {
+        self.keep_for = Some(age);
+        self
+    }
+}
+
+impl Default for Retention {
+    /// The newest 10,000 per queue, none older than 24 hours.
+    fn default() -> Self {
+        Retention::count(10_000).and_age(Duration::from_secs(24 * 3600))
+    }
+}
 
 /// Jobs rescued or pruned per call, so no call holds the store for long.
 const CHUNK: usize = 1_000;

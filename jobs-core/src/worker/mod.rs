@@ -1,18 +1,32 @@
 //! The worker: fetches jobs of its queues, runs them with a concurrency limit, keeps their leases
-//! alive, records outcomes, enqueues cron ticks, rescues lost jobs and prunes finished ones.
+//! alive, records outcomes, enqueues cron ticks, rescues lost jobs, prunes finished ones, and
+//! records itself and its schedules in the store.
+//!
+//! `run` drives it all: it starts from the checks of `start`, spawns the background tasks
+//! (`renew`, `maintenance`, `cron`, `heartbeat`) and one task per leased job (`execute`), which
+//! hands each attempt's outcome to the one sink that writes it (`outcome`). They share `shared`,
+//! `leases`, `gate` and `events`, which depend on none of them.
 
 mod config;
 mod cron;
 mod events;
 mod execute;
 mod gate;
+mod heartbeat;
 mod leases;
 mod maintenance;
-mod reporter;
+mod outcome;
+mod renew;
 mod run;
+mod shared;
 mod shutdown;
+mod start;
 mod unwind;
 
-pub use config::{Retention, Worker};
+#[cfg(test)]
+mod tests;
+
+pub use config::Worker;
 pub use events::JobEvent;
+pub use maintenance::Retention;
 pub use shutdown::shutdown_signal;

@@ -1,4 +1,7 @@
 //! Deliberately broken backends: the suite must fail on each, or its checks prove nothing.
+//!
+//! Each wraps a [`MemoryBackend`] and gets one behaviour wrong; without a flaw the wrapper
+//! passes the same checks, so a failure is the flaw's doing.
 
 use std::any::Any;
 
@@ -7,21 +10,81 @@ use jobs_core::testing::{checks, run};
 use jobs_core::*;
 
 /// What the wrapped memory backend gets wrong.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Flaw {
+    /// Nothing: the wrapper as it should be.
+    None,
     /// Accepts completions whatever their lease token.
     NoFencing,
     /// Hands out ready jobs newest first.
     Lifo,
-    /// Forgets the errors of failed attempts.
+    /// Forgets the errors of failed attempts but the first.
     ForgetsErrors,
+    /// Reads every stored error back as retryable, without its source chain (as a store that
+    /// keeps only the message would).
+    ForgetsErrorKinds,
     /// Never rescues lapsed leases.
     NeverRescues,
+    /// Hands jobs back at their old `run_at` even when asked to snooze them.
+    IgnoresReleaseRunAt,
+    /// Examines every matching job in one bulk call, whatever the limit, and names no cursor.
+    UnboundedManage,
+    /// Lists jobs whatever their tags.
+    IgnoresTagFilter,
+    /// Lists workers whose heartbeat expired.
+    WorkersNeverExpire,
 }
 
 struct Broken {
     inner: MemoryBackend,
     flaw: Flaw,
+}
+
+impl Broken {
+    /// `record` as this backend reads it back.
+    fn distort(&self, record: &mut JobRecord) {
+        match self.flaw {
+            Flaw::ForgetsErrors => record.errors.truncate(1),
+            Flaw::ForgetsErrorKinds => {
+                for error in &mut record.errors {
+                    error.kind = ErrorKind::Retryable;
+                    error.chain.clear();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Fetches one job, the newest ready one: takes every ready job, keeps the newest, hands
+    /// the rest back.
+    async fn fetch_newest(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
+        let mut got = self
+            .inner
+            .fetch(FetchParams {
+                limit: usize::MAX,
+                ..p.clone()
+            })
+            .await?;
+        let Some(newest) = got.iter().map(|j| j.record.id).max() else {
+            return Ok(vec![]);
+        };
+        let keep = got.iter().position(|j| j.record.id == newest).unwrap_or(0);
+        let chosen = got.remove(keep);
+        let rest = got
+            .iter()
+            .map(|j| Release {
+                lease: j.lease(),
+                run_at: None,
+            })
+            .collect();
+        self.inner
+            .release(ReleaseParams {
+                items: rest,
+                now: p.now,
+            })
+            .await?;
+        Ok(vec![chosen])
+    }
 }
 
 #[async_trait]
@@ -33,46 +96,17 @@ impl Backend for Broken {
         self.inner.enqueue_cron(p).await
     }
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
-        if let Flaw::Lifo = self.flaw {
-            let mut all = self
-                .inner
-                .list(ListParams {
-                    limit: usize::MAX,
-                    ..Default::default()
-                })
-                .await?;
-            all.retain(|r| r.status == JobStatus::Pending && p.queues.contains(&r.queue));
-            let Some(newest) = all.last() else {
-                return Ok(vec![]);
-            };
-            // Take everything, keep the newest, hand the rest back.
-            let mut got = self
-                .inner
-                .fetch(FetchParams {
-                    limit: usize::MAX,
-                    ..p.clone()
-                })
-                .await?;
-            let keep = got
-                .iter()
-                .position(|j| j.record.id == newest.id)
-                .unwrap_or(0);
-            let chosen = got.remove(keep);
-            let rest = got.iter().map(LeasedJob::lease).collect();
-            self.inner
-                .release(ReleaseParams {
-                    items: rest,
-                    now: p.now,
-                })
-                .await?;
-            return Ok(vec![chosen]);
+        match self.flaw {
+            Flaw::Lifo => self.fetch_newest(p).await,
+            _ => self.inner.fetch(p).await,
         }
-        self.inner.fetch(p).await
     }
     async fn complete(&self, mut p: CompleteParams) -> Result<Vec<bool>, Error> {
         if let Flaw::NoFencing = self.flaw {
             for item in &mut p.items {
-                if let Some(lease) = self.inner.job(item.lease.id).await?.and_then(|r| r.lease) {
+                let id = item.lease.id;
+                let current = self.inner.read(ReadParams { id }).await?;
+                if let Some(lease) = current.and_then(|r| r.lease) {
                     item.lease.token = lease.token;
                 }
             }
@@ -82,7 +116,12 @@ impl Backend for Broken {
     async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {
         self.inner.fail(p).await
     }
-    async fn release(&self, p: ReleaseParams) -> Result<Vec<bool>, Error> {
+    async fn release(&self, mut p: ReleaseParams) -> Result<Vec<bool>, Error> {
+        if let Flaw::IgnoresReleaseRunAt = self.flaw {
+            for item in &mut p.items {
+                item.run_at = None;
+            }
+        }
         self.inner.release(p).await
     }
     async fn renew(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
@@ -91,24 +130,28 @@ impl Backend for Broken {
     async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
         self.inner.progress(p).await
     }
-    async fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
-        let mut found = self.inner.job(id).await?;
-        if let (Flaw::ForgetsErrors, Some(r)) = (self.flaw, found.as_mut()) {
-            r.errors.truncate(1);
+    async fn read(&self, p: ReadParams) -> Result<Option<JobRecord>, Error> {
+        let mut found = self.inner.read(p).await?;
+        if let Some(record) = found.as_mut() {
+            self.distort(record);
         }
         Ok(found)
     }
-    async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
-        self.inner.list(p).await
+    async fn list(&self, mut p: ListParams) -> Result<Vec<JobRecord>, Error> {
+        if let Flaw::IgnoresTagFilter = self.flaw {
+            p.filter.tag = None;
+        }
+        let mut found = self.inner.list(p).await?;
+        for record in &mut found {
+            self.distort(record);
+        }
+        Ok(found)
     }
-    async fn retry(&self, p: RetryParams) -> Result<bool, Error> {
-        self.inner.retry(p).await
-    }
-    async fn delete(&self, p: DeleteParams) -> Result<bool, Error> {
-        self.inner.delete(p).await
-    }
-    async fn cancel(&self, p: CancelParams) -> Result<bool, Error> {
-        self.inner.cancel(p).await
+    async fn manage(&self, mut p: ManageParams) -> Result<Managed, Error> {
+        if let (Flaw::UnboundedManage, Target::Matching { .. }) = (self.flaw, &p.target) {
+            p.limit = usize::MAX;
+        }
+        self.inner.manage(p).await
     }
     async fn rescue(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
         match self.flaw {
@@ -122,8 +165,29 @@ impl Backend for Broken {
     async fn counts(&self, p: CountsParams) -> Result<QueueCounts, Error> {
         self.inner.counts(p).await
     }
-    async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error> {
-        self.inner.subscribe(queues).await
+    async fn queue_names(&self, p: QueueNamesParams) -> Result<Vec<String>, Error> {
+        self.inner.queue_names(p).await
+    }
+    async fn heartbeat(&self, p: HeartbeatParams) -> Result<(), Error> {
+        self.inner.heartbeat(p).await
+    }
+    async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
+        self.inner.deregister(p).await
+    }
+    async fn live_workers(&self, mut p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {
+        if let Flaw::WorkersNeverExpire = self.flaw {
+            p.now = Timestamp::MIN_UTC;
+        }
+        self.inner.live_workers(p).await
+    }
+    async fn save_schedules(&self, p: SaveSchedulesParams) -> Result<(), Error> {
+        self.inner.save_schedules(p).await
+    }
+    async fn stored_schedules(&self, p: SchedulesParams) -> Result<Vec<StoredSchedule>, Error> {
+        self.inner.stored_schedules(p).await
+    }
+    async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
+        self.inner.subscribe(p).await
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -141,39 +205,58 @@ fn fails(flaw: Flaw, check: fn(AnyBackend) -> BoxFuture<()>) -> bool {
     std::panic::catch_unwind(|| run(make, check)).is_err()
 }
 
-#[test]
-fn fencing_check_catches_a_backend_without_fencing() {
-    assert!(fails(Flaw::NoFencing, |b| Box::pin(
-        checks::stale_lease_is_fenced(b)
-    )));
+/// One test per flaw, asserting that each of its checks fails on it, and one asserting that
+/// every one of those checks passes on the wrapper without a flaw.
+macro_rules! caught {
+    ($($test:ident: $flaw:ident => $($check:ident),+;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                $(
+                    assert!(
+                        fails(Flaw::$flaw, |b| Box::pin(checks::$check(b))),
+                        "{} passed on a backend with the flaw {:?}",
+                        stringify!($check),
+                        Flaw::$flaw,
+                    );
+                )+
+            }
+        )*
+
+        #[test]
+        fn the_same_checks_pass_on_the_wrapper_without_a_flaw() {
+            $($(
+                assert!(
+                    !fails(Flaw::None, |b| Box::pin(checks::$check(b))),
+                    "{} failed on the sound wrapper",
+                    stringify!($check),
+                );
+            )+)*
+        }
+    };
 }
 
-#[test]
-fn ordering_check_catches_lifo() {
-    assert!(fails(Flaw::Lifo, |b| Box::pin(
-        checks::priority_then_run_at_then_fifo(b)
-    )));
-}
-
-#[test]
-fn retry_check_catches_lost_errors() {
-    assert!(fails(Flaw::ForgetsErrors, |b| Box::pin(
-        checks::failures_retry_then_die_with_every_error(b)
-    )));
-}
-
-#[test]
-fn rescue_check_catches_a_backend_that_never_rescues() {
-    assert!(fails(Flaw::NeverRescues, |b| Box::pin(
-        checks::rescue_without_attempts_left_is_dead(b)
-    )));
-}
-
-#[test]
-fn the_same_checks_pass_on_the_sound_backend() {
-    let make = || async { MemoryBackend::new() };
-    run(make, |b| Box::pin(checks::stale_lease_is_fenced(b)));
-    run(make, |b| {
-        Box::pin(checks::priority_then_run_at_then_fifo(b))
-    });
+caught! {
+    fencing_check_catches_a_backend_without_fencing: NoFencing =>
+        lease_of_a_stale_holder_is_fenced;
+    ordering_check_catches_lifo: Lifo =>
+        fetch_by_priority_then_run_at_then_fifo;
+    retry_check_catches_lost_errors: ForgetsErrors =>
+        fail_retries_then_dies_with_every_error;
+    error_checks_catch_lost_kinds_and_chains: ForgetsErrorKinds =>
+        fail_stores_each_error_kind_and_chain,
+        fail_dead_reason_tells_fatal_from_out_of_attempts;
+    rescue_check_catches_a_backend_that_never_rescues: NeverRescues =>
+        rescue_without_attempts_left_is_dead,
+        rescue_records_lease_expired_and_keeps_the_job_place;
+    snooze_check_catches_a_release_that_ignores_run_at: IgnoresReleaseRunAt =>
+        release_with_run_at_snoozes_the_job;
+    batch_check_catches_an_unbounded_bulk_call: UnboundedManage =>
+        manage_by_filter_examines_a_bounded_batch;
+    tag_check_catches_a_list_that_ignores_tags: IgnoresTagFilter =>
+        list_filters_by_tag_across_queues,
+        tags_forget_deleted_and_pruned_jobs;
+    expiry_check_catches_workers_that_never_expire: WorkersNeverExpire =>
+        workers_expire_without_heartbeats,
+        workers_show_the_jobs_they_run;
 }

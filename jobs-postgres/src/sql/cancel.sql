@@ -1,9 +1,30 @@
--- Cancels an active job (a running job's lease is revoked). $1 id, $2 now.
-UPDATE {schema}.jobs
-SET status = 'cancelled',
-    finished_at = $2,
-    lease_worker = NULL,
-    lease_token = NULL,
-    lease_expires_at = NULL
-WHERE id = $1
-  AND status IN ('scheduled', 'pending', 'running')
+-- Cancels, in one statement, the scheduled, pending and running jobs among up to $1 jobs
+-- selected in id order (NULL: every selected job) by the conditions spliced in for
+-- {selection}, which bind $3 onwards (see `select.rs`). A running job's lease is revoked, so
+-- its worker's later writes are refused. $2 now (the finish time).
+WITH picked AS (
+    SELECT j.id, j.status
+    FROM {schema}.jobs j
+    WHERE {selection}
+    ORDER BY j.id
+    LIMIT $1
+    FOR UPDATE
+),
+cancelled AS (
+    UPDATE {schema}.jobs j
+    SET status = 'cancelled',
+        finished_at = $2,
+        lease_worker = NULL,
+        lease_token = NULL,
+        lease_expires_at = NULL
+    FROM picked p
+    WHERE j.id = p.id
+      AND p.status IN ('scheduled', 'pending', 'running')
+    RETURNING j.id
+)
+SELECT ARRAY(SELECT id FROM cancelled ORDER BY id) AS changed,
+       '{}'::uuid[] AS held,
+       '{}'::text[] AS held_keys,
+       '{}'::uuid[] AS holders,
+       (SELECT count(*) FROM picked) AS examined,
+       (SELECT id FROM picked ORDER BY id DESC LIMIT 1) AS last

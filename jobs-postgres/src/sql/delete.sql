@@ -1,2 +1,28 @@
--- Removes a job for good. $1 id.
-DELETE FROM {schema}.jobs WHERE id = $1
+-- Deletes, in one statement, up to $1 jobs selected in id order (NULL: every selected job) by
+-- the conditions spliced in for {selection}, which bind $2 onwards (see `select.rs`), whatever
+-- their status. Their queues are remembered, so that a queue emptied so is still named.
+WITH picked AS (
+    SELECT j.id
+    FROM {schema}.jobs j
+    WHERE {selection}
+    ORDER BY j.id
+    LIMIT $1
+    FOR UPDATE
+),
+deleted AS (
+    DELETE FROM {schema}.jobs j
+    USING picked p
+    WHERE j.id = p.id
+    RETURNING j.id, j.queue
+),
+remembered AS (
+    INSERT INTO {schema}.queues (name)
+    SELECT DISTINCT queue FROM deleted
+    ON CONFLICT DO NOTHING
+)
+SELECT ARRAY(SELECT id FROM deleted ORDER BY id) AS changed,
+       '{}'::uuid[] AS held,
+       '{}'::text[] AS held_keys,
+       '{}'::uuid[] AS holders,
+       (SELECT count(*) FROM picked) AS examined,
+       (SELECT id FROM picked ORDER BY id DESC LIMIT 1) AS last

@@ -1,23 +1,25 @@
 -- Stores a batch of jobs in one statement. A job whose unique key is held by an active job of
 -- its queue is not stored: `holder` names that job instead. Given a channel, ready jobs wake
 -- listeners through pg_notify (delivered when the caller's transaction commits).
--- $1 ids, $2 names, $3 queues, $4 payloads, $5 priorities, $6 run_at, $7 max_attempts,
--- $8 backoffs, $9 timeouts (ms), $10 unique keys, $11 trace contexts, $12 now, $13 channel or
--- NULL (no wake-up).
+-- $1 ids, $2 names, $3 queues, $4 payloads, $5 priorities, $6 run_at, $7 statuses,
+-- $8 max_attempts, $9 backoffs, $10 timeouts (ms), $11 trace contexts, $12 every job's tags in
+-- one array, $13 and $14 where each job's tags start and end in it, $15 unique keys, $16 now,
+-- $17 channel or NULL (no wake-up).
 WITH input AS (
     SELECT *
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int2[], $6::timestamptz[],
-                $7::int4[], $8::text[], $9::int8[], $10::text[], $11::text[])
+                $7::text[], $8::int4[], $9::text[], $10::int8[], $11::text[], $13::int4[],
+                $14::int4[], $15::text[])
          WITH ORDINALITY
-         AS i(id, name, queue, payload, priority, run_at, max_attempts, backoff, timeout_ms,
-              unique_key, trace_context, ord)
+         AS i(id, name, queue, payload, priority, run_at, status, max_attempts, backoff,
+              timeout_ms, trace_context, tags_from, tags_to, unique_key, ord)
 ),
 inserted AS (
     INSERT INTO {schema}.jobs (id, name, queue, payload, priority, run_at, status, max_attempts,
-                               backoff, timeout_ms, unique_key, trace_context, created_at)
-    SELECT id, name, queue, payload::json, priority, run_at,
-           CASE WHEN run_at > $12 THEN 'scheduled' ELSE 'pending' END,
-           max_attempts, backoff::jsonb, timeout_ms, unique_key, trace_context, $12
+                               backoff, timeout_ms, unique_key, trace_context, tags, created_at)
+    SELECT id, name, queue, payload::json, priority, run_at, status, max_attempts,
+           backoff::jsonb, timeout_ms, unique_key, trace_context,
+           ($12::text[])[tags_from:tags_to], $16
     FROM input
     ORDER BY ord
     ON CONFLICT (queue, unique_key)
@@ -27,9 +29,9 @@ inserted AS (
 ),
 notified AS (
     SELECT count(*) AS queues
-    FROM (SELECT pg_notify($13, q.queue)
+    FROM (SELECT pg_notify($17, q.queue)
           FROM (SELECT DISTINCT queue FROM inserted
-                WHERE status = 'pending' AND $13::text IS NOT NULL) q) n
+                WHERE status = 'pending' AND $17::text IS NOT NULL) q) n
 )
 SELECT i.id, ins.id IS NOT NULL AS stored, held.id AS holder
 FROM input i

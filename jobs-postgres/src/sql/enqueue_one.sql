@@ -1,12 +1,12 @@
 -- Stores one job without a unique key: the common `job.enqueue(..)` as the cheapest statement
 -- there is, a one-row INSERT (no arrays to unpack, no conflict arbiter, nothing joined back),
--- so it plans in microseconds. The caller decided the status (`scheduled` when run_at is
--- later than now); given a channel, a ready job wakes listeners through the RETURNING clause,
--- once, delivered when the caller's transaction commits.
+-- so it plans in microseconds. Given a channel, a ready job wakes listeners through the
+-- RETURNING clause, once, delivered when the caller's transaction commits.
 -- $1 id, $2 name, $3 queue, $4 payload, $5 priority, $6 run_at, $7 status, $8 max_attempts,
--- $9 backoff, $10 timeout (ms), $11 trace context, $12 now, $13 channel or NULL (no wake-up).
+-- $9 backoff, $10 timeout (ms), $11 trace context, $12 tags, $13 now, $14 channel or NULL (no
+-- wake-up).
 INSERT INTO {schema}.jobs (id, name, queue, payload, priority, run_at, status, max_attempts,
-                           backoff, timeout_ms, trace_context, created_at)
+                           backoff, timeout_ms, trace_context, tags, created_at)
 VALUES ($1::uuid, $2::text, $3::text, $4::text::json, $5::int2, $6::timestamptz, $7::text,
-        $8::int4, $9::text::jsonb, $10::int8, $11::text, $12::timestamptz)
-RETURNING CASE WHEN $13::text IS NOT NULL THEN pg_notify($13, $3) END
+        $8::int4, $9::text::jsonb, $10::int8, $11::text, $12::text[], $13::timestamptz)
+RETURNING CASE WHEN $14::text IS NOT NULL THEN pg_notify($14, $3) END

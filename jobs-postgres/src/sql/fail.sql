@@ -1,18 +1,20 @@
--- Records failed attempts of a batch: the error is appended, then the job waits for its retry
--- (retry_at) or is dead (retry_at NULL). Jobs whose retry is already due wake listeners.
--- $1 ids, $2 tokens, $3 errors, $4 retry_at, $5 now, $6 channel.
+-- Records failed attempts of a batch: the error is appended to the history with the attempt's
+-- number and time, then the job waits for its retry (retry_at) or is dead (retry_at NULL). Jobs
+-- whose retry is already due wake listeners.
+-- $1 ids, $2 tokens, $3 error reports (JSON objects: kind, message, chain), $4 retry_at,
+-- $5 now, $6 channel.
 WITH failed AS (
     UPDATE {schema}.jobs j
     SET status = CASE WHEN f.retry_at IS NULL THEN 'dead' ELSE 'pending' END,
         run_at = COALESCE(f.retry_at, j.run_at),
         finished_at = CASE WHEN f.retry_at IS NULL THEN $5 ELSE j.finished_at END,
-        errors = j.errors || jsonb_build_array(jsonb_build_object(
-            'attempt', j.attempt, 'message', f.error, 'at', $5::timestamptz)),
+        errors = j.errors || jsonb_build_array(
+            jsonb_build_object('attempt', j.attempt, 'at', $5::timestamptz) || f.report::jsonb),
         lease_worker = NULL,
         lease_token = NULL,
         lease_expires_at = NULL
     FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[])
-         AS f(id, token, error, retry_at)
+         AS f(id, token, report, retry_at)
     WHERE j.id = f.id
       AND j.lease_token = f.token
       AND j.status = 'running'

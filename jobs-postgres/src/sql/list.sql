@@ -1,9 +1,7 @@
--- A page of jobs, oldest first. $1 queue or NULL, $2 status or NULL, $3 after id or NULL,
--- $4 limit.
+-- A page of the jobs matching a filter, in id order (oldest first). $1 limit; the conditions
+-- spliced in for {selection} bind $2 onwards (see `select.rs`).
 SELECT {record}
 FROM {schema}.jobs j
-WHERE ($1::text IS NULL OR j.queue = $1)
-  AND ($2::text IS NULL OR j.status = $2)
-  AND ($3::uuid IS NULL OR j.id > $3)
+WHERE {selection}
 ORDER BY j.id
-LIMIT $4
+LIMIT $1

@@ -1,6 +1,8 @@
 -- Removes up to $4 finished (completed or cancelled) jobs of queue $1, oldest first: those
 -- beyond the newest $2 (when $2 is not NULL) and those finished before $3 (when not NULL).
 -- Both sets are prefixes of the finished index's order, so the delete walks it from the start.
+-- The queue is remembered once anything is removed, so that it is still named when emptied.
+-- Answers how many jobs it removed.
 WITH cutoff AS (
     SELECT finished_at, id
     FROM {schema}.jobs
@@ -18,7 +20,16 @@ doomed AS (
     ORDER BY f.finished_at, f.id
     LIMIT $4
     FOR UPDATE SKIP LOCKED
+),
+pruned AS (
+    DELETE FROM {schema}.jobs j
+    USING doomed
+    WHERE j.id = doomed.id
+    RETURNING j.id
+),
+remembered AS (
+    INSERT INTO {schema}.queues (name)
+    SELECT $1 WHERE EXISTS (SELECT 1 FROM pruned)
+    ON CONFLICT DO NOTHING
 )
-DELETE FROM {schema}.jobs j
-USING doomed
-WHERE j.id = doomed.id
+SELECT count(*) FROM pruned

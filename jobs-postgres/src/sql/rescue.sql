@@ -1,5 +1,7 @@
 -- Rescues up to $2 running jobs whose lease lapsed before $1: the lapse is recorded as the
--- attempt's error, then the job is pending again, or dead when out of attempts. $3 channel.
+-- attempt's error ($3, a JSON object: kind, message, chain), then the job is pending again,
+-- keeping its run_at and so its place among the ready jobs, or dead when out of attempts.
+-- $4 channel.
 WITH lapsed AS (
     SELECT id
     FROM {schema}.jobs
@@ -11,22 +13,19 @@ WITH lapsed AS (
 rescued AS (
     UPDATE {schema}.jobs j
     SET status = CASE WHEN j.attempt < j.max_attempts THEN 'pending' ELSE 'dead' END,
-        run_at = CASE WHEN j.attempt < j.max_attempts THEN $1 ELSE j.run_at END,
         finished_at = CASE WHEN j.attempt < j.max_attempts THEN j.finished_at ELSE $1 END,
-        errors = j.errors || jsonb_build_array(jsonb_build_object(
-            'attempt', j.attempt,
-            'message', 'lease expired during attempt ' || j.attempt
-                       || ': the worker stopped renewing it (it crashed, was killed or stalled)',
-            'at', $1::timestamptz)),
+        errors = j.errors || jsonb_build_array(
+            jsonb_build_object('attempt', j.attempt, 'at', $1::timestamptz) || $3::jsonb),
         lease_worker = NULL,
         lease_token = NULL,
         lease_expires_at = NULL
     FROM lapsed
     WHERE j.id = lapsed.id
-    RETURNING j.id, j.queue
+    RETURNING j.id, j.queue, j.status
 ),
 notified AS (
     SELECT count(*) AS queues
-    FROM (SELECT pg_notify($3, q.queue) FROM (SELECT DISTINCT queue FROM rescued) q) n
+    FROM (SELECT pg_notify($4, q.queue)
+          FROM (SELECT DISTINCT queue FROM rescued WHERE status = 'pending') q) n
 )
 SELECT rescued.id FROM rescued CROSS JOIN notified

@@ -1,18 +1,35 @@
--- Puts a dead or cancelled job back to pending with fresh attempts, unless its unique key is
--- held by another active job (then `holder` names it and nothing changes). $1 id, $2 now,
--- $3 channel.
-WITH target AS (
-    SELECT id, queue, unique_key
-    FROM {schema}.jobs
-    WHERE id = $1 AND status IN ('dead', 'cancelled')
+-- Retries, in one statement, the dead or cancelled jobs among up to $1 jobs selected in id order
+-- (NULL: every selected job) by the conditions spliced in for {selection}, which bind $4
+-- onwards: given ids, or a filter after a cursor (see `select.rs`). Each goes back to pending,
+-- due at $2, with fresh attempts and its error history kept, and wakes listeners on channel $3.
+-- A job whose unique key is held by an active job of its queue, or by an earlier job of this
+-- batch that this statement retries, is left alone and reported with that holder. A concurrent
+-- enqueue that takes a key after this statement's snapshot makes it fail on the unique index
+-- (the caller runs it again, and the new snapshot sees that holder).
+WITH picked AS (
+    SELECT j.id, j.queue, j.unique_key, j.status
+    FROM {schema}.jobs j
+    WHERE {selection}
+    ORDER BY j.id
+    LIMIT $1
+    FOR UPDATE
 ),
-holder AS (
-    SELECT h.id
-    FROM {schema}.jobs h, target t
-    WHERE h.queue = t.queue
-      AND h.unique_key = t.unique_key
-      AND h.status IN ('scheduled', 'pending', 'running')
-    LIMIT 1
+retryable AS (
+    SELECT p.id, p.queue, p.unique_key,
+           (SELECT h.id
+            FROM {schema}.jobs h
+            WHERE h.queue = p.queue
+              AND h.unique_key = p.unique_key
+              AND h.status IN ('scheduled', 'pending', 'running')
+            LIMIT 1) AS active,
+           first_value(p.id) OVER (PARTITION BY p.queue, p.unique_key ORDER BY p.id) AS first
+    FROM picked p
+    WHERE p.status IN ('dead', 'cancelled')
+),
+decided AS (
+    SELECT id, queue, unique_key,
+           CASE WHEN unique_key IS NOT NULL THEN COALESCE(active, NULLIF(first, id)) END AS holder
+    FROM retryable
 ),
 retried AS (
     UPDATE {schema}.jobs j
@@ -23,14 +40,18 @@ retried AS (
         lease_worker = NULL,
         lease_token = NULL,
         lease_expires_at = NULL
-    FROM target t
-    WHERE j.id = t.id AND NOT EXISTS (SELECT 1 FROM holder)
-    RETURNING j.queue
+    FROM decided d
+    WHERE j.id = d.id AND d.holder IS NULL
+    RETURNING j.id, j.queue
 ),
 notified AS (
-    SELECT count(*) AS queues FROM (SELECT pg_notify($3, queue) FROM retried) n
+    SELECT count(pg_notify($3, q.queue)) AS queues
+    FROM (SELECT DISTINCT queue FROM retried) q
 )
-SELECT (SELECT id FROM holder) AS holder,
-       (SELECT t.unique_key FROM target t) AS unique_key,
-       EXISTS (SELECT 1 FROM retried) AS retried
+SELECT ARRAY(SELECT id FROM retried ORDER BY id) AS changed,
+       ARRAY(SELECT id FROM decided WHERE holder IS NOT NULL ORDER BY id) AS held,
+       ARRAY(SELECT unique_key FROM decided WHERE holder IS NOT NULL ORDER BY id) AS held_keys,
+       ARRAY(SELECT holder FROM decided WHERE holder IS NOT NULL ORDER BY id) AS holders,
+       (SELECT count(*) FROM picked) AS examined,
+       (SELECT id FROM picked ORDER BY id DESC LIMIT 1) AS last
 FROM notified

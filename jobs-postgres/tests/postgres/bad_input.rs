@@ -1,19 +1,26 @@
-//! Bad input gets a clear error, and hostile values are only ever data.
+//! Bad input gets a clear error, hostile values are only ever data, and the URL's options
+//! configure the backend.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use jobs_core::{Backend, Clock, EnqueueParams, Error, JobId, NewJob, SystemClock};
+use jobs_core::{Backend, Error, JobExt, ReadParams};
 use jobs_postgres::PgBackend;
 use serde_json::value::RawValue;
 
-use crate::support::{backend_in, fresh_backend, new_schema, pool};
+use crate::support::{backend_in, fresh_backend, new_job, new_schema, pool, put, rows_in, t0, url_with, Record};
 
 #[tokio::test]
-async fn unreachable_server_is_a_connect_error() {
-    let err = PgBackend::connect("postgres://postgres:hunter2@127.0.0.1:1/test")
+async fn a_refused_connection_is_a_connect_error_at_once() {
+    let started = Instant::now();
+    let err = PgBackend::connect("postgres://postgres:hunter2@127.0.0.1:1/test?connect_timeout=5s")
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "took {:?} to report a refused connection",
+        started.elapsed()
+    );
     let text = err.to_string();
     assert!(
         text.starts_with("cannot connect to postgres://postgres:***@127.0.0.1:1/test"),
@@ -23,7 +30,7 @@ async fn unreachable_server_is_a_connect_error() {
 }
 
 #[tokio::test]
-async fn bad_url_is_invalid() {
+async fn a_bad_url_is_invalid() {
     for url in [
         "postgres://postgres:hunter2@[::1/test",
         "postgres://h/db?sslmode=sometimes",
@@ -34,6 +41,58 @@ async fn bad_url_is_invalid() {
         assert!(text.starts_with("invalid PostgreSQL URL"), "{text}");
         assert!(!text.contains("hunter2"), "{text}");
     }
+}
+
+#[tokio::test]
+async fn an_unknown_url_option_is_invalid_and_names_the_valid_ones() {
+    let err = PgBackend::connect("postgres://postgres:hunter2@127.0.0.1:1/test?shema=billing")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Invalid(_)), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("unknown option `shema`"), "{text}");
+    for valid in ["schema", "pool_size", "connect_timeout", "acquire_timeout", "sslmode"] {
+        assert!(text.contains(valid), "{valid} missing from: {text}");
+    }
+    assert!(!text.contains("hunter2"), "{text}");
+}
+
+#[tokio::test]
+async fn a_bad_option_value_is_invalid() {
+    for (options, option) in [
+        ("pool_size=lots", "pool_size"),
+        ("connect_timeout=10", "connect_timeout"),
+        ("acquire_timeout=soon", "acquire_timeout"),
+        ("schema=Billing", "schema"),
+    ] {
+        let err = PgBackend::connect(&url_with(options)).await.unwrap_err();
+        assert!(matches!(err, Error::Invalid(_)), "{options}: {err:?}");
+        assert!(err.to_string().contains(option), "{options}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn url_options_configure_the_backend() {
+    let schema = new_schema();
+    let backend = PgBackend::connect(&url_with(&format!(
+        "schema={schema}&pool_size=3&acquire_timeout=2s&application_name=jobs-url-test"
+    )))
+    .await
+    .expect("connect");
+    assert_eq!(backend.schema_name(), schema);
+    assert_eq!(backend.pool().options().get_max_connections(), 3);
+    assert_eq!(
+        backend.pool().options().get_acquire_timeout(),
+        Duration::from_secs(2)
+    );
+    let name: String = sqlx::query_scalar("SELECT current_setting('application_name')")
+        .fetch_one(backend.pool())
+        .await
+        .unwrap();
+    assert_eq!(name, "jobs-url-test");
+    // `connect` migrated the schema the URL named, and jobs go there.
+    Record::new(1).enqueue(&backend).await.expect("enqueue");
+    assert_eq!(rows_in(backend.pool(), &schema).await, 1);
 }
 
 #[tokio::test]
@@ -69,47 +128,37 @@ async fn migrating_concurrently_and_again_is_harmless() {
 }
 
 #[tokio::test]
-async fn hostile_payloads_and_keys_round_trip() {
+async fn hostile_payloads_keys_and_tags_round_trip() {
     let backend = fresh_backend().await;
     let payload =
         r#"{"name":"Robert'); DROP TABLE jobs;--","quote":"\"","nul":"\u0000","emoji":"🎉"}"#;
     let key = "k'); DELETE FROM jobs; -- \"$1\" \\";
-    let job = NewJob {
-        id: JobId::new(),
-        name: "it's \"quoted\"".into(),
-        queue: "q'; --".into(),
-        payload: RawValue::from_string(payload.into()).unwrap(),
-        priority: 0,
-        run_at: SystemClock.now(),
-        max_attempts: 1,
-        backoff: jobs_core::Backoff::fixed(Duration::from_secs(1)),
-        timeout: None,
-        unique_key: Some(key.into()),
-        trace_context: Some("'".into()),
-    };
-    let now = SystemClock.now();
-    let first = backend
-        .enqueue(EnqueueParams {
-            jobs: vec![job.clone()],
-            now,
-        })
-        .await
-        .expect("enqueue");
+    let mut job = new_job("it's \"quoted\"", "q'; --");
+    job.payload = RawValue::from_string(payload.into()).unwrap();
+    job.unique_key = Some(key.into());
+    job.trace_context = Some("'".into());
+    job.tags = vec!["'); DROP TABLE jobs; --".into(), "{a,b}".into(), "\"".into()];
+    let first = put(&backend, vec![job.clone()], t0()).await;
     let mut again = job.clone();
-    again.id = JobId::new();
+    again.id = jobs_core::JobId::new();
     let second = backend
-        .enqueue(EnqueueParams {
+        .enqueue(jobs_core::EnqueueParams {
             jobs: vec![again],
-            now,
+            now: t0(),
         })
         .await
         .expect("enqueue again");
-    assert!(!first[0].duplicate);
+    assert_eq!(first, [job.id]);
     assert_eq!((second[0].id, second[0].duplicate), (job.id, true));
-    let record = backend.job(job.id).await.unwrap().expect("stored");
+    let record = backend
+        .read(ReadParams { id: job.id })
+        .await
+        .unwrap()
+        .expect("stored");
     assert_eq!(record.payload.get(), payload);
     assert_eq!(record.name, job.name);
     assert_eq!(record.queue, job.queue);
     assert_eq!(record.unique_key.as_deref(), Some(key));
     assert_eq!(record.trace_context.as_deref(), Some("'"));
+    assert_eq!(record.tags, job.tags);
 }

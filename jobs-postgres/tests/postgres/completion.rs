@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, CancelParams, Clock, Error, Job, JobContext, JobError, JobExt, JobOptions, JobStatus,
-    MemoryBackend, StateMap, SystemClock, Worker,
+    Backend, Clock, Error, Job, JobContext, JobError, JobExt, JobOptions, JobStatus, MemoryBackend,
+    Operations, StateMap, SystemClock, Worker,
 };
 use jobs_postgres::PgBackend;
 use serde::{Deserialize, Serialize};
@@ -51,11 +51,7 @@ impl Job for Ship {
             Then::Succeed => Ok(self.order),
             Then::Fail => Err(JobError::fatal("carrier refused the parcel")),
             Then::LoseTheLease => {
-                let params = CancelParams {
-                    id: ctx.id(),
-                    now: SystemClock.now(),
-                };
-                assert!(backend.cancel(params).await?);
+                backend.cancel(ctx.id()).await?;
                 Ok(self.order)
             }
         }

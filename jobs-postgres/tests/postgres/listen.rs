@@ -2,10 +2,19 @@
 
 use std::time::Duration;
 
-use jobs_core::{Backend, JobExt, Wakeup};
+use jobs_core::{Backend, JobExt, SubscribeParams, Wakeup};
 use jobs_postgres::PgBackend;
 
 use crate::support::{backend_in, fresh_backend, Record};
+
+/// A wake-up signal for `queue`.
+async fn subscribe(backend: &PgBackend, queue: &str) -> Wakeup {
+    let queues = vec![queue.to_string()];
+    backend
+        .subscribe(SubscribeParams { queues })
+        .await
+        .expect("subscribe")
+}
 
 async fn woken(wakeup: &Wakeup, within: Duration) -> bool {
     tokio::time::timeout(within, wakeup.wait()).await.is_ok()
@@ -36,8 +45,8 @@ async fn listener_pid(backend: &PgBackend, not: Option<i32>) -> i32 {
 async fn an_enqueue_elsewhere_wakes_subscribers_of_its_queue_only() {
     let backend = fresh_backend().await;
     let producer = backend_in(backend.schema_name()).await;
-    let record = backend.subscribe(&["record".to_string()]).await.unwrap();
-    let other = backend.subscribe(&["other".to_string()]).await.unwrap();
+    let record = subscribe(&backend, "record").await;
+    let other = subscribe(&backend, "other").await;
     Record::new(1).enqueue(&producer).await.unwrap();
     assert!(woken(&record, Duration::from_secs(2)).await);
     assert!(!woken(&other, Duration::from_millis(100)).await);
@@ -46,7 +55,7 @@ async fn an_enqueue_elsewhere_wakes_subscribers_of_its_queue_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delayed_jobs_do_not_wake_anyone() {
     let backend = fresh_backend().await;
-    let wakeup = backend.subscribe(&["record".to_string()]).await.unwrap();
+    let wakeup = subscribe(&backend, "record").await;
     Record::new(1)
         .delay(Duration::from_secs(3600))
         .enqueue(&backend)
@@ -59,7 +68,7 @@ async fn delayed_jobs_do_not_wake_anyone() {
 async fn the_listener_reconnects_by_itself() {
     let backend = fresh_backend().await;
     let producer = backend_in(backend.schema_name()).await;
-    let wakeup = backend.subscribe(&["record".to_string()]).await.unwrap();
+    let wakeup = subscribe(&backend, "record").await;
     let first = listener_pid(&backend, None).await;
 
     let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
@@ -142,7 +151,7 @@ async fn enqueues_outside_a_transaction_notify_after_commit_and_together() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enqueue_in_a_transaction_wakes_when_it_commits() {
     let backend = fresh_backend().await;
-    let wakeup = backend.subscribe(&["record".to_string()]).await.unwrap();
+    let wakeup = subscribe(&backend, "record").await;
     let mut tx = backend.pool().begin().await.unwrap();
     Record::new(1).enqueue(backend.on(&mut tx)).await.unwrap();
     assert!(!woken(&wakeup, Duration::from_millis(200)).await);

@@ -1,8 +1,12 @@
-//! Fresh, isolated backends and the job types of these tests.
+//! Fresh, isolated backends, jobs to store, and the job types of these tests.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use jobs_core::{Job, JobContext, JobError, JobOptions, StateMap};
+use jobs_core::{
+    Backend, Backoff, EnqueueParams, Job, JobContext, JobError, JobId, JobOptions, NewJob,
+    StateMap, Timestamp,
+};
 use jobs_postgres::PgBackend;
 use serde::{Deserialize, Serialize};
 use sqlx::postgres::PgPoolOptions;
@@ -12,6 +16,13 @@ use sqlx::PgPool;
 pub fn url() -> String {
     std::env::var("JOBS_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string())
+}
+
+/// The test database's URL with the query-string `options` added.
+pub fn url_with(options: &str) -> String {
+    let url = url();
+    let joiner = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{joiner}{options}")
 }
 
 /// A small pool on the test database.
@@ -77,6 +88,51 @@ async fn drop_stale_schemas(pool: &PgPool) {
                 .await;
         }
     }
+}
+
+/// A fixed instant with whole milliseconds, so it is stored exactly.
+pub fn t0() -> Timestamp {
+    "2030-01-01T00:00:00Z".parse().expect("valid time")
+}
+
+/// `t0` plus `ms` milliseconds.
+pub fn at(ms: i64) -> Timestamp {
+    t0() + chrono::Duration::milliseconds(ms)
+}
+
+/// A job of `name` in `queue`, ready at `t0`, with 3 attempts.
+pub fn new_job(name: &str, queue: &str) -> NewJob {
+    NewJob {
+        id: JobId::new(),
+        name: name.to_string(),
+        queue: queue.to_string(),
+        payload: serde_json::value::to_raw_value(&serde_json::json!({ "n": 1 })).unwrap(),
+        priority: 0,
+        run_at: t0(),
+        max_attempts: 3,
+        backoff: Backoff::fixed(Duration::from_secs(1)),
+        timeout: None,
+        unique_key: None,
+        trace_context: None,
+        tags: Vec::new(),
+    }
+}
+
+/// Stores `jobs` at `now` and returns their ids.
+pub async fn put(backend: &impl Backend, jobs: Vec<NewJob>, now: Timestamp) -> Vec<JobId> {
+    let stored = backend
+        .enqueue(EnqueueParams { jobs, now })
+        .await
+        .expect("enqueue");
+    stored.into_iter().map(|e| e.id).collect()
+}
+
+/// The number of jobs stored in the `jobs` table of `schema`.
+pub async fn rows_in(pool: &PgPool, schema: &str) -> i64 {
+    sqlx::query_scalar(&format!("SELECT count(*) FROM \"{schema}\".jobs"))
+        .fetch_one(pool)
+        .await
+        .expect("count the jobs")
 }
 
 /// A job that returns `n` (these tests only enqueue and read it).

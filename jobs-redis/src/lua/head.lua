@@ -1,25 +1,30 @@
 -- The head of every script (prepended at build time, with the other parts a script needs:
--- store.lua, lease.lua, promote.lua, states.lua, in that order).
+-- store.lua, lease.lua, promote.lua, states.lua, filter.lua, in that order).
 --
 -- A script works on one queue. KEYS[1] is the queue's key base `{prefix:queue}:`; every key a
 -- script touches is that base plus a suffix, so all of them share one hash tag and one cluster
 -- slot. ARGV[1] is the wake-up channel, ARGV[2] the queue's name, ARGV[3] the current time in
--- microseconds since the epoch; each script's own arguments start at ARGV[4].
+-- microseconds since the epoch; each script's own arguments start at ARGV[4]. The presence
+-- scripts (heartbeat.lua, deregister.lua, workers.lua) work on the prefix's own keys instead:
+-- their KEYS[1] is `{prefix}:` and their ARGV[2] is empty.
 --
 -- Keys of a queue:
---   j:<id>   hash, one job's short fields (see record.rs), kept in Redis' compact listpack
---   p:<id>   string, its payload
---   r:<id>   string, its result when longer than LONG bytes (shorter ones stay in the hash)
---   e:<id>   list, the error of each failed attempt: `attempt:at:message`
---   ready    zset, score priority, member hex14(run_at) .. id: priority, then run_at, then FIFO
---   delayed  zset, score run_at, member id: waiting for a future run_at
---   running  zset, score lease expiry, member id
---   done     zset, score finished_at, member id: completed and cancelled, for retention
---   dead     zset, score 0, member id: the dead-letter set, by id
---   all      zset, score 0, member id: every job, by id (ids are time-ordered), for listing
---   counts   hash, status code (s p r c d x) -> number of jobs
---   unique   hash, unique key -> id of the active job holding it
---   cron     hash, schedule -> last tick stored (microseconds)
+--   j:<id>     hash, one job's short fields (see record.rs), kept in Redis' compact listpack
+--   p:<id>     string, its payload
+--   r:<id>     string, its result when longer than LONG bytes (shorter ones stay in the hash)
+--   e:<id>     list, the error of each failed attempt, as JSON:
+--              {"a":attempt,"t":at,"kind":...,"message":...,"chain":[...]} (before kinds were
+--              kept: `attempt:at:message`)
+--   ready      zset, score priority, member hex14(run_at) .. id: priority, then run_at, then FIFO
+--   delayed    zset, score run_at, member id: waiting for a future run_at
+--   running    zset, score lease expiry, member id
+--   done       zset, score finished_at, member id: completed and cancelled, for retention
+--   dead       zset, score 0, member id: the dead-letter set, by id
+--   all        zset, score 0, member id: every job, by id (ids are time-ordered), for listing
+--   tag:<tag>  zset, score 0, member id: the jobs carrying the tag, by id
+--   counts     hash, status code (s p r c d x) -> number of jobs
+--   unique     hash, unique key -> id of the active job holding it
+--   cron       hash, schedule -> last tick stored (microseconds)
 local BASE = KEYS[1]
 local CHANNEL, QUEUE, NOW_S = ARGV[1], ARGV[2], ARGV[3]
 local NOW = tonumber(NOW_S)
@@ -32,6 +37,7 @@ local ALL = BASE .. 'all'
 local COUNTS = BASE .. 'counts'
 local UNIQUE = BASE .. 'unique'
 local CRON = BASE .. 'cron'
+local TAG = BASE .. 'tag:'
 
 -- Values longer than this (Redis' default hash-max-listpack-value) would turn a job's hash from
 -- the compact listpack encoding into a hashtable, several times larger.

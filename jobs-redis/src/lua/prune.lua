@@ -21,8 +21,9 @@ for j = 1, #oldest, 2 do
   end
   local id = oldest[j]
   local key = job_key(id)
-  recount(redis.call('HGET', key, 's') or nil, nil)
-  delete_job(key, id)
+  local v = redis.call('HMGET', key, 's', 'tg')
+  recount(v[1] or nil, nil)
+  delete_job(key, id, v[2])
   doomed[#doomed + 1] = id
 end
 zrem_all(DONE, doomed)

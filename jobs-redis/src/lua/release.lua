@@ -1,13 +1,22 @@
--- Hands leased jobs back to pending without counting their attempt.
--- ARGV[4..]: id, token per job. Returns 1 (accepted) or 0 per job.
+-- Hands leased jobs back to pending without counting their attempt. ARGV[4..]: id, token and
+-- the new run_at ('' to keep the job's own, and so its place in the queue) per job.
+-- Returns 1 (accepted) or 0 per job.
 local woken = false
-local out = each_leased(4, 2, function(_, id, key)
+local out = each_leased(4, 3, function(i, id, key)
   clear_lease(key, id)
   local v = redis.call('HMGET', key, 'a', 'pr', 'ra')
-  redis.call('HSET', key, 's', 'p', 'a', int(math.max(tonumber(v[1]) - 1, 0)))
+  local run_at = ARGV[i + 2]
+  if run_at == '' then
+    run_at = v[3]
+  end
+  redis.call('HSET', key, 's', 'p', 'a', int(math.max(tonumber(v[1]) - 1, 0)), 'ra', run_at)
   recount('r', 'p')
-  redis.call('ZADD', READY, v[2], ready_member(v[3], id))
-  woken = true
+  if tonumber(run_at) <= NOW then
+    redis.call('ZADD', READY, v[2], ready_member(run_at, id))
+    woken = true
+  else
+    redis.call('ZADD', DELAYED, run_at, id)
+  end
   return true
 end)
 if woken then

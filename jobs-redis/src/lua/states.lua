@@ -1,7 +1,14 @@
 -- Moving jobs between states outside the hot path.
 
--- Deletes job `id` and its side keys.
-local function delete_job(key, id)
+-- Deletes job `id`: its hash, its side keys and its entries in the tag indexes (`tags` is its
+-- `tg` field, false or nil when it has none). The caller takes it out of the sets of its status
+-- (`unindex`) and of the set of all jobs.
+local function delete_job(key, id, tags)
+  if tags then
+    for _, tag in ipairs(cjson.decode(tags)) do
+      redis.call('ZREM', TAG .. tag, id)
+    end
+  end
   redis.call('DEL', key, side_key('p', id), side_key('r', id), side_key('e', id))
 end
 
@@ -21,11 +28,13 @@ local function unindex(key, id, s)
   recount(s, nil)
 end
 
--- Ends the running attempt of job `id` with an error: pending again at `retry_at` (text), or
+-- Ends the running attempt of job `id` with the error `report` (a JSON object: kind, message,
+-- chain), stored with the attempt number and the time: pending again at `retry_at` (text), or
 -- dead when it is nil. Returns true when the job is ready at once.
-local function finish_attempt(key, id, message, retry_at)
+local function finish_attempt(key, id, report, retry_at)
   local v = redis.call('HMGET', key, 'a', 'pr', 'u')
-  local n = redis.call('RPUSH', side_key('e', id), v[1] .. ':' .. NOW_S .. ':' .. message)
+  local entry = '{"a":' .. v[1] .. ',"t":' .. NOW_S .. ',' .. string.sub(report, 2)
+  local n = redis.call('RPUSH', side_key('e', id), entry)
   clear_lease(key, id)
   if retry_at then
     redis.call('HSET', key, 's', 'p', 'ra', retry_at, 'ne', n)

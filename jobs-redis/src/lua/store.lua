@@ -1,16 +1,31 @@
 -- Storing new jobs (enqueue, cron).
 --
--- A job's arguments: id, its ready-set member ('' when delayed), payload, a count n, then n
--- arguments: the hash's fields and values, first `pr`, `ra`, `m`, then `u` if it has a unique
--- key, then any others. The script adds the status and created_at to the hash.
+-- A job's arguments: id, its ready-set member ('' when it is scheduled), payload, a count n,
+-- then n arguments: the hash's fields and values, first `pr`, `ra`, `m`, then `u` if it has a
+-- unique key, then any others, and last `tg` if it has tags. The script adds the status and
+-- created_at to the hash.
 
--- The index of the last argument of the job starting at ARGV[s], and its unique key (or nil).
+-- The index of the last argument of the job starting at ARGV[s], its unique key and its tags
+-- (each nil when it has none).
 local function job_args(s)
   local last = s + 3 + tonumber(ARGV[s + 3])
+  local ukey, tags = nil, nil
   if last > s + 9 and ARGV[s + 10] == 'u' then
-    return last, ARGV[s + 11]
+    ukey = ARGV[s + 11]
   end
-  return last, nil
+  if ARGV[last - 1] == 'tg' then
+    tags = ARGV[last]
+  end
+  return last, ukey, tags
+end
+
+-- Adds job `id` to the index of each of its `tags` (a JSON array).
+local function index_tags(id, tags)
+  if tags then
+    for _, tag in ipairs(cjson.decode(tags)) do
+      redis.call('ZADD', TAG .. tag, 0, id)
+    end
+  end
 end
 
 -- Writes the hash of the job starting at ARGV[s] (its arguments ending at ARGV[last]).
@@ -22,7 +37,7 @@ end
 -- commands (six in all with the counts, seven with the wake-up).
 local function store_one(s)
   local id = ARGV[s]
-  local last, ukey = job_args(s)
+  local last, ukey, tags = job_args(s)
   if ukey then
     local holder = redis.call('HGET', UNIQUE, ukey)
     if holder then
@@ -45,6 +60,7 @@ local function store_one(s)
     redis.call('ZADD', DELAYED, ARGV[s + 7], id)
   end
   write_job(s, last, status)
+  index_tags(id, tags)
   redis.call('SET', side_key('p', id), ARGV[s + 2])
   recount_by(status, 1)
   return {}, wakes
@@ -73,7 +89,7 @@ local function store_jobs(first)
   local all, ready, delayed, payloads = {}, {}, {}, {}
   for j, s in ipairs(starts) do
     local id = ARGV[s]
-    local last, ukey = job_args(s)
+    local last, ukey, tags = job_args(s)
     local holder = ukey and redis.call('HGET', UNIQUE, ukey)
     if holder then
       held[#held + 1] = { j, holder }
@@ -94,6 +110,7 @@ local function store_jobs(first)
         delayed[#delayed + 1] = id
       end
       write_job(s, last, status)
+      index_tags(id, tags)
       payloads[#payloads + 1] = side_key('p', id)
       payloads[#payloads + 1] = ARGV[s + 2]
     end

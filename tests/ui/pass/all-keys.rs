@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use jobs::prelude::*;
-use jobs::{Job, JobOptions};
+use jobs::{Backoff, Job};
+use jobs_core::JobOptions;
 
 #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Sent {
@@ -20,7 +21,8 @@ pub struct Sent {
     priority = -5,
     timeout = "1m 30s",
     unique = "welcome:{user_id}:{{literal}}",
-    name = "welcome"
+    name = "welcome",
+    tags = ["billing", "email"]
 )]
 async fn send_welcome_email(user_id: i64, email: String) -> Result<Sent, JobError> {
     let _ = user_id;
@@ -34,6 +36,10 @@ async fn ping(host: String, port: u16) {
 
 #[job(unique = true, backoff = "fixed")]
 async fn refresh() {}
+
+/// `backoff` in the grammar `Backoff`'s `FromStr` reads, cap and jitter included.
+#[job(backoff = "exponential(500ms), max 1m, jitter")]
+async fn whole_backoff() {}
 
 #[job(jitter = true)]
 async fn defaults_elsewhere(n: u8) -> Result<u8, JobError> {
@@ -52,7 +58,21 @@ fn main() {
                 .jitter(true),
             priority: -5,
             timeout: Some(Duration::from_secs(90)),
+            tags: vec!["billing".into(), "email".into()],
         }
+    );
+    assert_eq!(SendWelcomeEmail::options().tags, ["billing", "email"]);
+    let backoff = WholeBackoff::options().backoff;
+    assert_eq!(
+        backoff,
+        Backoff::exponential(Duration::from_millis(500))
+            .max(Duration::from_secs(60))
+            .jitter(true)
+    );
+    assert_eq!(
+        backoff.to_string().parse::<Backoff>().unwrap(),
+        backoff,
+        "the attribute's grammar is `Backoff`'s"
     );
     let job = SendWelcomeEmail::new(7, "a@b.c".into());
     assert_eq!(job.user_id, 7);
@@ -98,8 +118,14 @@ fn main() {
     );
 
     // Every job is registered under its stored name.
-    let names: Vec<&str> = jobs::registered().iter().map(|t| t.name).collect();
-    for name in ["welcome", "ping", "refresh", "defaults_elsewhere"] {
+    let names: Vec<&str> = jobs_core::registered().iter().map(|t| t.name).collect();
+    for name in [
+        "welcome",
+        "ping",
+        "refresh",
+        "whole_backoff",
+        "defaults_elsewhere",
+    ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
 }

@@ -23,6 +23,6 @@ fn main() {
     assert_eq!(<ThroughReexport as Job>::NAME, "through_reexport");
     let key = Job::unique_key(&ThroughReexport::new("x".into()));
     assert_eq!(key.as_deref(), Some(r#"through_reexport:{"s":"x"}"#));
-    let names: Vec<&str> = my_jobs::registered().iter().map(|t| t.name).collect();
+    let names: Vec<&str> = jobs_core::registered().iter().map(|t| t.name).collect();
     assert!(names.contains(&"through_rename") && names.contains(&"through_reexport"));
 }

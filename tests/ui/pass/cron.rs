@@ -1,7 +1,8 @@
 //! Periodic jobs: `cron` with or without `tz`, with an empty payload.
 
 use jobs::prelude::*;
-use jobs::{CronSpec, Job, Schedule};
+use jobs::Job;
+use jobs_core::{CronSpec, Schedule};
 
 pub struct Db;
 
@@ -48,6 +49,6 @@ fn main() {
     assert_eq!(serde_json::to_string(&job).unwrap(), "{}");
     let _: EveryFiveMinutes = Default::default();
 
-    let names: Vec<&str> = jobs::registered().iter().map(|t| t.name).collect();
+    let names: Vec<&str> = jobs_core::registered().iter().map(|t| t.name).collect();
     assert!(names.contains(&"nightly-report") && names.contains(&"every_five_minutes"));
 }

@@ -4,7 +4,7 @@ use std::any::type_name;
 use std::time::Duration;
 
 use jobs::prelude::*;
-use jobs::Job;
+use jobs::{Job, Worker};
 
 pub struct Mailer {
     from: &'static str,

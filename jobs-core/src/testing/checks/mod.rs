@@ -1,8 +1,124 @@
-//! The checks of the suite, one `pub async fn` per guarantee; [`conformance!`](crate::conformance)
-//! runs them all.
+//! The checks of the suite, one `pub async fn` per guarantee, and [the table](crate::__conformance_checks)
+//! that lists them once: [`conformance!`](crate::conformance) stamps a `#[test]` out of each
+//! row, and the re-exports below come from it too, so a check missing from the table is dead
+//! code (a warning) and a row without its check does not compile.
+//!
+//! Each check is named for the operation it exercises first (`fetch_…`, `list_…`, `manage_…`,
+//! `worker_…`), so `cargo test fetch_` runs one family.
 
 mod store;
 mod worker;
 
-pub use store::*;
-pub use worker::*;
+/// The table of checks: each row is a module of `checks` and the checks it defines. Calls
+/// `$callback! { $args… rows }`, where `$callback` is a path in brackets.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_checks {
+    ([$($callback:tt)*] $($args:tt)*) => {
+        $($callback)*! { $($args)*
+            store::enqueue {
+                enqueue_reads_back_every_field,
+                enqueue_dedupes_unique_keys_of_active_jobs,
+                enqueue_fetch_and_complete_hundreds_in_one_call_each,
+                enqueue_cron_stores_each_tick_once,
+            }
+            store::fetch {
+                fetch_by_priority_then_run_at_then_fifo,
+                fetch_waits_for_run_at,
+                fetch_racing_never_hands_out_a_job_twice,
+            }
+            store::lease {
+                lease_of_a_stale_holder_is_fenced,
+                renew_extends_only_live_leases,
+                release_gives_the_attempt_back_and_keeps_run_at,
+                release_with_run_at_snoozes_the_job,
+                rescue_records_lease_expired_and_keeps_the_job_place,
+                rescue_without_attempts_left_is_dead,
+            }
+            store::fail {
+                fail_retries_then_dies_with_every_error,
+                fail_stores_each_error_kind_and_chain,
+                fail_dead_reason_tells_fatal_from_out_of_attempts,
+            }
+            store::list {
+                list_pages_in_id_order,
+                list_filters_by_queue,
+                list_filters_by_status,
+                list_filters_by_name,
+                list_filters_by_tag_across_queues,
+                list_filters_by_creation_time,
+                list_filters_by_finish_time,
+                list_matches_every_filter_field_at_once,
+                list_pages_through_operations_with_a_cursor,
+            }
+            store::manage {
+                manage_retry_revives_dead_and_cancelled_jobs,
+                manage_cancel_revokes_active_jobs_only,
+                manage_delete_removes_a_job_with_its_indexes,
+                manage_retry_reports_a_held_unique_key,
+                manage_one_reports_not_found_and_wrong_status,
+                manage_by_filter_examines_a_bounded_batch,
+            }
+            store::bulk {
+                manage_retry_by_filter_in_batches,
+                manage_cancel_by_filter_in_batches,
+                manage_delete_by_filter_in_batches,
+                manage_bulk_touches_only_matching_jobs,
+                manage_purge_by_status_and_finish_time,
+            }
+            store::tags {
+                tags_read_back_as_enqueued,
+                tags_forget_deleted_and_pruned_jobs,
+            }
+            store::prune {
+                prune_keeps_by_count_and_age,
+            }
+            store::presence {
+                queues_list_every_queue_with_its_counts,
+                schedules_saved_by_name_with_their_last_tick,
+                schedules_show_their_next_ticks,
+                workers_heartbeat_records_live_workers,
+                workers_expire_without_heartbeats,
+                workers_deregister_forgets_a_worker,
+                workers_show_the_jobs_they_run,
+            }
+            worker::outcomes {
+                worker_runs_jobs_and_returns_typed_results,
+                worker_retries_follow_backoff,
+                worker_retry_in_replaces_the_backoff,
+                worker_snooze_runs_again_without_spending_an_attempt,
+                worker_dead_after_max_attempts,
+                worker_fatal_error_goes_dead_at_once,
+                worker_survives_a_panicking_handler,
+                worker_fails_an_undeserializable_payload,
+                worker_fails_a_job_of_an_unknown_name,
+                worker_times_out_slow_attempts,
+            }
+            worker::leases {
+                worker_reruns_jobs_of_a_dead_worker,
+                worker_never_runs_a_job_twice_across_two_workers,
+                worker_stops_a_cancelled_job,
+            }
+            worker::lifecycle {
+                worker_refuses_to_start_listing_every_problem,
+                worker_shutdown_finishes_within_grace,
+                worker_shutdown_hands_back_unfinished_jobs,
+                worker_records_its_heartbeat,
+                worker_records_its_cron_schedules,
+            }
+            worker::maintenance {
+                worker_prunes_by_retention,
+                worker_cron_enqueues_each_tick_once_across_workers,
+            }
+        }
+    };
+}
+
+/// Re-exports each check of the table at `checks::`.
+macro_rules! reexport {
+    ($($($module:ident)::+ { $($check:ident),* $(,)? })*) => {
+        $(pub use self::$($module)::+::{$($check),*};)*
+    };
+}
+
+crate::__conformance_checks!([reexport]);

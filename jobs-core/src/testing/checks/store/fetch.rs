@@ -1,0 +1,91 @@
+//! Fetching: which ready jobs come out, in what order, and never to two callers.
+
+use std::collections::HashSet;
+
+use super::*;
+
+/// Ready jobs come out by priority, then run_at, then FIFO, across the fetched queues.
+pub async fn fetch_by_priority_then_run_at_then_fifo(b: AnyBackend) {
+    let spec = [
+        (10, -3_000),
+        (5, -1_000),
+        (5, -2_000),
+        (10, -3_000),
+        (1, 10_000),
+        (-2, -500),
+    ];
+    let mut ids = Vec::new();
+    for (priority, offset) in spec {
+        let mut job = new_job("ordered");
+        job.priority = priority;
+        job.run_at = at(offset);
+        ids.push(put(&b, job).await);
+    }
+    let mut other = new_job("ordered");
+    other.queue = OTHER_QUEUE.into();
+    other.priority = 6;
+    other.run_at = at(-10_000);
+    let other_id = put(&b, other).await;
+
+    let mut order = Vec::new();
+    for _ in 0..6 {
+        let params = fetch_params(&[QUEUE, OTHER_QUEUE], 1, t0());
+        let got = b.fetch(params).await.expect("fetch");
+        assert_eq!(got.len(), 1);
+        order.push(got[0].record.id);
+    }
+    assert_eq!(
+        order,
+        vec![ids[5], ids[2], ids[1], other_id, ids[0], ids[3]]
+    );
+    assert!(
+        fetch(&b, 10, t0()).await.is_empty(),
+        "the delayed job is not ready yet"
+    );
+    assert_eq!(fetch_one(&b, at(10_000)).await.record.id, ids[4]);
+}
+
+/// A delayed job is not fetched a millisecond before its run_at, and is at run_at.
+pub async fn fetch_waits_for_run_at(b: AnyBackend) {
+    let mut job = new_job("delayed");
+    job.run_at = at(60_000);
+    let id = put(&b, job).await;
+    assert!(fetch(&b, 5, t0()).await.is_empty());
+    assert!(fetch(&b, 5, at(59_999)).await.is_empty());
+    let got = fetch_one(&b, at(60_000)).await;
+    assert_eq!(got.record.id, id);
+    assert_eq!(
+        (got.record.status, got.record.attempt),
+        (JobStatus::Running, 1)
+    );
+    assert_eq!(got.record.started_at, Some(at(60_000)));
+}
+
+/// Fetches racing on many connections never hand one job to two of them.
+pub async fn fetch_racing_never_hands_out_a_job_twice(b: AnyBackend) {
+    let jobs: Vec<NewJob> = (0..200).map(|_| new_job("raced")).collect();
+    let ids: HashSet<JobId> = jobs.iter().map(|j| j.id).collect();
+    b.enqueue(EnqueueParams { jobs, now: t0() }).await.unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let b = b.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let got = fetch(&b, 7, t0()).await;
+                if got.is_empty() {
+                    return mine;
+                }
+                mine.extend(got.into_iter().map(|j| j.record.id));
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.unwrap());
+    }
+    let unique: HashSet<JobId> = all.iter().copied().collect();
+    assert_eq!(all.len(), 200, "every job fetched exactly once");
+    assert_eq!(unique, ids);
+    assert_eq!(counts(&b).await.running, 200);
+}

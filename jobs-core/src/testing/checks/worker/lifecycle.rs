@@ -1,0 +1,219 @@
+//! A worker's life: the checks that keep it from starting, graceful shutdown, and what it
+//! records in the store about itself while it runs (its heartbeat and its cron schedules).
+
+use std::time::Duration;
+
+use crate::testing::jobs::*;
+use crate::testing::support::*;
+use crate::*;
+
+/// A worker whose handlers need a `State<T>` it lacks, with two job types under one name, or
+/// with a schedule that does not parse refuses to start, listing every problem.
+pub async fn worker_refuses_to_start_listing_every_problem(b: AnyBackend) {
+    let refused = worker(&b)
+        .register::<Counted>()
+        .register::<Echo>()
+        .register::<Impostor>()
+        .register::<BadCron>()
+        .run_until(async {})
+        .await;
+    let Err(Error::Start(mut problems)) = refused else {
+        panic!("the worker started: {refused:?}");
+    };
+    problems.sort_by_key(|p| p.to_string());
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    for problem in &problems {
+        match problem {
+            StartProblem::MissingState { job, type_name } => {
+                assert_eq!(job, Counted::NAME);
+                assert!(type_name.ends_with("Counter"), "{type_name}");
+            }
+            StartProblem::DuplicateName {
+                name,
+                first,
+                second,
+            } => {
+                assert_eq!(name, Echo::NAME);
+                let types = [first, second];
+                assert!(types.iter().any(|t| t.ends_with("Impostor")), "{types:?}");
+                assert!(types.iter().any(|t| t.ends_with("Echo")), "{types:?}");
+            }
+            StartProblem::BadSchedule { job, .. } => assert_eq!(job, BadCron::NAME),
+            other => panic!("unexpected problem: {other}"),
+        }
+    }
+    let text = Error::Start(problems).to_string();
+    assert!(
+        text.contains("job `conformance.counted` takes `State<") && text.contains("Counter"),
+        "{text}"
+    );
+}
+
+/// On shutdown, a running job that finishes within the grace period completes.
+pub async fn worker_shutdown_finishes_within_grace(b: AnyBackend) {
+    let running = Running::start(
+        worker(&b)
+            .register::<Sleeps>()
+            .grace_period(Duration::from_secs(10)),
+    );
+    let id = Sleeps { ms: 300 }.enqueue(&b).await.unwrap().id();
+    // Leased is not enough: a leased job that has not started yet is handed back.
+    wait_for(&b, id, "the handler started", |r| r.progress == 1).await;
+    running.stop().await.unwrap();
+    let r = record(&b, id).await;
+    assert_eq!((r.status, r.attempt), (JobStatus::Completed, 1));
+}
+
+/// On shutdown, running jobs past the grace period and prefetched jobs are handed back
+/// without spending an attempt.
+pub async fn worker_shutdown_hands_back_unfinished_jobs(b: AnyBackend) {
+    let w = worker(&b)
+        .register::<Sleeps>()
+        .concurrency(1)
+        .prefetch(1)
+        .grace_period(Duration::from_millis(100));
+    let handles = Sleeps::enqueue_many(&b, [Sleeps { ms: 30_000 }, Sleeps { ms: 30_000 }])
+        .await
+        .unwrap();
+    let running = Running::start(w);
+    for handle in &handles {
+        wait_for(&b, handle.id(), "both jobs are leased", |r| {
+            r.status == JobStatus::Running
+        })
+        .await;
+    }
+    running.stop().await.unwrap();
+    for handle in &handles {
+        let r = handle.record(&b).await.unwrap();
+        assert_eq!(
+            (r.status, r.attempt, r.lease.is_none()),
+            (JobStatus::Pending, 0, true)
+        );
+        assert!(r.errors.is_empty());
+    }
+}
+
+/// A running worker is listed by `Operations::workers` as it is (queues, concurrency, the
+/// names it runs, host and pid) with the job it runs, from its first heartbeat; after a
+/// graceful shutdown it is not.
+pub async fn worker_records_its_heartbeat(b: AnyBackend) {
+    const ID: &str = "conformance-heartbeat";
+    let w = worker(&b)
+        .id(ID)
+        .concurrency(3)
+        .register::<Echo>()
+        .register::<Sleeps>()
+        .grace_period(Duration::from_millis(50));
+    let started = real_now();
+    let running = Running::start(w);
+    let job = Sleeps { ms: 30_000 }.enqueue(&b).await.unwrap().id();
+    wait_for(&b, job, "the job runs", |r| r.progress == 1).await;
+    let listed = || async {
+        let workers = b.workers().await.expect("workers");
+        workers.into_iter().find(|w| w.worker.id == ID)
+    };
+    eventually("the worker lists itself", || async {
+        listed().await.is_some()
+    })
+    .await;
+
+    let summary = listed().await.expect("listed");
+    let me = &summary.worker;
+    assert_eq!(summary.running, vec![job], "the job it runs");
+    assert_eq!(
+        (me.queues.as_slice(), me.concurrency),
+        (&[QUEUE.to_string()][..], 3)
+    );
+    for name in [Echo::NAME, Sleeps::NAME] {
+        assert!(
+            me.names.iter().any(|n| n == name),
+            "{name} in {:?}",
+            me.names
+        );
+    }
+    assert!(!me.host.is_empty(), "a host name");
+    assert_eq!(me.pid, std::process::id());
+    let seconds = chrono::Duration::seconds;
+    assert!(me.started_at >= started - seconds(1) && me.started_at <= me.last_seen);
+    assert!(me.last_seen <= real_now() + seconds(1));
+
+    running.stop().await.unwrap();
+    assert!(listed().await.is_none(), "a stopped worker is forgotten");
+}
+
+/// A worker running cron jobs records their schedules, so `Operations::schedules` shows them
+/// (with next ticks, and the last tick once one is stored) to programs without the job types.
+pub async fn worker_records_its_cron_schedules(b: AnyBackend) {
+    let started = real_now();
+    let running = Running::start(worker(&b).register::<Ticker>().cron(true));
+    let recorded = || async {
+        let schedules = b.schedules().await.expect("schedules");
+        schedules
+            .into_iter()
+            .find(|s| s.schedule.name == Ticker::NAME)
+    };
+    eventually("the schedule is recorded", || async {
+        recorded().await.is_some()
+    })
+    .await;
+    let shown = recorded().await.expect("recorded");
+    assert_eq!(
+        shown.schedule,
+        ScheduleInfo {
+            name: Ticker::NAME.into(),
+            queue: QUEUE.into(),
+            expression: "* * * * * *".into(),
+            timezone: "Europe/Paris".into(),
+        }
+    );
+    assert_eq!(shown.next.len(), 3);
+    assert!(shown.seen_at >= started - chrono::Duration::seconds(1));
+
+    let ticks = JobFilter::new().name(Ticker::NAME);
+    eventually("a tick is stored", || async {
+        !b.jobs(&ticks, PageRequest::default())
+            .await
+            .unwrap()
+            .jobs
+            .is_empty()
+    })
+    .await;
+    let last = recorded().await.expect("recorded").last_tick;
+    let first_tick = b.jobs(&ticks, PageRequest::default()).await.unwrap().jobs[0].run_at;
+    assert!(last >= Some(first_tick), "{last:?} after {first_tick}");
+    running.stop().await.unwrap();
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Impostor {}
+
+impl Job for Impostor {
+    const NAME: &'static str = Echo::NAME;
+    type Output = ();
+    async fn run(self, _ctx: JobContext, _state: StateMap) -> Result<(), JobError> {
+        Ok(())
+    }
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BadCron {}
+
+impl Job for BadCron {
+    const NAME: &'static str = "conformance.bad_cron";
+    type Output = ();
+    fn options() -> JobOptions {
+        JobOptions {
+            queue: QUEUE.into(),
+            ..JobOptions::default()
+        }
+    }
+    fn cron() -> Option<CronSpec> {
+        Some(CronSpec {
+            expression: "every full moon",
+            timezone: None,
+        })
+    }
+    async fn run(self, _ctx: JobContext, _state: StateMap) -> Result<(), JobError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,337 @@
+//! The outcome sink: the one place where what an attempt ended in is written to the store.
+//!
+//! Completions, failures and hand-backs are batched, one backend call for each kind that came in
+//! meanwhile; a job finished through its completion hook (inside the caller's transaction, say)
+//! completes in its own task. The sink decides each failure's retry time from the job's
+//! backoff, forgets each written job's lease, and tells the hooks about each accepted write.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::backend::{
+    Backend, CompleteParams, Completion, FailParams, Failure, LeaseRef, Release, ReleaseParams,
+};
+use crate::backoff::random_unit;
+use crate::clock;
+use crate::context::{CompletionHook, JobContext};
+use crate::error::Next;
+use crate::model::{JobId, JobRecord, Json};
+use crate::{Error, JobError};
+
+use super::events::{call, JobEvent};
+use super::shared::{with_retries, Shared};
+
+/// The most writes of one kind in one call.
+const BATCH: usize = 512;
+
+/// How an attempt ended.
+pub(crate) enum Outcome {
+    /// The handler succeeded with this result.
+    Completed(Json),
+    /// The handler failed (or panicked, or timed out): retried after the backoff, or dead.
+    Failed(JobError),
+    /// Shutdown's grace ran out, or the job never started: hand it back, attempt not spent.
+    Interrupted,
+    /// The handler asked to run again after a while, its attempt not spent.
+    Snoozed(Duration),
+    /// The lease was lost: another worker may hold the job now, so write nothing.
+    Abandoned,
+}
+
+/// A write waiting for its batch.
+enum Write {
+    Complete(Completion, JobEvent),
+    /// The event carries the error and the retry time.
+    Fail(Failure, JobEvent),
+    Release(Release),
+}
+
+impl OfJob for Write {
+    fn job(&self) -> JobId {
+        match self {
+            Write::Complete(_, event) | Write::Fail(_, event) => event.id,
+            Write::Release(release) => release.job(),
+        }
+    }
+}
+
+/// Where each job's task hands its outcome; cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Sink {
+    shared: Arc<Shared>,
+    writes: mpsc::UnboundedSender<Write>,
+}
+
+/// The task that writes the batches; [`Flusher::close`] waits for the last one.
+pub(crate) struct Flusher {
+    task: JoinHandle<()>,
+}
+
+impl Sink {
+    /// A sink writing to `shared`'s backend, and its flushing task.
+    pub fn start(shared: Arc<Shared>) -> (Sink, Flusher) {
+        let (writes, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(flush(shared.clone(), rx));
+        (Sink { shared, writes }, Flusher { task })
+    }
+
+    /// Records what `record`'s attempt, run under `ctx`, ended in.
+    pub async fn record(&self, record: &JobRecord, ctx: &JobContext, outcome: Outcome) {
+        let lease = ctx.lease();
+        match outcome {
+            Outcome::Completed(result) => {
+                let completion = Completion { lease, result };
+                match ctx.take_completion_hook() {
+                    Some(hook) => self.complete_by(hook, completion, record).await,
+                    None => self.send(Write::Complete(completion, JobEvent::of(record))),
+                }
+            }
+            Outcome::Failed(error) => self.send(self.failure(record, lease, error)),
+            Outcome::Interrupted => self.send(Write::Release(Release {
+                lease,
+                run_at: None,
+            })),
+            Outcome::Snoozed(delay) => {
+                let run_at = clock::later(self.shared.clock.now(), delay);
+                self.send(Write::Release(Release {
+                    lease,
+                    run_at: Some(run_at),
+                }));
+            }
+            Outcome::Abandoned => {
+                tracing::warn!("job stopped: its lease was lost or it was cancelled")
+            }
+        }
+    }
+
+    /// Completes through the job's own hook instead of the batch.
+    async fn complete_by(
+        &self,
+        hook: Box<dyn CompletionHook>,
+        completion: Completion,
+        record: &JobRecord,
+    ) {
+        let shared = &self.shared;
+        match hook.complete(completion, shared.clock.now()).await {
+            Ok(true) => call(&shared.hooks.completed, &JobEvent::of(record)),
+            Ok(false) => tracing::warn!("completion refused: the lease was lost"),
+            Err(e) => tracing::error!(error = %e, "could not record completion"),
+        }
+        shared.leases.remove(record.id);
+    }
+
+    /// The failure to write: retried after the job's backoff (or the delay the handler asked
+    /// for), or dead when fatal or out of attempts.
+    fn failure(&self, record: &JobRecord, lease: LeaseRef, error: JobError) -> Write {
+        let now = self.shared.clock.now();
+        let report = error.report();
+        let retry_at = (error.is_retryable() && record.attempt < record.max_attempts).then(|| {
+            let delay = match error.next() {
+                Next::RetryIn(delay) => delay,
+                _ => record.backoff.delay(record.attempt, random_unit()),
+            };
+            clock::later(now, delay)
+        });
+        let mut event = JobEvent::of(record);
+        event.error = Some(report.message.clone());
+        event.retry_at = retry_at;
+        let failure = Failure {
+            lease,
+            error: report,
+            retry_at,
+        };
+        Write::Fail(failure, event)
+    }
+
+    fn send(&self, write: Write) {
+        if let Err(unsent) = self.writes.send(write) {
+            let id = unsent.0.job();
+            tracing::error!(job.id = %id, "outcome sink stopped; the lease will lapse");
+            self.shared.leases.remove(id);
+        }
+    }
+}
+
+impl Flusher {
+    /// Drops the `last` sink, waits until every outcome sent is written, then hands back the
+    /// jobs still held (a job's task that ended without an outcome) without spending an attempt.
+    pub async fn close(self, last: Sink) {
+        let shared = last.shared.clone();
+        drop(last);
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "outcome sink failed");
+        }
+        let leftover = shared.leases.snapshot();
+        let releases = leftover
+            .into_iter()
+            .map(|lease| Release {
+                lease,
+                run_at: None,
+            })
+            .collect();
+        release(&shared, releases).await;
+    }
+}
+
+/// The writes of one flush, by kind.
+#[derive(Default)]
+struct Batch {
+    completions: Vec<Completion>,
+    completed: Vec<JobEvent>,
+    failures: Vec<Failure>,
+    failed: Vec<JobEvent>,
+    releases: Vec<Release>,
+}
+
+impl Batch {
+    fn push(&mut self, write: Write) {
+        match write {
+            Write::Complete(completion, event) => {
+                self.completions.push(completion);
+                self.completed.push(event);
+            }
+            Write::Fail(failure, event) => {
+                self.failures.push(failure);
+                self.failed.push(event);
+            }
+            Write::Release(release) => self.releases.push(release),
+        }
+    }
+
+    async fn write(self, shared: &Shared) {
+        complete(shared, self.completions, self.completed).await;
+        fail(shared, self.failures, self.failed).await;
+        release(shared, self.releases).await;
+    }
+}
+
+/// Writes batches until every sink is gone.
+async fn flush(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Write>) {
+    let mut received = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut received, BATCH).await > 0 {
+        // Let the handlers that are finishing too send their outcomes, so they join this write.
+        tokio::task::yield_now().await;
+        while received.len() < BATCH {
+            match rx.try_recv() {
+                Ok(write) => received.push(write),
+                Err(_) => break,
+            }
+        }
+        let mut batch = Batch::default();
+        for write in received.drain(..) {
+            batch.push(write);
+        }
+        batch.write(&shared).await;
+    }
+}
+
+async fn complete(shared: &Shared, items: Vec<Completion>, events: Vec<JobEvent>) {
+    if items.is_empty() {
+        return;
+    }
+    let written = with_retries(|| {
+        shared.backend.complete(CompleteParams {
+            items: items.clone(),
+            now: shared.clock.now(),
+        })
+    })
+    .await;
+    for event in settle(shared, &events, written) {
+        call(&shared.hooks.completed, event);
+    }
+}
+
+async fn fail(shared: &Shared, items: Vec<Failure>, events: Vec<JobEvent>) {
+    if items.is_empty() {
+        return;
+    }
+    let written = with_retries(|| {
+        shared.backend.fail(FailParams {
+            items: items.clone(),
+            now: shared.clock.now(),
+        })
+    })
+    .await;
+    for event in settle(shared, &events, written) {
+        let error = event.error.as_deref().unwrap_or_default();
+        match event.retry_at {
+            Some(at) => {
+                tracing::warn!(job.id = %event.id, error, retry_at = %at, "attempt failed; will retry");
+                shared.retries.due_at(at);
+            }
+            None => tracing::error!(job.id = %event.id, error, "job is dead"),
+        }
+        call(&shared.hooks.failed, event);
+        if event.retry_at.is_none() {
+            call(&shared.hooks.dead, event);
+        }
+    }
+}
+
+/// Hands jobs back; a snoozed one is due again at its `run_at`.
+async fn release(shared: &Shared, items: Vec<Release>) {
+    if items.is_empty() {
+        return;
+    }
+    let written = with_retries(|| {
+        shared.backend.release(ReleaseParams {
+            items: items.clone(),
+            now: shared.clock.now(),
+        })
+    })
+    .await;
+    for release in settle(shared, &items, written) {
+        if let Some(at) = release.run_at {
+            shared.retries.due_at(at);
+        }
+    }
+}
+
+/// What a write was about: one job.
+trait OfJob {
+    fn job(&self) -> JobId;
+}
+
+impl OfJob for JobEvent {
+    fn job(&self) -> JobId {
+        self.id
+    }
+}
+
+impl OfJob for Release {
+    fn job(&self) -> JobId {
+        self.lease.id
+    }
+}
+
+/// Forgets the leases of the jobs written, and gives the items whose write the store
+/// accepted.
+fn settle<'a, T: OfJob>(
+    shared: &Shared,
+    items: &'a [T],
+    written: Result<Vec<bool>, Error>,
+) -> Vec<&'a T> {
+    for item in items {
+        shared.leases.remove(item.job());
+    }
+    match written {
+        Ok(flags) => items
+            .iter()
+            .zip(flags)
+            .filter_map(|(item, ok)| {
+                if !ok {
+                    tracing::warn!(job.id = %item.job(), "write refused: the lease was lost");
+                }
+                ok.then_some(item)
+            })
+            .collect(),
+        Err(e) => {
+            // The leases lapse and the jobs run again: at least once, never lost.
+            tracing::error!(error = %e, jobs = items.len(), "could not record outcomes; their leases will lapse");
+            Vec::new()
+        }
+    }
+}

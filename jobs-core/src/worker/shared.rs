@@ -1,0 +1,120 @@
+//! What every task of a running worker shares, the times its retries become due, and the retry
+//! loop of its backend writes.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::futures::Notified;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::any::AnyBackend;
+use crate::clock::Clock;
+use crate::model::Timestamp;
+use crate::registry::JobType;
+use crate::state::StateMap;
+use crate::Error;
+
+use super::events::Hooks;
+use super::leases::Leases;
+
+/// What every task of a running worker shares.
+pub(crate) struct Shared {
+    pub backend: AnyBackend,
+    /// The job types this worker can run, by stored name.
+    pub types: HashMap<String, JobType>,
+    pub state: StateMap,
+    pub clock: Arc<dyn Clock>,
+    pub hooks: Hooks,
+    pub leases: Leases,
+    /// Shutdown began: fetch nothing more, hand back jobs that have not started.
+    pub stopping: CancellationToken,
+    /// The grace period ran out: stop running jobs and hand them back.
+    pub hard_stop: CancellationToken,
+    pub retries: Retries,
+}
+
+/// When the retries and snoozes this worker recorded become due, so that it fetches them on
+/// time without polling.
+#[derive(Default)]
+pub(crate) struct Retries {
+    due: Mutex<BinaryHeap<Reverse<Timestamp>>>,
+    scheduled: Notify,
+}
+
+impl Retries {
+    /// Remembers that a job becomes due at `at`, and wakes the idle fetch loop.
+    pub fn due_at(&self, at: Timestamp) {
+        self.due
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Reverse(at));
+        self.scheduled.notify_one();
+    }
+
+    /// Resolves when a retry is scheduled.
+    pub fn scheduled(&self) -> Notified<'_> {
+        self.scheduled.notified()
+    }
+
+    /// How long an idle fetch loop may sleep at `now`: `poll`, or less if a retry is due sooner.
+    pub fn idle_for(&self, now: Timestamp, poll: Duration) -> Duration {
+        let mut due = self.due.lock().unwrap_or_else(|e| e.into_inner());
+        while due.peek().is_some_and(|Reverse(at)| *at <= now) {
+            due.pop();
+        }
+        match due.peek() {
+            Some(Reverse(at)) => (*at - now).to_std().unwrap_or_default().min(poll),
+            None => poll,
+        }
+    }
+}
+
+/// Runs a backend write up to three times, pausing 50 ms then 250 ms between tries.
+pub(crate) async fn with_retries<T, F, Fut>(mut write: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let mut pauses = [Duration::from_millis(50), Duration::from_millis(250)].into_iter();
+    loop {
+        match write().await {
+            Ok(value) => return Ok(value),
+            Err(e) => match pauses.next() {
+                Some(pause) => {
+                    tracing::debug!(error = %e, "backend write failed; retrying");
+                    tokio::time::sleep(pause).await;
+                }
+                None => return Err(e),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: i64) -> Timestamp {
+        chrono::DateTime::from_timestamp_millis(ms).unwrap()
+    }
+
+    #[test]
+    fn idle_until_the_next_retry_or_the_poll() {
+        let retries = Retries::default();
+        let poll = Duration::from_millis(500);
+        assert_eq!(retries.idle_for(at(0), poll), poll, "nothing due: poll");
+        retries.due_at(at(100));
+        retries.due_at(at(2_000));
+        assert_eq!(retries.idle_for(at(0), poll), Duration::from_millis(100));
+        assert_eq!(
+            retries.idle_for(at(1_900), poll),
+            Duration::from_millis(100),
+            "a past retry is forgotten"
+        );
+        assert_eq!(retries.idle_for(at(2_000), poll), poll);
+    }
+}

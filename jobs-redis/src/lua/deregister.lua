@@ -1,0 +1,4 @@
+-- Forgets worker ARGV[4].
+redis.call('ZREM', WORKERS, ARGV[4])
+redis.call('HDEL', INFO, ARGV[4])
+return 1

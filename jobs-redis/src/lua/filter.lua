@@ -1,0 +1,56 @@
+-- Which jobs a list or a bulk operation applies to: the rule of `JobFilter::matches`.
+
+-- The filter whose six arguments start at ARGV[i]: status code, name, tag, created at or after,
+-- created before, finished before (times in microseconds), each '' when not set. nil when none
+-- is set: every job matches.
+local function read_filter(i)
+  local f = {
+    status = ARGV[i],
+    name = ARGV[i + 1],
+    tag = ARGV[i + 2],
+    created_after = tonumber(ARGV[i + 3]),
+    created_before = tonumber(ARGV[i + 4]),
+    finished_before = tonumber(ARGV[i + 5]),
+  }
+  if f.status == '' then
+    f.status = nil
+  end
+  if f.name == '' then
+    f.name = nil
+  end
+  if f.tag == '' then
+    f.tag = nil
+  end
+  if f.status or f.name or f.tag or f.created_after or f.created_before or f.finished_before then
+    return f
+  end
+  return nil
+end
+
+-- Whether job `id` (hash `key`) exists and matches filter `f` (nil matches every job).
+local function matches(key, id, f)
+  if not f then
+    return true
+  end
+  local v = redis.call('HMGET', key, 's', 'm', 'c', 'f')
+  local s = v[1]
+  if not s or (f.status and s ~= f.status) then
+    return false
+  end
+  -- The name is the last part of `m`: max attempts|backoff|timeout|name.
+  if f.name and string.match(v[2], '^[^|]*|[^|]*|[^|]*|(.*)$') ~= f.name then
+    return false
+  end
+  local created = tonumber(v[3])
+  if (f.created_after and created < f.created_after)
+    or (f.created_before and created >= f.created_before) then
+    return false
+  end
+  if f.finished_before then
+    local finished = (s == 'c' or s == 'd' or s == 'x') and tonumber(v[4])
+    if not finished or finished >= f.finished_before then
+      return false
+    end
+  end
+  return not f.tag or redis.call('ZSCORE', TAG .. f.tag, id) ~= false
+end

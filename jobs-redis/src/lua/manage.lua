@@ -1,0 +1,55 @@
+-- Retries, cancels or deletes jobs of the queue. ARGV[4] the action (`retry`, `cancel` or
+-- `delete`), ARGV[5..10] the filter each job must match (see filter.lua: a job may have changed
+-- since it was found), ARGV[11..] the ids (those of jobs not in this queue are skipped).
+-- Returns {changed, held}: the ids of the jobs changed, and {id, unique key, holder id} for
+-- each job not retried because another active job holds its unique key.
+local action = ARGV[4]
+local f = read_filter(5)
+local changed, held = {}, {}
+local woken = false
+for i = 11, #ARGV do
+  local id = ARGV[i]
+  local key = job_key(id)
+  local v = redis.call('HMGET', key, 's', 'u', 'pr', 'tg')
+  local s = v[1]
+  if s and matches(key, id, f) then
+    if action == 'retry' then
+      if s == 'd' or s == 'x' then
+        local holder = v[2] and redis.call('HGET', UNIQUE, v[2])
+        if holder and holder ~= id then
+          held[#held + 1] = { id, v[2], holder }
+        else
+          if v[2] then
+            redis.call('HSET', UNIQUE, v[2], id)
+          end
+          redis.call('HSET', key, 's', 'p', 'a', 0, 'ra', NOW_S)
+          redis.call('HDEL', key, 'f', 'w', 'l')
+          redis.call('ZREM', DONE, id)
+          redis.call('ZREM', DEAD, id)
+          recount(s, 'p')
+          redis.call('ZADD', READY, v[3], ready_member(NOW_S, id))
+          woken = true
+          changed[#changed + 1] = id
+        end
+      end
+    elseif action == 'cancel' then
+      if s == 's' or s == 'p' or s == 'r' then
+        unindex(key, id, s)
+        redis.call('HDEL', key, 'w', 'l')
+        redis.call('HSET', key, 's', 'x', 'f', NOW_S)
+        redis.call('ZADD', DONE, NOW_S, id)
+        recount(nil, 'x')
+        changed[#changed + 1] = id
+      end
+    else
+      unindex(key, id, s)
+      redis.call('ZREM', ALL, id)
+      delete_job(key, id, v[4])
+      changed[#changed + 1] = id
+    end
+  end
+end
+if woken then
+  wake()
+end
+return finish({ changed, held })
