@@ -226,12 +226,16 @@ fn run(job: &JobType) -> TokenStream {
     let fn_ident = &job.func.item.sig.ident;
     let (ret_ty, ret_span) = job.return_type();
     quote_spanned! {ret_span=>
-        async fn run(
+        fn run(
             self,
             #ctx: #p::JobContext,
             #state: #p::StateMap,
-        ) -> ::core::result::Result<<Self as #p::Job>::Output, #p::JobError> {
-            <#ret_ty as #p::IntoJobResult>::into_job_result(#fn_ident(#(#args),*).await)
+        ) -> impl ::core::future::Future<
+            Output = ::core::result::Result<<Self as #p::Job>::Output, #p::JobError>,
+        > + ::core::marker::Send {
+            async move {
+                <#ret_ty as #p::IntoJobResult>::into_job_result(#fn_ident(#(#args),*).await)
+            }
         }
     }
 }

@@ -69,3 +69,60 @@ pub(crate) async fn queue_names<'e>(
         .await
         .map_err(db)
 }
+
+#[cfg(test)]
+mod tests {
+    use jobs_core::JobFilter;
+    use sqlx::PgPool;
+
+    use super::*;
+    use crate::PgBackend;
+
+    /// On a table of many jobs, a tag filter is served by the partial GIN index `jobs_tags`
+    /// in the plan PostgreSQL picks for the statement `list` sends.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_tag_filter_uses_the_gin_index() {
+        let url = std::env::var("JOBS_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let pool = PgPool::connect(&url).await.expect("the test database");
+        let secs = chrono::Utc::now().timestamp();
+        let schema = format!(
+            "jobs_test_{secs}_{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..12]
+        );
+        let backend = PgBackend::from_pool(pool.clone()).schema(&schema).unwrap();
+        backend.migrate().await.expect("migrate");
+        let sql = backend.sql();
+        // 50,000 jobs, one in three tagged with its order and one of 1,000 customers.
+        sqlx::raw_sql(&format!(
+            "INSERT INTO \"{schema}\".jobs (id, name, queue, payload, priority, run_at, status,
+                 max_attempts, backoff, created_at, finished_at, tags)
+             SELECT gen_random_uuid(), 'n', 'q', '{{}}', 0, now(), 'completed', 3, '{{}}', now(),
+                    now(),
+                    CASE WHEN g % 3 = 0 THEN ARRAY['order:' || g, 'customer:' || g % 1000]
+                         ELSE '{{}}' END
+             FROM generate_series(1, 50000) g;
+             ANALYZE \"{schema}\".jobs"
+        ))
+        .execute(&pool)
+        .await
+        .expect("fill the table");
+        let filter = JobFilter::new().tag("order:4242");
+        let selection = Selection::matching(&filter, None);
+        let statement = format!("EXPLAIN {}", selection.splice(&sql.list, 2));
+        let plan: Vec<String> = selection
+            .bind(sqlx::query(&statement).bind(50_i64))
+            .fetch_all(&pool)
+            .await
+            .expect("explain")
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        sqlx::query(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+            .execute(&pool)
+            .await
+            .expect("drop the schema");
+        assert!(plan.contains("Bitmap Index Scan on jobs_tags"), "{plan}");
+    }
+}

@@ -3,15 +3,23 @@
 //! # Design
 //!
 //! Everything lives in one schema per backend (default `jobs`; the tests give each backend its
-//! own), in two tables:
+//! own):
 //!
 //! - `jobs`: one row per job, the whole job model as columns. The status is `text` with a
 //!   `CHECK` (readable in `psql`, no enum to migrate when a status is added). Payloads and
 //!   results are `json`, kept as the text the client sent, so the hot path never re-encodes
-//!   them; the errors of failed attempts are a `jsonb` array that a failure appends to in place.
-//!   The lease is three columns: worker, token (a fresh `uuid` per fetch) and expiry.
+//!   them; the errors of failed attempts are a `jsonb` array of objects (`attempt`, `at`,
+//!   `kind`, `message`, `chain`) that a failure appends to in place (objects stored before
+//!   kinds were kept have none, and read back as retryable). The lease is three columns:
+//!   worker, token (a fresh `uuid` per fetch) and expiry. Tags are a `text[]`.
 //! - `cron_ticks`: the last tick enqueued per schedule; claiming a tick is an upsert whose
 //!   `WHERE tick < EXCLUDED.tick` lets exactly one of many workers through.
+//! - `workers`: one row per live worker process, upserted by its heartbeats; rows whose
+//!   heartbeat expired are removed by the next heartbeat of any worker.
+//! - `schedules`: the cron schedules the workers run, by name, with when they were last seen.
+//! - `queues`: the queues that jobs were deleted from, so that a queue emptied by deletes or
+//!   retention is still named; queues that hold jobs are found in `jobs` through its indexes
+//!   (a skip scan, one probe per queue), so enqueueing writes nothing here.
 //!
 //! Indexes are partial, so each covers only the rows its operation looks at and fetching stays
 //! flat however many finished rows are retained:
@@ -23,6 +31,12 @@
 //! | `jobs_unique_key (queue, unique_key)` UNIQUE | active, with a key | unique jobs |
 //! | `jobs_finished (queue, finished_at, id)` | completed, cancelled | retention pruning |
 //! | `jobs_dead (queue, id)` | dead | listing the dead-letter set |
+//! | `jobs_tags` GIN `(tags)` | with tags | listing and bulk operations by tag |
+//!
+//! Lists and bulk operations (retry, cancel, delete by filter) select the jobs in id order with
+//! only the conditions the filter sets, so each condition can use its index; a bulk operation
+//! is one statement per batch, which locks its batch (`ORDER BY id LIMIT n FOR UPDATE`),
+//! applies the action and answers what it changed and where the next batch starts.
 //!
 //! The hot path is one statement per batch, each carrying its rows as arrays (`unnest`):
 //!

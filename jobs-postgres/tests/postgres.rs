@@ -10,8 +10,14 @@ mod bad_input;
 mod completion;
 #[path = "postgres/enqueue.rs"]
 mod enqueue;
+#[path = "postgres/history.rs"]
+mod history;
 #[path = "postgres/listen.rs"]
 mod listen;
+#[path = "postgres/operations.rs"]
+mod operations;
+#[path = "postgres/presence.rs"]
+mod presence;
 
 /// The backend conformance suite of jobs-core, one `#[test]` per guarantee.
 mod conformance {

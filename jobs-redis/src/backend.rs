@@ -8,10 +8,9 @@ use async_trait::async_trait;
 use jobs_core::{
     Backend, CompleteParams, CountsParams, CronTickParams, DeregisterParams, EnqueueParams,
     Enqueued, Error, FailParams, FetchParams, HeartbeatParams, JobId, JobRecord, LeasedJob,
-    ListParams, ManageParams, Managed, ProgressParams, PruneParams, QueueCounts,
-    QueueNamesParams, ReadParams, ReleaseParams, RenewParams, RescueParams, SaveSchedulesParams,
-    SchedulesParams, StoredSchedule, SubscribeParams, Timestamp, Wakeup, WorkerInfo,
-    WorkersParams,
+    ListParams, ManageParams, Managed, ProgressParams, PruneParams, QueueCounts, QueueNamesParams,
+    ReadParams, ReleaseParams, RenewParams, RescueParams, SaveSchedulesParams, SchedulesParams,
+    StoredSchedule, SubscribeParams, Timestamp, Wakeup, WorkerInfo, WorkersParams,
 };
 use redis::{Client, Cmd, FromRedisValue, Script};
 

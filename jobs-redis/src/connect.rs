@@ -9,9 +9,7 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::io::tcp::TcpSettings;
-use redis::{
-    AsyncConnectionConfig, Client, Cmd, IntoConnectionInfo, Pipeline, RedisFuture, Value,
-};
+use redis::{AsyncConnectionConfig, Client, Cmd, IntoConnectionInfo, Pipeline, RedisFuture, Value};
 
 use crate::options::Timeouts;
 
@@ -135,7 +133,10 @@ pub(crate) async fn open_cluster(
         .tcp_settings(nodelay())
         .build()
         .map_err(|e| {
-            Error::Invalid(format!("`{}` is not a valid cluster URL: {e}", redact(target)))
+            Error::Invalid(format!(
+                "`{}` is not a valid cluster URL: {e}",
+                redact(target)
+            ))
         })?;
     let conn = client
         .get_async_connection()

@@ -108,4 +108,3 @@
 //! over about 50 bytes, a unique key or trace context over 64, would cause it). Retention bounds
 //! the total: completed and cancelled jobs are pruned by count and age per queue (by default
 //! the newest 10,000 of the last 24 hours, about 7.5 MB a queue), dead ones kept until deleted.
-

@@ -54,9 +54,7 @@ impl RedisBackend {
     pub(crate) async fn read_one(&self, p: ReadParams) -> Result<Option<JobRecord>, Error> {
         let id = &id_text(p.id);
         self.in_some_queue(|queue| async move {
-            let found = self
-                .read_many(&queue, std::slice::from_ref(id))
-                .await?;
+            let found = self.read_many(&queue, std::slice::from_ref(id)).await?;
             Ok(found.into_iter().next())
         })
         .await

@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use chrono::DateTime;
 use jobs_core::{
-    AttemptError, Backoff, BackoffKind, Error, ErrorKind, ErrorReport, JobId, JobRecord,
-    JobStatus, Json, Lease, LeaseToken, NewJob, Timestamp,
+    AttemptError, Backoff, BackoffKind, Error, ErrorKind, ErrorReport, JobId, JobRecord, JobStatus,
+    Json, Lease, LeaseToken, NewJob, Timestamp,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -224,6 +224,15 @@ fn corrupt(id: &str, what: impl std::fmt::Display) -> Error {
     Error::backend(format!("stored job {id} is corrupt: {what}"))
 }
 
+/// The replies of [`Stored::read`]: the hash (as pairs, so that a RESP3 map reads as a RESP2
+/// array does), the payload, the long result and the errors.
+type Replies = (
+    Vec<(String, String)>,
+    Option<String>,
+    Option<String>,
+    Vec<String>,
+);
+
 /// Everything stored of one job.
 pub(crate) struct Stored {
     /// The hash, as the flat field/value list of `HGETALL` (empty if the job does not exist).
@@ -251,15 +260,11 @@ impl Stored {
         replies
             .chunks_exact(4)
             .map(|r| {
-                let (fields, payload, long_result, errors): (
-                    Vec<String>,
-                    Option<String>,
-                    Option<String>,
-                    Vec<String>,
-                ) = redis::from_redis_value(redis::Value::Array(r.to_vec()))
-                    .map_err(Error::backend)?;
-                Ok((!fields.is_empty()).then_some(Stored {
-                    fields,
+                let (fields, payload, long_result, errors): Replies =
+                    redis::from_redis_value(redis::Value::Array(r.to_vec()))
+                        .map_err(Error::backend)?;
+                Ok((!fields.is_empty()).then(|| Stored {
+                    fields: fields.into_iter().flat_map(|(k, v)| [k, v]).collect(),
                     payload,
                     long_result,
                     errors,
@@ -464,7 +469,10 @@ mod tests {
         let stored = format!("{{\"a\":2,\"t\":7,{}", &encoded[1..]);
         let e: StoredError = serde_json::from_str(&stored).unwrap();
         assert_eq!((e.a, e.t, e.kind), (2, 7, ErrorKind::Panic));
-        assert_eq!((e.message.as_str(), e.chain), ("boom", vec!["inner".to_string()]));
+        assert_eq!(
+            (e.message.as_str(), e.chain),
+            ("boom", vec!["inner".to_string()])
+        );
     }
 
     #[test]
@@ -502,7 +510,11 @@ mod tests {
         assert_eq!(r.backoff, Backoff::fixed(Duration::from_millis(5)));
         assert_eq!(r.errors[0].message, "first: with a colon");
         assert_eq!(r.errors[1].attempt, 2);
-        assert_eq!(r.errors[1].kind, ErrorKind::Retryable, "the old form is retryable");
+        assert_eq!(
+            r.errors[1].kind,
+            ErrorKind::Retryable,
+            "the old form is retryable"
+        );
         assert_eq!(
             r.errors[2],
             AttemptError {

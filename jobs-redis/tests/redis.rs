@@ -13,6 +13,12 @@ mod bad_input;
 mod layout;
 #[path = "redis/memory.rs"]
 mod memory;
+#[path = "redis/presence.rs"]
+mod presence;
+#[path = "redis/tags.rs"]
+mod tags;
+#[path = "redis/urls.rs"]
+mod urls;
 #[path = "redis/wakeups.rs"]
 mod wakeups;
 

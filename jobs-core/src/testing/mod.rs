@@ -1,6 +1,7 @@
 //! The backend conformance suite: every guarantee of the job model, checked against any backend.
 //!
-//! A backend crate runs the whole suite from one of its tests with [`conformance!`](crate::conformance):
+//! A backend crate runs the whole suite from one of its tests with
+//! [`conformance!`](crate::conformance):
 //!
 //! ```ignore
 //! async fn fresh_backend() -> MyBackend { MyBackend::connect_isolated().await }
@@ -11,7 +12,9 @@
 //!
 //! Each check is its own `#[test]` on a fresh backend (its own schema or key prefix), so the
 //! checks run in parallel. Checks that depend on time pass it explicitly (backend checks) or use
-//! a [`ManualClock`](crate::ManualClock), so none sleeps for real seconds.
+//! a [`ManualClock`](crate::ManualClock), so none sleeps for real seconds. The checks are listed
+//! once, in the table of [`checks`]; each is named for the operation it exercises first, so
+//! `cargo test list_` runs the list checks.
 
 pub mod checks;
 mod jobs;

@@ -75,6 +75,22 @@ pub async fn put_at(backend: &AnyBackend, job: NewJob, now: Timestamp) -> JobId 
     stored[0].id
 }
 
+/// Enqueues `jobs` at `now` in one call and returns their ids, in order.
+pub async fn put_many(
+    backend: &AnyBackend,
+    jobs: impl IntoIterator<Item = NewJob>,
+    now: Timestamp,
+) -> Vec<JobId> {
+    let jobs: Vec<NewJob> = jobs.into_iter().collect();
+    let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+    let stored = backend
+        .enqueue(EnqueueParams { jobs, now })
+        .await
+        .expect("enqueue");
+    assert_eq!(stored.iter().map(|e| e.id).collect::<Vec<_>>(), ids);
+    ids
+}
+
 /// The stored record, which must exist.
 pub async fn record(backend: &AnyBackend, id: JobId) -> JobRecord {
     read(backend, id)
@@ -159,6 +175,13 @@ impl Running {
     pub async fn stop(self) -> Result<(), Error> {
         let _ = self.stop.send(());
         self.task.await.expect("worker task")
+    }
+
+    /// Drops the worker mid-run, as if its process died: no shutdown, no hand-back, no last
+    /// write.
+    pub async fn kill(self) {
+        self.task.abort();
+        let _ = self.task.await;
     }
 }
 

@@ -23,17 +23,23 @@ use super::leases::Leases;
 
 /// What every task of a running worker shares.
 pub(crate) struct Shared {
+    /// The store.
     pub backend: AnyBackend,
     /// The job types this worker can run, by stored name.
     pub types: HashMap<String, JobType>,
+    /// The values of handlers' `State<T>` parameters.
     pub state: StateMap,
+    /// The time source.
     pub clock: Arc<dyn Clock>,
+    /// The user's `on_completed`, `on_failed` and `on_dead` hooks.
     pub hooks: Hooks,
+    /// The jobs this worker holds.
     pub leases: Leases,
     /// Shutdown began: fetch nothing more, hand back jobs that have not started.
     pub stopping: CancellationToken,
     /// The grace period ran out: stop running jobs and hand them back.
     pub hard_stop: CancellationToken,
+    /// When recorded retries become due.
     pub retries: Retries,
 }
 

@@ -27,8 +27,11 @@ pub(crate) struct Plan {
 
 /// A periodic job of the worker's queues, with its parsed schedule.
 pub(crate) struct Periodic {
+    /// The job.
     pub job: JobType,
+    /// Its schedule as declared.
     pub spec: CronSpec,
+    /// Its schedule parsed.
     pub schedule: Schedule,
 }
 

@@ -7,7 +7,9 @@ use jobs_core::{Backend, Error, JobExt, ReadParams};
 use jobs_postgres::PgBackend;
 use serde_json::value::RawValue;
 
-use crate::support::{backend_in, fresh_backend, new_job, new_schema, pool, put, rows_in, t0, url_with, Record};
+use crate::support::{
+    backend_in, fresh_backend, new_job, new_schema, pool, put, rows_in, t0, url_with, Record,
+};
 
 #[tokio::test]
 async fn a_refused_connection_is_a_connect_error_at_once() {
@@ -51,7 +53,13 @@ async fn an_unknown_url_option_is_invalid_and_names_the_valid_ones() {
     assert!(matches!(err, Error::Invalid(_)), "{err:?}");
     let text = err.to_string();
     assert!(text.contains("unknown option `shema`"), "{text}");
-    for valid in ["schema", "pool_size", "connect_timeout", "acquire_timeout", "sslmode"] {
+    for valid in [
+        "schema",
+        "pool_size",
+        "connect_timeout",
+        "acquire_timeout",
+        "sslmode",
+    ] {
         assert!(text.contains(valid), "{valid} missing from: {text}");
     }
     assert!(!text.contains("hunter2"), "{text}");
@@ -137,7 +145,11 @@ async fn hostile_payloads_keys_and_tags_round_trip() {
     job.payload = RawValue::from_string(payload.into()).unwrap();
     job.unique_key = Some(key.into());
     job.trace_context = Some("'".into());
-    job.tags = vec!["'); DROP TABLE jobs; --".into(), "{a,b}".into(), "\"".into()];
+    job.tags = vec![
+        "'); DROP TABLE jobs; --".into(),
+        "{a,b}".into(),
+        "\"".into(),
+    ];
     let first = put(&backend, vec![job.clone()], t0()).await;
     let mut again = job.clone();
     again.id = jobs_core::JobId::new();

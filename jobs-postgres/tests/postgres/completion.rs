@@ -3,57 +3,41 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, Clock, Error, Job, JobContext, JobError, JobExt, JobOptions, JobStatus, MemoryBackend,
-    Operations, StateMap, SystemClock, Worker,
+    Backend, Clock, Error, JobContext, JobError, JobExt, JobStatus, MemoryBackend, Operations,
+    SystemClock, Worker,
 };
-use jobs_postgres::PgBackend;
+use jobs_macros::job;
+use jobs_postgres::{PgBackend, PostgresExt};
 use serde::{Deserialize, Serialize};
 
 use crate::support::fresh_backend;
 
 /// What the handler does after its insert.
-#[derive(Serialize, Deserialize, Clone, Copy)]
+#[derive(Debug, Serialize, Deserialize, Clone, Copy)]
 enum Then {
     Succeed,
     Fail,
     LoseTheLease,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Ship {
-    order: i64,
-    then: Then,
-}
-
-impl Job for Ship {
-    const NAME: &'static str = "ship";
-    type Output = i64;
-
-    fn options() -> JobOptions {
-        JobOptions {
-            queue: "ship".into(),
-            max_attempts: 1,
-            ..Default::default()
-        }
-    }
-
-    async fn run(self, ctx: JobContext, _state: StateMap) -> Result<i64, JobError> {
-        let mut tx = jobs_postgres::transaction(&ctx).await?;
-        let backend = ctx.backend().downcast_ref::<PgBackend>().expect("Postgres");
-        sqlx::query(&format!(
-            "INSERT INTO \"{}\".shipments (order_id) VALUES ($1)",
-            backend.schema_name()
-        ))
-        .bind(self.order)
-        .execute(&mut *tx)
-        .await?;
-        match self.then {
-            Then::Succeed => Ok(self.order),
-            Then::Fail => Err(JobError::fatal("carrier refused the parcel")),
-            Then::LoseTheLease => {
-                backend.cancel(ctx.id()).await?;
-                Ok(self.order)
-            }
+/// Records a shipment in the handler's transaction, then does what `then` says.
+#[job(crate = "jobs_core", queue = "ship", attempts = 1)]
+async fn ship(order: i64, then: Then, ctx: JobContext) -> Result<i64, JobError> {
+    let mut tx = jobs_postgres::transaction(&ctx).await?;
+    let backend = ctx.backend().postgres()?;
+    sqlx::query(&format!(
+        "INSERT INTO \"{}\".shipments (order_id) VALUES ($1)",
+        backend.schema_name()
+    ))
+    .bind(order)
+    .execute(&mut *tx)
+    .await?;
+    match then {
+        Then::Succeed => Ok(order),
+        Then::Fail => Err(JobError::fatal("carrier refused the parcel")),
+        Then::LoseTheLease => {
+            backend.cancel(ctx.id()).await?;
+            Ok(order)
         }
     }
 }
@@ -70,7 +54,7 @@ async fn shipments(backend: &PgBackend, order: i64) -> i64 {
 }
 
 /// Runs one `Ship` job to its end and returns its status.
-async fn ship(order: i64, then: Then) -> (PgBackend, JobStatus) {
+async fn run_ship(order: i64, then: Then) -> (PgBackend, JobStatus) {
     let backend = fresh_backend().await;
     sqlx::query(&format!(
         "CREATE TABLE \"{}\".shipments (order_id bigint NOT NULL)",
@@ -79,14 +63,11 @@ async fn ship(order: i64, then: Then) -> (PgBackend, JobStatus) {
     .execute(backend.pool())
     .await
     .expect("create shipments");
-    let handle = Ship { order, then }
+    let handle = Ship::new(order, then)
         .enqueue(&backend)
         .await
         .expect("enqueue");
-    let worker = Worker::new(backend.clone())
-        .register::<Ship>()
-        .queues(["ship"])
-        .cron(false);
+    let worker = Worker::new(backend.clone()).queues(["ship"]).cron(false);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(worker.run_until(async {
         let _ = stopped.await;
@@ -109,21 +90,21 @@ async fn ship(order: i64, then: Then) -> (PgBackend, JobStatus) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handler_writes_commit_with_the_completion() {
-    let (backend, status) = ship(1, Then::Succeed).await;
+    let (backend, status) = run_ship(1, Then::Succeed).await;
     assert_eq!(status, JobStatus::Completed);
     assert_eq!(shipments(&backend, 1).await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handler_writes_roll_back_when_it_fails_after_them() {
-    let (backend, status) = ship(2, Then::Fail).await;
+    let (backend, status) = run_ship(2, Then::Fail).await;
     assert_eq!(status, JobStatus::Dead);
     assert_eq!(shipments(&backend, 2).await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handler_writes_roll_back_when_the_lease_was_lost() {
-    let (backend, status) = ship(3, Then::LoseTheLease).await;
+    let (backend, status) = run_ship(3, Then::LoseTheLease).await;
     assert_eq!(status, JobStatus::Cancelled);
     assert_eq!(shipments(&backend, 3).await, 0);
 }
@@ -131,13 +112,7 @@ async fn handler_writes_roll_back_when_the_lease_was_lost() {
 #[tokio::test]
 async fn transaction_needs_a_postgres_job() {
     let memory = MemoryBackend::new();
-    let handle = Ship {
-        order: 4,
-        then: Then::Succeed,
-    }
-    .enqueue(&memory)
-    .await
-    .unwrap();
+    let handle = Ship::new(4, Then::Succeed).enqueue(&memory).await.unwrap();
     let leased = memory
         .fetch(jobs_core::FetchParams {
             queues: vec!["ship".into()],

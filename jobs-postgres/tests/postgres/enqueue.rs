@@ -1,10 +1,14 @@
 //! Enqueue through the backend, a pool and a caller's transaction: into the backend's schema,
 //! with tags, unique keys deduplicated within a batch.
 
-use jobs_core::{AnyBackend, Backend, Enqueue, Error, JobExt, JobStatus, MemoryBackend, ReadParams};
+use jobs_core::{
+    AnyBackend, Backend, Enqueue, Error, JobExt, JobStatus, MemoryBackend, ReadParams,
+};
 use jobs_postgres::{PgBackend, PostgresExt};
 
-use crate::support::{fresh_backend, new_job, new_schema, pool, put, rows_in, t0, url_with, Record};
+use crate::support::{
+    fresh_backend, new_job, new_schema, pool, put, rows_in, t0, url_with, Record,
+};
 
 /// Whether job `id` is stored in `schema`, seen from outside any transaction.
 async fn stored_in(backend: &PgBackend, schema: &str, id: jobs_core::JobId) -> bool {
@@ -25,7 +29,10 @@ async fn an_enqueue_in_a_committed_transaction_exists_once_it_commits() {
         .enqueue(backend.on(&mut tx))
         .await
         .expect("enqueue");
-    assert!(handle.record(&backend).await.is_err(), "visible before the commit");
+    assert!(
+        handle.record(&backend).await.is_err(),
+        "visible before the commit"
+    );
     let inside = handle.status(backend.on(&mut tx)).await.unwrap();
     assert_eq!(inside, JobStatus::Pending);
     tx.commit().await.unwrap();
@@ -61,7 +68,10 @@ async fn a_connected_any_backend_enqueues_in_the_callers_transaction_into_its_sc
 
     let mut tx = pg.pool().begin().await.unwrap();
     let kept = Record::new(1).enqueue(backend.on(&mut tx)).await.unwrap();
-    assert!(!stored_in(pg, &schema, kept.id()).await, "visible before the commit");
+    assert!(
+        !stored_in(pg, &schema, kept.id()).await,
+        "visible before the commit"
+    );
     tx.commit().await.unwrap();
     assert!(stored_in(pg, &schema, kept.id()).await);
     assert_eq!(kept.status(&backend).await.unwrap(), JobStatus::Pending);
@@ -112,7 +122,10 @@ async fn a_backend_that_is_not_postgres_refuses_a_transaction_enqueue() {
     assert!(err.to_string().contains("not PostgreSQL"), "{err}");
     let pool = pool().await;
     let mut conn = pool.acquire().await.unwrap();
-    let err = Record::new(1).enqueue(memory.on(&mut conn)).await.unwrap_err();
+    let err = Record::new(1)
+        .enqueue(memory.on(&mut conn))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Invalid(_)), "{err:?}");
 }
 

@@ -3,12 +3,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use jobs_core::{
-    Backend, Backoff, EnqueueParams, Job, JobContext, JobError, JobId, JobOptions, NewJob,
-    StateMap, Timestamp,
-};
+use jobs_core::{Backend, Backoff, EnqueueParams, JobError, JobId, NewJob, Timestamp};
+use jobs_macros::job;
 use jobs_postgres::PgBackend;
-use serde::{Deserialize, Serialize};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 
@@ -136,30 +133,7 @@ pub async fn rows_in(pool: &PgPool, schema: &str) -> i64 {
 }
 
 /// A job that returns `n` (these tests only enqueue and read it).
-#[derive(Serialize, Deserialize)]
-pub struct Record {
-    pub n: u64,
-}
-
-impl Record {
-    /// The job of `n`.
-    pub fn new(n: u64) -> Self {
-        Record { n }
-    }
-}
-
-impl Job for Record {
-    const NAME: &'static str = "record";
-    type Output = u64;
-
-    fn options() -> JobOptions {
-        JobOptions {
-            queue: "record".into(),
-            ..Default::default()
-        }
-    }
-
-    async fn run(self, _ctx: JobContext, _state: StateMap) -> Result<u64, JobError> {
-        Ok(self.n)
-    }
+#[job(crate = "jobs_core", queue = "record")]
+pub async fn record(n: u64) -> Result<u64, JobError> {
+    Ok(n)
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use jobs_core::{
     Backend, CompleteParams, Completion, EnqueueParams, FetchParams, JobId, JobStatus, NewJob,
+    Operations,
 };
 use jobs_redis::redis;
 use serde_json::value::RawValue;
@@ -24,6 +25,7 @@ fn job(queue: &str, now: chrono::DateTime<chrono::Utc>) -> NewJob {
         timeout: None,
         unique_key: None,
         trace_context: None,
+        tags: Vec::new(),
     }
 }
 
@@ -92,7 +94,7 @@ async fn a_job_hash_stays_small() {
         .unwrap();
     assert_eq!(accepted, vec![true]);
     assert_eq!(
-        backend.job(done.id).await.unwrap().unwrap().status,
+        backend.job(done.id).await.unwrap().status,
         JobStatus::Completed
     );
 

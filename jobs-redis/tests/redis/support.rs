@@ -47,7 +47,32 @@ pub fn job(queue: &str, run_at: Timestamp) -> NewJob {
         timeout: None,
         unique_key: None,
         trace_context: None,
+        tags: Vec::new(),
     }
+}
+
+/// A plain connection to the single server, to look at the keys directly.
+pub async fn raw_connection() -> jobs_redis::redis::aio::MultiplexedConnection {
+    jobs_redis::redis::Client::open(redis_url())
+        .expect("a Redis URL")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("a Redis server")
+}
+
+/// The keys under `prefix` whose names match the glob `pattern` (after the prefix), sorted.
+pub async fn keys_like(
+    conn: &mut jobs_redis::redis::aio::MultiplexedConnection,
+    prefix: &str,
+    pattern: &str,
+) -> Vec<String> {
+    let mut keys: Vec<String> = jobs_redis::redis::cmd("KEYS")
+        .arg(format!("{{{prefix}{pattern}"))
+        .query_async(conn)
+        .await
+        .expect("KEYS");
+    keys.sort();
+    keys
 }
 
 /// A backend on the single server under a fresh prefix.

@@ -1,7 +1,8 @@
-//! The checks of the suite, one `pub async fn` per guarantee, and [the table](crate::__conformance_checks)
-//! that lists them once: [`conformance!`](crate::conformance) stamps a `#[test]` out of each
-//! row, and the re-exports below come from it too, so a check missing from the table is dead
-//! code (a warning) and a row without its check does not compile.
+//! The checks of the suite, one `pub async fn` per guarantee, and the table
+//! ([`__conformance_checks!`](crate::__conformance_checks)) that lists them once:
+//! [`conformance!`](crate::conformance) stamps a `#[test]` out of each row, and the re-exports
+//! below come from it too, so a check missing from the table is dead code (a warning) and a row
+//! without its check does not compile.
 //!
 //! Each check is named for the operation it exercises first (`fetch_…`, `list_…`, `manage_…`,
 //! `worker_…`), so `cargo test fetch_` runs one family.
@@ -19,7 +20,7 @@ macro_rules! __conformance_checks {
             store::enqueue {
                 enqueue_reads_back_every_field,
                 enqueue_dedupes_unique_keys_of_active_jobs,
-                enqueue_fetch_and_complete_hundreds_in_one_call_each,
+                enqueue_batches_of_hundreds_fetched_and_completed_in_one_call,
                 enqueue_cron_stores_each_tick_once,
             }
             store::fetch {
@@ -104,6 +105,7 @@ macro_rules! __conformance_checks {
                 worker_shutdown_finishes_within_grace,
                 worker_shutdown_hands_back_unfinished_jobs,
                 worker_records_its_heartbeat,
+                worker_listing_lapses_when_the_worker_dies,
                 worker_records_its_cron_schedules,
             }
             worker::maintenance {

@@ -10,8 +10,7 @@ use super::*;
 async fn dead_jobs(b: &AnyBackend, jobs: Vec<NewJob>) -> Vec<JobId> {
     let n = jobs.len();
     let queue = jobs[0].queue.clone();
-    let ids = jobs.iter().map(|j| j.id).collect();
-    b.enqueue(EnqueueParams { jobs, now: t0() }).await.unwrap();
+    let ids = put_many(b, jobs, t0()).await;
     let leased = b
         .fetch(fetch_params(&[queue.as_str()], n, t0()))
         .await
@@ -95,15 +94,9 @@ pub async fn manage_cancel_by_filter_in_batches(b: AnyBackend) {
         }
         job
     };
-    let jobs: Vec<NewJob> = (0..1_100).map(tagged).collect();
-    b.enqueue(EnqueueParams { jobs, now: t0() }).await.unwrap();
-    let untagged: Vec<NewJob> = (0..20).map(|_| new_job("bulk.cancelled")).collect();
-    b.enqueue(EnqueueParams {
-        jobs: untagged,
-        now: t0(),
-    })
-    .await
-    .unwrap();
+    put_many(&b, (0..1_100).map(tagged), t0()).await;
+    let untagged = (0..20).map(|_| new_job("bulk.cancelled"));
+    put_many(&b, untagged, t0()).await;
     let leased = fetch(&b, 60, t0()).await;
     assert!(leased.iter().all(|j| j.record.tags == ["campaign:9"]));
     for job in &leased[..10] {
@@ -133,24 +126,12 @@ pub async fn manage_cancel_by_filter_in_batches(b: AnyBackend) {
 
 /// `delete_all` deletes every matching job in any status, over several store batches.
 pub async fn manage_delete_by_filter_in_batches(b: AnyBackend) {
-    let old: Vec<NewJob> = (0..1_300).map(|_| new_job("bulk.old")).collect();
-    b.enqueue(EnqueueParams {
-        jobs: old,
-        now: t0(),
-    })
-    .await
-    .unwrap();
+    put_many(&b, (0..1_300).map(|_| new_job("bulk.old")), t0()).await;
     let leased = fetch(&b, 100, t0()).await;
     for job in &leased[..50] {
         assert!(complete(&b, job, "null", at(1)).await);
     }
-    let new: Vec<NewJob> = (0..20).map(|_| new_job("bulk.new")).collect();
-    b.enqueue(EnqueueParams {
-        jobs: new,
-        now: at(2),
-    })
-    .await
-    .unwrap();
+    put_many(&b, (0..20).map(|_| new_job("bulk.new")), at(2)).await;
 
     let filter = JobFilter::new().name("bulk.old");
     assert_eq!(b.delete_all(&filter).await.unwrap(), 1_300);

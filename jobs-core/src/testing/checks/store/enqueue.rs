@@ -144,19 +144,8 @@ pub async fn enqueue_dedupes_unique_keys_of_active_jobs(b: AnyBackend) {
 }
 
 /// Hundreds of jobs go in, out and to completed in one call each.
-pub async fn enqueue_fetch_and_complete_hundreds_in_one_call_each(b: AnyBackend) {
-    let jobs: Vec<NewJob> = (0..300).map(|_| new_job("batched")).collect();
-    let stored = b
-        .enqueue(EnqueueParams {
-            jobs: jobs.clone(),
-            now: t0(),
-        })
-        .await
-        .unwrap();
-    assert_eq!(
-        stored.iter().map(|e| e.id).collect::<Vec<_>>(),
-        jobs.iter().map(|j| j.id).collect::<Vec<_>>()
-    );
+pub async fn enqueue_batches_of_hundreds_fetched_and_completed_in_one_call(b: AnyBackend) {
+    let ids = put_many(&b, (0..300).map(|_| new_job("batched")), t0()).await;
     let got = fetch(&b, 300, t0()).await;
     assert_eq!(got.len(), 300);
     let items = got
@@ -174,7 +163,7 @@ pub async fn enqueue_fetch_and_complete_hundreds_in_one_call_each(b: AnyBackend)
     let c = counts(&b).await;
     assert_eq!((c.completed, c.running, c.pending), (300, 0, 0));
     assert_eq!(
-        value(record(&b, jobs[7].id).await.result.as_ref().unwrap()),
+        value(record(&b, ids[7]).await.result.as_ref().unwrap()),
         serde_json::json!(36)
     );
 }

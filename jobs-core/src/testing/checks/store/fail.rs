@@ -85,17 +85,18 @@ pub async fn fail_stores_each_error_kind_and_chain(b: AnyBackend) {
     );
 }
 
-/// A dead job says why it is dead: fatal (its last error could not be retried) or out of
-/// attempts.
+/// A dead job says why it is dead: fatal (its last error could not be retried, even on its
+/// last attempt) or out of attempts.
 pub async fn fail_dead_reason_tells_fatal_from_out_of_attempts(b: AnyBackend) {
     let mut job = new_job("dying");
-    job.max_attempts = 3;
+    job.max_attempts = 1;
     let fatal = put(&b, job.clone()).await;
     let leased = fetch_one(&b, t0()).await;
     let report = ErrorReport::new(ErrorKind::Fatal, "card declined");
     assert!(fail_with(&b, &leased, report, None, at(1)).await);
 
     job.id = JobId::new();
+    job.max_attempts = 3;
     let undecodable = put(&b, job.clone()).await;
     let leased = fetch_one(&b, at(2)).await;
     let report = ErrorReport::new(ErrorKind::Decode, "missing field `n`");

@@ -63,9 +63,8 @@ pub async fn fetch_waits_for_run_at(b: AnyBackend) {
 
 /// Fetches racing on many connections never hand one job to two of them.
 pub async fn fetch_racing_never_hands_out_a_job_twice(b: AnyBackend) {
-    let jobs: Vec<NewJob> = (0..200).map(|_| new_job("raced")).collect();
-    let ids: HashSet<JobId> = jobs.iter().map(|j| j.id).collect();
-    b.enqueue(EnqueueParams { jobs, now: t0() }).await.unwrap();
+    let jobs = (0..200).map(|_| new_job("raced"));
+    let ids: HashSet<JobId> = put_many(&b, jobs, t0()).await.into_iter().collect();
     let mut tasks = Vec::new();
     for _ in 0..8 {
         let b = b.clone();

@@ -209,9 +209,7 @@ pub async fn list_matches_every_filter_field_at_once(b: AnyBackend) {
 /// `Operations::jobs` pages 50 jobs at a time by default; each page but the last names the
 /// cursor of the next.
 pub async fn list_pages_through_operations_with_a_cursor(b: AnyBackend) {
-    let jobs: Vec<NewJob> = (0..120).map(|_| new_job("paged")).collect();
-    let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
-    b.enqueue(EnqueueParams { jobs, now: t0() }).await.unwrap();
+    let ids = put_many(&b, (0..120).map(|_| new_job("paged")), t0()).await;
     let every = JobFilter::new();
 
     let first = b.jobs(&every, PageRequest::default()).await.unwrap();

@@ -273,8 +273,7 @@ pub async fn workers_show_the_jobs_they_run(b: AnyBackend) {
         now - chrono::Duration::seconds(1),
     )
     .await;
-    let jobs: Vec<NewJob> = (0..5).map(|_| new_job("held")).collect();
-    b.enqueue(EnqueueParams { jobs, now: t0() }).await.unwrap();
+    put_many(&b, (0..5).map(|_| new_job("held")), t0()).await;
     let lease_to = |worker: &str, limit| {
         let mut params = fetch_params(&[QUEUE], limit, t0());
         params.worker = worker.into();

@@ -93,9 +93,15 @@ pub async fn worker_shutdown_hands_back_unfinished_jobs(b: AnyBackend) {
     }
 }
 
+/// The worker's entry in `Operations::workers`, if it is listed.
+async fn listed(b: &AnyBackend, id: &str) -> Option<WorkerSummary> {
+    let workers = b.workers().await.expect("workers");
+    workers.into_iter().find(|w| w.worker.id == id)
+}
+
 /// A running worker is listed by `Operations::workers` as it is (queues, concurrency, the
-/// names it runs, host and pid) with the job it runs, from its first heartbeat; after a
-/// graceful shutdown it is not.
+/// names it runs, host and pid) with the job it runs, from its first heartbeat and with each
+/// later one; after a graceful shutdown it is not.
 pub async fn worker_records_its_heartbeat(b: AnyBackend) {
     const ID: &str = "conformance-heartbeat";
     let w = worker(&b)
@@ -103,21 +109,18 @@ pub async fn worker_records_its_heartbeat(b: AnyBackend) {
         .concurrency(3)
         .register::<Echo>()
         .register::<Sleeps>()
+        .heartbeat_interval(Duration::from_millis(50))
         .grace_period(Duration::from_millis(50));
     let started = real_now();
     let running = Running::start(w);
     let job = Sleeps { ms: 30_000 }.enqueue(&b).await.unwrap().id();
     wait_for(&b, job, "the job runs", |r| r.progress == 1).await;
-    let listed = || async {
-        let workers = b.workers().await.expect("workers");
-        workers.into_iter().find(|w| w.worker.id == ID)
-    };
     eventually("the worker lists itself", || async {
-        listed().await.is_some()
+        listed(&b, ID).await.is_some()
     })
     .await;
 
-    let summary = listed().await.expect("listed");
+    let summary = listed(&b, ID).await.expect("listed");
     let me = &summary.worker;
     assert_eq!(summary.running, vec![job], "the job it runs");
     assert_eq!(
@@ -133,12 +136,41 @@ pub async fn worker_records_its_heartbeat(b: AnyBackend) {
     }
     assert!(!me.host.is_empty(), "a host name");
     assert_eq!(me.pid, std::process::id());
-    let seconds = chrono::Duration::seconds;
-    assert!(me.started_at >= started - seconds(1) && me.started_at <= me.last_seen);
-    assert!(me.last_seen <= real_now() + seconds(1));
+    let second = chrono::Duration::seconds(1);
+    assert!(me.started_at >= started - second && me.started_at <= me.last_seen);
+    assert!(me.last_seen <= real_now() + second);
+    eventually("a later heartbeat is recorded", || async {
+        listed(&b, ID)
+            .await
+            .is_some_and(|later| later.worker.last_seen > me.last_seen)
+    })
+    .await;
 
     running.stop().await.unwrap();
-    assert!(listed().await.is_none(), "a stopped worker is forgotten");
+    assert!(
+        listed(&b, ID).await.is_none(),
+        "a stopped worker is forgotten"
+    );
+}
+
+/// A worker that dies without shutting down (its task is dropped) stops beating, and drops off
+/// `Operations::workers` once its last heartbeat expires.
+pub async fn worker_listing_lapses_when_the_worker_dies(b: AnyBackend) {
+    const ID: &str = "conformance-doomed";
+    let w = worker(&b)
+        .id(ID)
+        .register::<Echo>()
+        .heartbeat_interval(Duration::from_millis(50));
+    let running = Running::start(w);
+    eventually("the worker lists itself", || async {
+        listed(&b, ID).await.is_some()
+    })
+    .await;
+    running.kill().await;
+    eventually("the dead worker is no longer listed", || async {
+        listed(&b, ID).await.is_none()
+    })
+    .await;
 }
 
 /// A worker running cron jobs records their schedules, so `Operations::schedules` shows them
