@@ -89,7 +89,13 @@ pub(crate) fn parse(args: TokenStream, errors: &mut Errors) -> Attrs {
     let mut attrs = Attrs::default();
     let mut seen = HashSet::new();
     for key in split_at_commas(args) {
-        let Some(meta) = errors.take(syn::parse2::<Meta>(key)) else {
+        let meta = syn::parse2::<Meta>(key).map_err(|e| {
+            let message = format!(
+                "{e}: each `#[job]` key is `key = value` (or a bare `unique`), separated by commas"
+            );
+            syn::Error::new(e.span(), message)
+        });
+        let Some(meta) = errors.take(meta) else {
             continue;
         };
         let path = meta.path();

@@ -22,19 +22,16 @@ pub(crate) fn expand(
         return quote!(#item #errors);
     };
     let job = JobType::new(func, attrs.krate.as_ref(), attrs.name.as_ref());
-    let JobType { p, cfgs, .. } = &job;
+    let cfgs = &job.cfgs;
     let payload_struct = job.payload_struct();
     let constructor = job.constructor();
     // Never registered, so never run: the job cannot be handed to a worker.
-    let impl_job = job.impl_job(quote! {
-        async fn run(
-            self,
-            _: #p::JobContext,
-            _: #p::StateMap,
-        ) -> ::core::result::Result<<Self as #p::Job>::Output, #p::JobError> {
-            ::core::unreachable!("a `#[job]` with errors is never registered")
-        }
+    let run = job.run_fn(|_, _| {
+        quote!(::core::unreachable!(
+            "a `#[job]` with errors is never registered"
+        ))
     });
+    let impl_job = job.impl_job(run);
     quote! {
         #item
         #errors

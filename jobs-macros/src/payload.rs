@@ -122,6 +122,30 @@ impl<'a> JobType<'a> {
         }
     }
 
+    /// `fn run`, whose future runs the tokens `body` makes of the names of its context and state
+    /// parameters. It is spanned on the user's return type, so a type that is no job result is
+    /// reported there, and it is no `async fn`: that desugaring would mark the `Output` in the
+    /// signature as its own and so report such a type a second time.
+    pub(crate) fn run_fn(&self, body: impl FnOnce(&Ident, &Ident) -> TokenStream) -> TokenStream {
+        let p = &self.p;
+        // Mixed-site names cannot clash with the user's; the underscore keeps them quiet unused.
+        let ctx = Ident::new("_ctx", Span::mixed_site());
+        let state = Ident::new("_state", Span::mixed_site());
+        let body = body(&ctx, &state);
+        let (_, ret_span) = self.return_type();
+        quote_spanned! {ret_span=>
+            fn run(
+                self,
+                #ctx: #p::JobContext,
+                #state: #p::StateMap,
+            ) -> impl ::core::future::Future<
+                Output = ::core::result::Result<<Self as #p::Job>::Output, #p::JobError>,
+            > + ::core::marker::Send {
+                async move { #body }
+            }
+        }
+    }
+
     /// `impl Job` with `items` after the stored name and the output type.
     pub(crate) fn impl_job(&self, items: TokenStream) -> TokenStream {
         let Self { p, ident, name, .. } = self;

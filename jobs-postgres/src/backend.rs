@@ -102,7 +102,8 @@ impl PgBackend {
     }
 
     /// The pool, for the application's own queries and transactions; jobs enqueued through it
-    /// (`job.enqueue(backend.pool())`) go to this backend's schema (see [the rule](crate#enqueueing-in-a-transaction)).
+    /// (`job.enqueue(backend.pool())`) go to this backend's schema (see
+    /// [the rule](crate#enqueueing-in-a-transaction)).
     pub fn pool(&self) -> &PgPool {
         &self.inner.pool
     }

@@ -8,15 +8,10 @@ use jobs_core::{
 use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
-use crate::error::db;
+use crate::error::{db, RACE_ROUNDS};
 use crate::notifier::Turn;
 use crate::record::{int4, millis};
-use crate::select::PgQuery;
-use crate::sql::Sql;
-
-/// How often a batch is resent whose unique keys were taken by concurrent transactions that
-/// this statement's snapshot could not see (each resend takes a new snapshot).
-const ROUNDS: usize = 3;
+use crate::sql::{PgQuery, Sql};
 
 /// How an enqueue wakes the workers of the queues it gave ready jobs.
 #[derive(Clone, Copy, Debug)]
@@ -64,7 +59,7 @@ pub(crate) async fn enqueue(
     let same_as = first_holders(&jobs);
     let mut out: Vec<Option<Enqueued>> = vec![None; jobs.len()];
     let mut todo: Vec<usize> = (0..jobs.len()).filter(|&i| same_as[i].is_none()).collect();
-    for _ in 0..ROUNDS {
+    for _ in 0..RACE_ROUNDS {
         if todo.is_empty() {
             break;
         }

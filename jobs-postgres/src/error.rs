@@ -2,6 +2,10 @@
 
 use jobs_core::Error;
 
+/// How often a statement is sent whose unique keys concurrent transactions may take after its
+/// snapshot (enqueue, retry): each resend takes a new snapshot, which sees the new holders.
+pub(crate) const RACE_ROUNDS: usize = 3;
+
 /// A driver error during an operation.
 pub(crate) fn db(e: sqlx::Error) -> Error {
     Error::backend(e)

@@ -7,13 +7,9 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Row};
 use uuid::Uuid;
 
-use crate::error::{db, is_unique_key_violation};
+use crate::error::{db, is_unique_key_violation, RACE_ROUNDS};
 use crate::select::Selection;
 use crate::sql::Sql;
-
-/// How often a retry is run again whose unique keys a concurrent enqueue took after its
-/// snapshot (each run takes a new snapshot, which sees the new holder).
-const ROUNDS: usize = 3;
 
 /// Applies `p.action` to the jobs `p.target` names.
 pub(crate) async fn manage(sql: &Sql, pool: &PgPool, p: ManageParams) -> Result<Managed, Error> {
@@ -26,6 +22,8 @@ pub(crate) async fn manage(sql: &Sql, pool: &PgPool, p: ManageParams) -> Result<
             Some(i64::try_from(p.limit).unwrap_or(i64::MAX)),
         ),
     };
+    // Each statement's own parameters come before the selection's: $1 the limit, then `now`
+    // and the channel, as far as it takes them.
     let (statement, own) = match p.action {
         Action::Retry => (&sql.retry, 3),
         Action::Cancel => (&sql.cancel, 2),
@@ -42,7 +40,7 @@ pub(crate) async fn manage(sql: &Sql, pool: &PgPool, p: ManageParams) -> Result<
             Action::Delete => query,
         };
         match selection.bind(query).fetch_one(pool).await {
-            Err(e) if round < ROUNDS && is_unique_key_violation(&e) => continue,
+            Err(e) if round < RACE_ROUNDS && is_unique_key_violation(&e) => continue,
             done => break done.map_err(db)?,
         }
     };

@@ -32,9 +32,9 @@ impl Producer<ViaPostgres> for &PgPool {
 }
 
 /// Enqueues on a connection, typically a transaction's: `job.enqueue(&mut *tx)`, into the
-/// schema of this process's backends (see [the rule](crate#enqueueing-in-a-transaction)). The job becomes
-/// visible to workers, and wakes them, when the transaction commits; if it rolls back, the job
-/// never existed.
+/// schema of this process's backends (see [the rule](crate#enqueueing-in-a-transaction)). The
+/// job becomes visible to workers, and wakes them, when the transaction commits; if it rolls
+/// back, the job never existed.
 ///
 /// ```no_run
 /// # async fn demo(backend: jobs_postgres::PgBackend, job: impl jobs_core::Job) -> Result<(), jobs_core::Error> {
@@ -105,7 +105,8 @@ impl Producer<ViaPostgres> for OnConnection<'_> {
 /// use jobs_core::{AnyBackend, JobExt};
 /// use jobs_postgres::{PgBackend, PostgresExt};
 ///
-/// let backend = AnyBackend::new(PgBackend::connect("postgres://localhost/app?schema=billing").await?);
+/// let url = "postgres://localhost/app?schema=billing";
+/// let backend = AnyBackend::new(PgBackend::connect(url).await?); // as `jobs::connect(url)`
 /// let mut tx = backend.postgres()?.pool().begin().await.unwrap();
 /// job.enqueue(backend.on(&mut *tx)).await?; // into `billing`, with the transaction
 /// tx.commit().await.unwrap();

@@ -5,12 +5,9 @@
 //! cached generic plan unable to). Each combination is prepared once per connection.
 
 use jobs_core::{JobFilter, JobId, Timestamp};
-use sqlx::postgres::{PgArguments, Postgres};
-use sqlx::query::Query;
 use uuid::Uuid;
 
-/// A statement with its arguments, as `sqlx::query` makes it.
-pub(crate) type PgQuery<'q> = Query<'q, Postgres, PgArguments>;
+use crate::sql::PgQuery;
 
 /// The placeholder in a condition that becomes its parameter's number.
 const PARAMETER: &str = "$?";

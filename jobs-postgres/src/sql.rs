@@ -3,7 +3,13 @@
 //! select jobs by a filter keep a `{selection}` placeholder that [`select`](crate::select)
 //! fills per call.
 
+use sqlx::postgres::{PgArguments, Postgres};
+use sqlx::query::Query;
+
 use crate::schema::Schema;
+
+/// A statement with its arguments, as `sqlx::query` makes it.
+pub(crate) type PgQuery<'q> = Query<'q, Postgres, PgArguments>;
 
 /// The columns of a [`JobRecord`](jobs_core::JobRecord), read from the row alias `j`; JSON
 /// columns come back as text so they are handed on without re-encoding.

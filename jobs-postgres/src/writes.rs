@@ -12,8 +12,7 @@ use uuid::Uuid;
 
 use crate::error::db;
 use crate::record::report;
-use crate::select::PgQuery;
-use crate::sql::Sql;
+use crate::sql::{PgQuery, Sql};
 
 /// Marks jobs completed with their results. `relaxed`: commit without waiting for the WAL
 /// flush (see `sql/complete.sql` for why that is safe for the worker's batches); never for a

@@ -25,16 +25,16 @@ use crate::JobError;
 /// # use jobs_core::{Job, JobContext, JobError, StateMap};
 /// # #[derive(serde::Serialize, serde::Deserialize)]
 /// # struct Greet { name: String }
-/// # struct Greeting(&'static str);
+/// # struct Greeting { text: &'static str }
 /// # impl Job for Greet {
 /// #     const NAME: &'static str = "perform_doc_greet";
 /// #     type Output = String;
 /// #     async fn run(self, _: JobContext, state: StateMap) -> Result<String, JobError> {
-/// #         Ok(format!("{} {}", state.require::<Greeting>()?.0, self.name))
+/// #         Ok(format!("{} {}", state.require::<Greeting>()?.text, self.name))
 /// #     }
 /// # }
 /// let out = jobs_core::testkit::perform(Greet { name: "Ada".into() })
-///     .state(Greeting("hello"))
+///     .state(Greeting { text: "hello" })
 ///     .await;
 /// assert_eq!(out.unwrap(), "hello Ada");
 /// # });

@@ -168,3 +168,42 @@ async fn release_keeps_run_at_unless_given_a_new_one() {
     // Only the kept job is ready before the snooze ends.
     assert_eq!(fetch(&backend, 3_000).await.record.id, ids[0]);
 }
+
+#[tokio::test]
+async fn a_schema_of_the_first_release_is_upgraded_in_place() {
+    let backend = fresh_backend().await;
+    let schema = backend.schema_name().to_string();
+    // Back to what migration 1 alone made, with a job stored then.
+    sqlx::raw_sql(&format!(
+        "SET search_path TO \"{schema}\";
+         DROP TABLE workers, schedules, queues;
+         ALTER TABLE jobs DROP COLUMN tags;
+         DELETE FROM _jobs_migrations WHERE version > 1;
+         RESET search_path;"
+    ))
+    .execute(backend.pool())
+    .await
+    .expect("downgrade");
+    let old = new_job("e", "h");
+    sqlx::query(&format!(
+        "INSERT INTO \"{schema}\".jobs (id, name, queue, payload, priority, run_at, status,
+             max_attempts, backoff, created_at)
+         VALUES ($1, 'e', 'h', '{{}}', 0, $2, 'pending', 3, $3::jsonb, $2)"
+    ))
+    .bind(old.id.0)
+    .bind(t0())
+    .bind(serde_json::to_string(&old.backoff).unwrap())
+    .execute(backend.pool())
+    .await
+    .expect("an old row");
+    backend.migrate().await.expect("upgrade");
+    let record = read(&backend, old.id).await;
+    assert!(record.tags.is_empty());
+    let versions: Vec<i64> = sqlx::query_scalar(&format!(
+        "SELECT version FROM \"{schema}\"._jobs_migrations ORDER BY version"
+    ))
+    .fetch_all(backend.pool())
+    .await
+    .unwrap();
+    assert_eq!(versions, [1, 2]);
+}

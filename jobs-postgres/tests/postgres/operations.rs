@@ -10,7 +10,9 @@ use jobs_core::{
 };
 use jobs_postgres::PgBackend;
 
-use crate::support::{at, fresh_backend, new_job, put, t0};
+use jobs_core::JobExt;
+
+use crate::support::{at, fresh_backend, new_job, put, t0, Record};
 
 async fn fetch(backend: &PgBackend, queue: &str, limit: usize, now_ms: i64) -> Vec<LeasedJob> {
     backend
@@ -385,4 +387,41 @@ async fn queue_names_cover_every_status_and_queues_emptied_by_deletes() {
     ];
     expected.sort_unstable();
     assert_eq!(names, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_racing_an_enqueue_for_its_key_reports_the_key_held() {
+    let backend = fresh_backend().await;
+    let mut dead = new_job("record", "record");
+    dead.unique_key = Some("k".into());
+    put(&backend, vec![dead.clone()], t0()).await;
+    kill(
+        &backend,
+        &fetch(&backend, "record", 1, 1_000).await[0],
+        2_000,
+    )
+    .await;
+    // An enqueue of the key, not yet committed when the retry starts.
+    let mut tx = backend.pool().begin().await.unwrap();
+    let holder = Record::new(1)
+        .unique("k")
+        .enqueue(backend.on(&mut tx))
+        .await
+        .unwrap();
+    let retrying = tokio::spawn({
+        let backend = backend.clone();
+        async move { manage(&backend, Action::Retry, Target::Ids(vec![dead.id]), 1).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tx.commit().await.unwrap();
+    let managed = retrying.await.unwrap();
+    assert_eq!(managed.changed, []);
+    assert_eq!(
+        managed.held,
+        [HeldKey {
+            job: dead.id,
+            key: "k".into(),
+            holder: holder.id(),
+        }]
+    );
 }

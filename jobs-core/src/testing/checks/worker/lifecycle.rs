@@ -17,16 +17,16 @@ pub async fn worker_refuses_to_start_listing_every_problem(b: AnyBackend) {
         .register::<BadCron>()
         .run_until(async {})
         .await;
-    let Err(Error::Start(mut problems)) = refused else {
+    let Err(Error::Start(problems)) = refused else {
         panic!("the worker started: {refused:?}");
     };
-    problems.sort_by_key(|p| p.to_string());
-    assert_eq!(problems.len(), 3, "{problems:?}");
-    for problem in &problems {
-        match problem {
+    let mut found: Vec<&str> = problems
+        .iter()
+        .map(|problem| match problem {
             StartProblem::MissingState { job, type_name } => {
                 assert_eq!(job, Counted::NAME);
                 assert!(type_name.ends_with("Counter"), "{type_name}");
+                "missing state"
             }
             StartProblem::DuplicateName {
                 name,
@@ -37,11 +37,17 @@ pub async fn worker_refuses_to_start_listing_every_problem(b: AnyBackend) {
                 let types = [first, second];
                 assert!(types.iter().any(|t| t.ends_with("Impostor")), "{types:?}");
                 assert!(types.iter().any(|t| t.ends_with("Echo")), "{types:?}");
+                "duplicate name"
             }
-            StartProblem::BadSchedule { job, .. } => assert_eq!(job, BadCron::NAME),
+            StartProblem::BadSchedule { job, .. } => {
+                assert_eq!(job, BadCron::NAME);
+                "bad schedule"
+            }
             other => panic!("unexpected problem: {other}"),
-        }
-    }
+        })
+        .collect();
+    found.sort_unstable();
+    assert_eq!(found, ["bad schedule", "duplicate name", "missing state"]);
     let text = Error::Start(problems).to_string();
     assert!(
         text.contains("job `conformance.counted` takes `State<") && text.contains("Counter"),

@@ -1,4 +1,0 @@
-#[test]
-fn probe() {
-    trybuild::TestCases::new().compile_fail("tests/ui/probe/*.rs");
-}
