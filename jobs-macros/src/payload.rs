@@ -124,8 +124,9 @@ impl<'a> JobType<'a> {
 
     /// `fn run`, whose future runs the tokens `body` makes of the names of its context and state
     /// parameters. It is spanned on the user's return type, so a type that is no job result is
-    /// reported there, and it is no `async fn`: that desugaring would mark the `Output` in the
-    /// signature as its own and so report such a type a second time.
+    /// reported there, and only once: the future is boxed rather than an `async fn`'s or an
+    /// `impl Future`, whose desugaring would mark the `Output` in the signature as its own and
+    /// so report such a type a second time. (The worker boxes every job's future anyway.)
     pub(crate) fn run_fn(&self, body: impl FnOnce(&Ident, &Ident) -> TokenStream) -> TokenStream {
         let p = &self.p;
         // Mixed-site names cannot clash with the user's; the underscore keeps them quiet unused.
@@ -134,14 +135,15 @@ impl<'a> JobType<'a> {
         let body = body(&ctx, &state);
         let (_, ret_span) = self.return_type();
         quote_spanned! {ret_span=>
+            #[allow(refining_impl_trait)]
             fn run(
                 self,
                 #ctx: #p::JobContext,
                 #state: #p::StateMap,
-            ) -> impl ::core::future::Future<
+            ) -> ::core::pin::Pin<::std::boxed::Box<dyn ::core::future::Future<
                 Output = ::core::result::Result<<Self as #p::Job>::Output, #p::JobError>,
-            > + ::core::marker::Send {
-                async move { #body }
+            > + ::core::marker::Send>> {
+                ::std::boxed::Box::pin(async move { #body })
             }
         }
     }

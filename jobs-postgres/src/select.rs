@@ -4,7 +4,7 @@
 //! its own whose every condition can use an index (a `($n IS NULL OR …)` form would leave a
 //! cached generic plan unable to). Each combination is prepared once per connection.
 
-use jobs_core::{JobFilter, JobId, Timestamp};
+use jobs_core::{JobFilter, JobId, JobStatus, Timestamp};
 use uuid::Uuid;
 
 use crate::sql::PgQuery;
@@ -31,9 +31,15 @@ impl<'a> Selection<'a> {
     /// The jobs `filter` matches, after the cursor `after`: [`JobFilter::matches`] in SQL.
     pub(crate) fn matching(filter: &'a JobFilter, after: Option<JobId>) -> Self {
         let mut selection = Selection::default();
+        let status = match filter.status {
+            // A lease is set exactly while a job runs: saying so lets the lease index serve
+            // the list of running jobs (the workers' page) instead of a scan of the table.
+            Some(JobStatus::Running) => "j.status = $? AND j.lease_expires_at IS NOT NULL",
+            _ => "j.status = $?",
+        };
         let texts = [
             ("j.queue = $?", filter.queue.as_deref()),
-            ("j.status = $?", filter.status.map(|s| s.as_str())),
+            (status, filter.status.map(JobStatus::as_str)),
             ("j.name = $?", filter.name.as_deref()),
             // The second condition is the partial GIN index's predicate, so the planner can
             // use it (jobs without tags are not in it).
@@ -108,8 +114,6 @@ impl<'a> Selection<'a> {
 
 #[cfg(test)]
 mod tests {
-    use jobs_core::JobStatus;
-
     use super::*;
 
     #[test]
@@ -120,6 +124,11 @@ mod tests {
             selection.splice("WHERE {selection} LIMIT $1", 2),
             "WHERE j.status = $2 AND j.tags @> ARRAY[$3::text] AND j.tags <> '{}'::text[] \
              AND j.id > $4 LIMIT $1"
+        );
+        let running = JobFilter::new().status(JobStatus::Running);
+        assert_eq!(
+            Selection::matching(&running, None).splice("WHERE {selection}", 2),
+            "WHERE j.status = $2 AND j.lease_expires_at IS NOT NULL"
         );
         let everything = JobFilter::new();
         assert_eq!(

@@ -233,7 +233,7 @@ impl std::fmt::Debug for RedisBackend {
 #[async_trait]
 impl Backend for RedisBackend {
     async fn enqueue(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
-        self.enqueue_jobs(p).await
+        self.enqueue_batch(p).await
     }
 
     async fn enqueue_cron(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {

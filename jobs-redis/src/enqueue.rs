@@ -14,7 +14,7 @@ use crate::RedisBackend;
 const CHUNK: usize = 500;
 
 impl RedisBackend {
-    pub(crate) async fn enqueue_jobs(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
+    pub(crate) async fn enqueue_batch(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
         let jobs = &p.jobs;
         let Some(first) = jobs.first() else {
             return Ok(Vec::new());

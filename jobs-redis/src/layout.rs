@@ -44,11 +44,13 @@
 //!
 //! # Round trips
 //!
-//! Every operation is one round trip: one `EVALSHA` per queue, all sent together (the registry
-//! `SADD`, when due, goes with them). Enqueueing a batch sends its jobs in script calls of 500;
+//! Every operation of the hot path is one round trip: one `EVALSHA` per queue, all sent together
+//! (the registry `SADD`, when due, goes with them). Enqueueing a batch sends its jobs in script calls of 500;
 //! a fetch of up to n jobs from one queue is one call (two across several queues: a peek at each
 //! head, then the leases); completing or failing a batch one; renewing every lease a worker
-//! holds one per renewal period. Scripts are sent by SHA1 and loaded only when a server lacks
+//! holds one per renewal period. A list takes a scan call per queue (more when a filter makes it
+//! examine over 2,000 jobs), then one pipelined read per queue; a bulk operation the scans, then
+//! a manage call per queue and 500 jobs. Scripts are sent by SHA1 and loaded only when a server lacks
 //! them, and their arguments are packed straight into the command.
 //!
 //! Inside Redis, the hot scripts keep the commands per job few, sending whatever concerns the
@@ -67,8 +69,7 @@
 //!
 //! A single enqueue takes six commands (`ZADD NX` all, which also tells whether the id exists,
 //! `HSET`, `SET` payload, `ZCARD` and `ZADD` ready, `HINCRBY`), seven when it publishes. On the
-//! wire a job costs about
-//! 260 bytes to enqueue in bulk (about 400 alone, with the call's own arguments), and a fetch
+//! wire a job costs about 260 bytes to enqueue in bulk (about 400 alone, with the call's own arguments), and a fetch
 //! and completion about 110 bytes up and 260 down: a fetch sends back the hash as it was before
 //! the lease (the caller knows what the lease wrote), the payload, and the errors if any; a
 //! completion sends back one integer.
@@ -105,6 +106,7 @@
 //! 740 bytes and a retained completed one about 765 (for the 70-byte payload of the benchmark).
 //! Values over 64 bytes stay out of the hash, so it keeps the listpack encoding under Redis'
 //! default `hash-max-listpack-value`; a hashtable-encoded job would take over 1 KB (a job name
-//! over about 50 bytes, a unique key or trace context over 64, would cause it). Retention bounds
+//! over about 50 bytes, a unique key, trace context or tags' JSON array over 64, would cause
+//! it). Retention bounds
 //! the total: completed and cancelled jobs are pruned by count and age per queue (by default
 //! the newest 10,000 of the last 24 hours, about 7.5 MB a queue), dead ones kept until deleted.

@@ -37,16 +37,29 @@ pub(crate) fn push_filter(cmd: &mut Cmd, filter: &JobFilter, status: bool, tag: 
     .arg(time(filter.finished_before));
 }
 
-/// The set of a queue a scan for `filter` walks, and whether the status and the tag of the
-/// filter are still to be checked (the set implies them otherwise).
-fn scan_set(filter: &JobFilter) -> (String, bool, bool) {
-    if let Some(tag) = &filter.tag {
-        return (format!("tag:{tag}"), true, false);
-    }
-    match filter.status {
-        Some(JobStatus::Dead) => ("dead".into(), false, true),
-        Some(JobStatus::Running) => ("running".into(), false, true),
-        _ => ("all".into(), true, true),
+/// What a scan walks: a set of the queue that holds every job the filter can match, and the
+/// parts of the filter that the set does not imply, to be checked on each job.
+struct ScanSet {
+    /// The set's key, after the queue's key base.
+    name: String,
+    check_status: bool,
+    check_tag: bool,
+}
+
+impl ScanSet {
+    /// The narrowest set for `filter`.
+    fn for_filter(filter: &JobFilter) -> Self {
+        let (name, check_status, check_tag) = match (&filter.tag, filter.status) {
+            (Some(tag), _) => (format!("tag:{tag}"), true, false),
+            (None, Some(JobStatus::Dead)) => ("dead".into(), false, true),
+            (None, Some(JobStatus::Running)) => ("running".into(), false, true),
+            (None, _) => ("all".into(), true, true),
+        };
+        ScanSet {
+            name,
+            check_status,
+            check_tag,
+        }
     }
 }
 
@@ -122,16 +135,16 @@ impl RedisBackend {
         after: &str,
         limit: usize,
     ) -> Result<Vec<String>, Error> {
-        let (set, status, tag) = scan_set(filter);
+        let set = ScanSet::for_filter(filter);
         let mut found = Vec::new();
         let mut cursor = after.to_string();
         loop {
             let mut inv = self.timeless_invocation(&SCRIPTS.scan, queue);
-            inv.arg(&set)
+            inv.arg(&set.name)
                 .arg(&cursor)
                 .arg(limit - found.len())
                 .arg(SCAN_BUDGET);
-            push_filter(&mut inv, filter, status, tag);
+            push_filter(&mut inv, filter, set.check_status, set.check_tag);
             let (ids, next): (Vec<String>, Option<String>) = self.run(&inv).await?;
             found.extend(ids);
             match next {

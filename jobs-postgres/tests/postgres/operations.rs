@@ -98,7 +98,7 @@ async fn list_all(backend: &PgBackend, filter: &JobFilter, limit: usize) -> Vec<
 }
 
 /// Twelve jobs over two queues, three names, two tags and twelve seconds, some of them
-/// completed, dead or cancelled.
+/// completed, dead, cancelled or running.
 async fn varied_jobs(backend: &PgBackend) {
     for i in 0..12i64 {
         let mut job = new_job(["x", "y", "z"][i as usize % 3], ["a", "b"][i as usize % 2]);
@@ -116,6 +116,7 @@ async fn varied_jobs(backend: &PgBackend) {
     let b = list_all(backend, &JobFilter::new().queue("b"), 100).await;
     let cancelled = manage(backend, Action::Cancel, Target::Ids(vec![b[0]]), 1).await;
     assert_eq!(cancelled.changed, [b[0]]);
+    assert_eq!(fetch(backend, "b", 1, 24_000).await.len(), 1);
 }
 
 #[tokio::test]
@@ -137,6 +138,7 @@ async fn list_applies_every_filter_field_and_pages_by_cursor() {
         JobFilter::new().status(JobStatus::Pending),
         JobFilter::new().status(JobStatus::Completed),
         JobFilter::new().status(JobStatus::Cancelled),
+        JobFilter::new().status(JobStatus::Running),
         JobFilter::new().name("y"),
         JobFilter::new().tag("t1"),
         JobFilter::new().tag("t2"),
@@ -164,6 +166,7 @@ async fn list_applies_every_filter_field_and_pages_by_cursor() {
     assert_eq!(some(JobFilter::new().tag("t1")), 6);
     assert_eq!(some(JobFilter::new().finished_before(at(22_000))), 2);
     assert_eq!(some(JobFilter::new().status(JobStatus::Dead)), 1);
+    assert_eq!(some(JobFilter::new().status(JobStatus::Running)), 1);
 }
 
 #[tokio::test]

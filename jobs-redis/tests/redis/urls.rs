@@ -29,6 +29,17 @@ async fn a_refused_connection_is_a_connect_error_at_once() {
 }
 
 #[tokio::test]
+async fn a_refused_cluster_is_a_connect_error_at_once() {
+    let started = Instant::now();
+    let err = RedisBackend::connect("redis+cluster://127.0.0.1:1,127.0.0.1:2")
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    assert!(took < Duration::from_millis(100), "took {took:?}");
+}
+
+#[tokio::test]
 async fn errors_hide_the_password() {
     for url in [
         "redis://app:hunter2@127.0.0.1:1",
