@@ -27,8 +27,7 @@
 //! # Ok::<(), jobs_core::Error>(()) }).unwrap();
 //! ```
 
-mod drain;
 mod perform;
 
-pub use drain::Drained;
+pub use crate::worker::Drained;
 pub use perform::{perform, Perform};

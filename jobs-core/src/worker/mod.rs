@@ -9,6 +9,7 @@
 
 mod config;
 mod cron;
+mod drain;
 mod events;
 mod execute;
 mod gate;
@@ -27,6 +28,7 @@ mod unwind;
 mod tests;
 
 pub use config::Worker;
+pub use drain::Drained;
 pub use events::JobEvent;
 pub use maintenance::Retention;
 pub use shutdown::shutdown_signal;

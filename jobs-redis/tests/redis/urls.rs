@@ -4,10 +4,14 @@
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use jobs_core::{EnqueueParams, Error, Operations};
+use jobs_core::{
+    Backend, CompleteParams, Completion, EnqueueParams, Error, FetchParams, JobStatus, Operations,
+    SubscribeParams,
+};
 use jobs_redis::{redis, RedisBackend};
+use serde_json::value::RawValue;
 
-use crate::support::{cluster_urls, fresh_prefix, job, redis_url, t0};
+use crate::support::{cluster_urls, fresh_prefix, job, raw_connection, redis_url, t0};
 
 #[tokio::test]
 async fn a_refused_connection_is_a_connect_error_at_once() {
@@ -91,7 +95,8 @@ async fn unknown_options_are_invalid_and_name_the_valid_ones() {
     }
 }
 
-/// The prefix of the URL names the keys, and redis-rs's own options reach redis-rs.
+/// The prefix of the URL names the keys, and redis-rs's own options reach redis-rs: the whole
+/// life of a job, wake-up included, runs over RESP3.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn options_of_the_url_apply() {
     let prefix = fresh_prefix();
@@ -101,19 +106,44 @@ async fn options_of_the_url_apply() {
     );
     let backend = RedisBackend::connect(&url).await.unwrap();
     assert_eq!(backend.key_prefix(), prefix);
+    let wakeup = backend
+        .subscribe(SubscribeParams {
+            queues: vec!["q".into()],
+        })
+        .await
+        .unwrap();
     let stored = job("q", t0());
-    jobs_core::Backend::enqueue(
-        &backend,
-        EnqueueParams {
+    backend
+        .enqueue(EnqueueParams {
             jobs: vec![stored.clone()],
             now: t0(),
-        },
-    )
-    .await
-    .unwrap();
-    assert_eq!(backend.job(stored.id).await.unwrap().queue, "q");
-    let client = redis::Client::open(redis_url()).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        })
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), wakeup.wait())
+        .await
+        .expect("woken over RESP3");
+    let leased = backend
+        .fetch(FetchParams {
+            queues: vec!["q".into()],
+            limit: 1,
+            worker: "resp3".into(),
+            lease_for: Duration::from_secs(30),
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    let items = vec![Completion {
+        lease: leased[0].lease(),
+        result: RawValue::from_string("7".into()).unwrap(),
+    }];
+    let done = backend.complete(CompleteParams { items, now: t0() }).await;
+    assert_eq!(done.unwrap(), [true]);
+    let record = backend.job(stored.id).await.unwrap();
+    assert_eq!(record.status, JobStatus::Completed);
+    assert_eq!(record.result.unwrap().get(), "7");
+
+    let mut conn = raw_connection().await;
     let key = format!("{{{prefix}:q}}:j:{}", stored.id.0.simple());
     let exists: bool = redis::cmd("EXISTS")
         .arg(&key)
@@ -141,15 +171,13 @@ async fn a_cluster_url_takes_options_too() {
     let backend = RedisBackend::connect(&url).await.unwrap();
     assert_eq!(backend.key_prefix(), prefix);
     let stored = job("q", t0());
-    jobs_core::Backend::enqueue(
-        &backend,
-        EnqueueParams {
+    backend
+        .enqueue(EnqueueParams {
             jobs: vec![stored.clone()],
             now: t0(),
-        },
-    )
-    .await
-    .unwrap();
+        })
+        .await
+        .unwrap();
     assert_eq!(backend.job(stored.id).await.unwrap().id, stored.id);
 }
 

@@ -1,4 +1,4 @@
-//! `Worker::drain`: run a worker until its queues have nothing ready, then stop.
+//! `Worker::drain`, for tests: run a worker until its queues have nothing ready, then stop.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -11,9 +11,11 @@ use crate::filter::JobFilter;
 use crate::job::Job;
 use crate::memory::MemoryBackend;
 use crate::model::JobStatus;
-use crate::registry;
-use crate::worker::Worker;
 use crate::Error;
+
+use super::config::Worker;
+use super::events::JobEvent;
+use super::start::plan;
 
 /// How often a draining worker's queues are checked for work left.
 const CHECK_EVERY: Duration = Duration::from_millis(5);
@@ -37,22 +39,11 @@ impl Worker {
         let counters: Arc<[AtomicU64; 3]> = Arc::default();
         let count = |i: usize| {
             let counters = counters.clone();
-            move |_: &crate::JobEvent| {
+            move |_: &JobEvent| {
                 counters[i].fetch_add(1, Ordering::Relaxed);
             }
         };
-        let queues = if self.queues.is_empty() {
-            let mut all: Vec<String> = registry::registered()
-                .iter()
-                .chain(&self.extra_types)
-                .map(|t| t.options().queue)
-                .collect();
-            all.sort_unstable();
-            all.dedup();
-            all
-        } else {
-            self.queues.clone()
-        };
+        let queues = plan(&self)?.queues;
         let backend = self.backend.clone();
         let clock = self.clock.clone();
         let worker = self
