@@ -45,7 +45,7 @@ struct Inner {
 }
 
 impl JobContext {
-    /// The context of a job leased from `backend`.
+    /// The context of a job leased from `backend` (backend SPI: the worker makes contexts).
     pub fn new(backend: AnyBackend, job: &LeasedJob) -> Self {
         let record = &job.record;
         JobContext {
@@ -93,16 +93,6 @@ impl JobContext {
         self.inner.attempt >= self.inner.max_attempts
     }
 
-    /// The lease this attempt runs under.
-    pub fn lease(&self) -> LeaseRef {
-        self.inner.lease
-    }
-
-    /// The backend the job came from.
-    pub fn backend(&self) -> &AnyBackend {
-        &self.inner.backend
-    }
-
     /// Records progress (percent, capped at 100), readable by id from any process.
     ///
     /// Fails with [`Error::LeaseLost`] when this worker no longer holds the job.
@@ -130,11 +120,6 @@ impl JobContext {
         self.inner.cancel.cancelled()
     }
 
-    /// Has the worker finish this job through `hook` instead of its own completion write.
-    pub fn set_completion_hook(&self, hook: Box<dyn CompletionHook>) {
-        *self.inner.hook.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
-    }
-
     pub(crate) fn take_completion_hook(&self) -> Option<Box<dyn CompletionHook>> {
         self.inner
             .hook
@@ -145,6 +130,33 @@ impl JobContext {
 
     pub(crate) fn cancel(&self) {
         self.inner.cancel.cancel()
+    }
+}
+
+/// What a backend's extensions reach in a running job's context (backend SPI, not for
+/// handlers): the attempt's lease, the backend the job came from, and a hook that finishes the
+/// job in place of the worker's own completion write (as `jobs_postgres::transaction` does, so
+/// that a handler's writes and its job's completion commit together).
+pub trait BackendContext {
+    /// The lease this attempt runs under.
+    fn lease(&self) -> LeaseRef;
+    /// The backend the job came from.
+    fn backend(&self) -> &AnyBackend;
+    /// Has the worker finish this job through `hook` instead of its own completion write.
+    fn set_completion_hook(&self, hook: Box<dyn CompletionHook>);
+}
+
+impl BackendContext for JobContext {
+    fn lease(&self) -> LeaseRef {
+        self.inner.lease
+    }
+
+    fn backend(&self) -> &AnyBackend {
+        &self.inner.backend
+    }
+
+    fn set_completion_hook(&self, hook: Box<dyn CompletionHook>) {
+        *self.inner.hook.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
     }
 }
 

@@ -56,7 +56,7 @@ pub use any::AnyBackend;
 pub use backend::*;
 pub use backoff::{parse_duration, Backoff, BackoffKind, MAX_DELAY};
 pub use clock::{later, Clock, ManualClock, SystemClock};
-pub use context::{CompletionHook, JobContext};
+pub use context::{BackendContext, CompletionHook, JobContext};
 pub use cron::Schedule;
 pub use enqueue::{Enqueue, JobExt, JobHandle, Producer, ViaBackend};
 pub use error::{BoxError, Error, ErrorKind, JobError, StartProblem};

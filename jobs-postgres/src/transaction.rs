@@ -5,7 +5,9 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use jobs_core::{CompleteParams, Completion, CompletionHook, Error, JobContext, Timestamp};
+use jobs_core::{
+    BackendContext as _, CompleteParams, Completion, CompletionHook, Error, JobContext, Timestamp,
+};
 use sqlx::{PgConnection, Postgres, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::backend::LeaseRef;
-use crate::context::JobContext;
+use crate::context::{BackendContext, JobContext};
 use crate::model::JobId;
 
 /// The jobs this worker holds, each with its context (cancelled when its lease is lost).
@@ -30,13 +30,13 @@ impl Leases {
 
     /// The leases held now.
     pub fn snapshot(&self) -> Vec<LeaseRef> {
-        self.held().values().map(JobContext::lease).collect()
+        self.held().values().map(BackendContext::lease).collect()
     }
 
     /// Forgets a job whose lease was refused, and tells its handler to stop.
     pub fn lost(&self, lease: LeaseRef) {
         let mut held = self.held();
-        if held.get(&lease.id).map(JobContext::lease) == Some(lease) {
+        if held.get(&lease.id).map(BackendContext::lease) == Some(lease) {
             if let Some(ctx) = held.remove(&lease.id) {
                 ctx.cancel();
             }

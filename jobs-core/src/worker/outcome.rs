@@ -16,7 +16,7 @@ use crate::backend::{
 };
 use crate::backoff::random_unit;
 use crate::clock;
-use crate::context::{CompletionHook, JobContext};
+use crate::context::{BackendContext as _, CompletionHook, JobContext};
 use crate::error::Next;
 use crate::model::{JobId, JobRecord, Json};
 use crate::{Error, JobError};

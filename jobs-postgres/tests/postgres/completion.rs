@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, Clock, Error, JobContext, JobError, JobExt, JobStatus, MemoryBackend, Operations,
+    Backend, BackendContext as _, Clock, Error, JobContext, JobError, JobExt, JobStatus, MemoryBackend, Operations,
     SystemClock, Worker,
 };
 use jobs_macros::job;
