@@ -9,6 +9,6 @@ pub use serde_json;
 
 pub use crate::inject::Inject;
 pub use crate::{
-    Backoff, CronSpec, IntoJobResult, Job, JobContext, JobError, JobOptions, Registration, State,
+    Backoff, CronSpec, IntoJobResult, Job, JobContext, JobError, JobOptions, Registration,
     StateKey, StateMap,
 };
