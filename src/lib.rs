@@ -30,6 +30,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod connect;
@@ -49,8 +50,8 @@ pub use jobs_core::{
 };
 // Operating them.
 pub use jobs_core::{
-    AttemptError, DeadReason, JobFilter, Operations, Page, PageRequest, QueueCounts,
-    QueueSummary, ScheduleInfo, ScheduleSummary, WorkerInfo, WorkerSummary,
+    AttemptError, DeadReason, JobFilter, Operations, Page, PageRequest, QueueCounts, QueueSummary,
+    ScheduleInfo, ScheduleSummary, WorkerInfo, WorkerSummary,
 };
 
 /// The PostgreSQL backend (feature `postgres`).

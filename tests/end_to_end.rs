@@ -139,7 +139,10 @@ async fn unique_attribute_dedupes_on_every_backend() {
 #[test]
 fn attribute_jobs_are_registered_by_name() {
     use jobs::Job as _;
-    assert_eq!((Greet::NAME, WelcomeOnce::NAME), ("e2e.greet", "e2e.welcome_once"));
+    assert_eq!(
+        (Greet::NAME, WelcomeOnce::NAME),
+        ("e2e.greet", "e2e.welcome_once")
+    );
 }
 
 #[tokio::test]

@@ -5,14 +5,14 @@ use jobs_core::{Backend, Clock, CompleteParams, Completion, EnqueueParams, Fetch
 
 /// Which backend, from `--backend`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendKind {
+pub(crate) enum BackendKind {
     Memory,
     Postgres,
     Redis,
 }
 
 impl BackendKind {
-    pub fn parse(name: &str) -> Self {
+    pub(crate) fn parse(name: &str) -> Self {
         match name {
             "postgres" => BackendKind::Postgres,
             "redis" => BackendKind::Redis,
@@ -20,7 +20,7 @@ impl BackendKind {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             BackendKind::Memory => "memory",
             BackendKind::Postgres => "postgres",
@@ -29,7 +29,7 @@ impl BackendKind {
     }
 
     /// Whether other processes see the same store (so producers and workers can be processes).
-    pub fn shared_across_processes(self) -> bool {
+    pub(crate) fn shared_across_processes(self) -> bool {
         self != BackendKind::Memory
     }
 }
@@ -41,7 +41,7 @@ const POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/bench_jobs";
 const REDIS_URL: &str = "redis://127.0.0.1:6379/5";
 
 /// Connects to the bench's store as it is.
-pub async fn connect(kind: BackendKind) -> AnyBackend {
+pub(crate) async fn connect(kind: BackendKind) -> AnyBackend {
     match kind {
         BackendKind::Memory => AnyBackend::new(jobs::MemoryBackend::new()),
         #[cfg(feature = "postgres")]
@@ -54,7 +54,7 @@ pub async fn connect(kind: BackendKind) -> AnyBackend {
 }
 
 /// Connects to an emptied store.
-pub async fn fresh_backend(kind: BackendKind) -> AnyBackend {
+pub(crate) async fn fresh_backend(kind: BackendKind) -> AnyBackend {
     match kind {
         BackendKind::Memory => connect(kind).await,
         #[cfg(feature = "postgres")]
@@ -73,7 +73,7 @@ pub async fn fresh_backend(kind: BackendKind) -> AnyBackend {
 }
 
 /// Stores `n` completed jobs in the bench's queue, through the backend's own batched API.
-pub async fn retain_finished(kind: BackendKind, backend: &AnyBackend, n: u64) {
+pub(crate) async fn retain_finished(kind: BackendKind, backend: &AnyBackend, n: u64) {
     const BATCH: u64 = 10_000;
     let mut left = n;
     while left > 0 {
@@ -81,7 +81,9 @@ pub async fn retain_finished(kind: BackendKind, backend: &AnyBackend, n: u64) {
         let jobs = (0..size)
             .map(|i| {
                 let enqueue = jobs::Enqueue::from(super::job(i));
-                enqueue.to_new_job(jobs_core::SystemClock.now()).expect("job")
+                enqueue
+                    .to_new_job(jobs_core::SystemClock.now())
+                    .expect("job")
             })
             .collect();
         let now = jobs_core::SystemClock.now();
@@ -129,7 +131,7 @@ mod postgres {
     use jobs::postgres::sqlx::{self, Connection, PgConnection};
 
     /// Creates the bench database if missing and drops the bench's schema.
-    pub async fn reset() {
+    pub(super) async fn reset() {
         let mut admin = PgConnection::connect("postgres://postgres@127.0.0.1:5432/postgres")
             .await
             .expect("PostgreSQL");
@@ -157,7 +159,7 @@ mod postgres {
     /// Vacuums the jobs table and checkpoints, as autovacuum and the checkpointer would have long
     /// since done for a store that accumulated its retained jobs over time (the bulk load leaves
     /// dead index entries behind, and a checkpoint of its WAL would otherwise run during W4).
-    pub async fn vacuum() {
+    pub(super) async fn vacuum() {
         let mut bench = PgConnection::connect(super::POSTGRES_URL)
             .await
             .expect("bench database");
@@ -179,7 +181,7 @@ mod redis {
     /// Empties db 5 (and only it), then waits for Redis to have freed what it held: a flush of
     /// W4's million jobs would otherwise still be freeing them, on a second core, during the
     /// next workload.
-    pub async fn reset() {
+    pub(super) async fn reset() {
         let client = redis::Client::open(super::REDIS_URL).expect("Redis URL");
         let mut conn = client
             .get_multiplexed_async_connection()

@@ -377,7 +377,8 @@ pub trait Backend: Send + Sync + 'static {
     async fn save_schedules(&self, params: SaveSchedulesParams) -> Result<(), Error>;
 
     /// The recorded cron schedules, by name, each with its last stored tick.
-    async fn stored_schedules(&self, params: SchedulesParams) -> Result<Vec<StoredSchedule>, Error>;
+    async fn stored_schedules(&self, params: SchedulesParams)
+        -> Result<Vec<StoredSchedule>, Error>;
 
     /// A signal that fires when jobs may have become ready in one of the queues.
     async fn subscribe(&self, params: SubscribeParams) -> Result<Wakeup, Error>;

@@ -87,7 +87,9 @@ impl Error {
 #[non_exhaustive]
 pub enum StartProblem {
     /// A job of the worker's queues takes a `State<T>` the worker was not given.
-    #[error("job `{job}` takes `State<{type_name}>` but the worker has none (add it with `.state(..)`)")]
+    #[error(
+        "job `{job}` takes `State<{type_name}>` but the worker has none (add it with `.state(..)`)"
+    )]
     MissingState {
         /// The job's stored name.
         job: String,
@@ -380,7 +382,11 @@ mod tests {
 
     #[test]
     fn kinds_are_stored_by_their_snake_case_names() {
-        for kind in [ErrorKind::LeaseLost, ErrorKind::UnknownName, ErrorKind::Decode] {
+        for kind in [
+            ErrorKind::LeaseLost,
+            ErrorKind::UnknownName,
+            ErrorKind::Decode,
+        ] {
             let json = serde_json::to_string(&kind).unwrap();
             assert_eq!(json, format!("\"{}\"", kind.as_str()));
         }

@@ -25,6 +25,7 @@
 //! A backend crate's own tests can write `#[job(crate = "jobs_core")]`.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod any;
 mod backend;

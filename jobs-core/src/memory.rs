@@ -14,8 +14,8 @@ use crate::backend::*;
 use crate::clock;
 use crate::filter::JobFilter;
 use crate::model::{
-    AttemptError, Enqueued, ErrorReport, JobId, JobRecord, JobStatus, Lease,
-    LeaseToken, LeasedJob, NewJob, QueueCounts, Timestamp,
+    AttemptError, Enqueued, ErrorReport, JobId, JobRecord, JobStatus, Lease, LeaseToken, LeasedJob,
+    NewJob, QueueCounts, Timestamp,
 };
 use crate::presence::{StoredSchedule, WorkerInfo};
 use crate::wake::{WakeHub, Wakeup};
@@ -50,7 +50,9 @@ impl MemoryBackend {
         let mut waiting: Vec<&JobRecord> = store
             .jobs
             .values()
-            .filter(|r| r.name == name && matches!(r.status, JobStatus::Pending | JobStatus::Scheduled))
+            .filter(|r| {
+                r.name == name && matches!(r.status, JobStatus::Pending | JobStatus::Scheduled)
+            })
             .collect();
         waiting.sort_unstable_by_key(|r| r.id);
         waiting.into_iter().map(|r| r.payload.clone()).collect()
@@ -461,7 +463,9 @@ impl Backend for MemoryBackend {
                 Target::Ids(ids) => (ids, None),
                 Target::Matching { filter, after } => {
                     let ids = store.matching(&filter, after, p.limit);
-                    let last = (ids.len() >= p.limit).then(|| ids.last().copied()).flatten();
+                    let last = (ids.len() >= p.limit)
+                        .then(|| ids.last().copied())
+                        .flatten();
                     (ids, last)
                 }
             };
@@ -585,7 +589,9 @@ impl Backend for MemoryBackend {
         let mut worker = p.worker;
         worker.last_seen = p.now;
         let mut store = self.store();
-        store.workers.retain(|_, (_, expires_at)| *expires_at >= p.now);
+        store
+            .workers
+            .retain(|_, (_, expires_at)| *expires_at >= p.now);
         store
             .workers
             .insert(worker.id.clone(), (worker, p.expires_at));

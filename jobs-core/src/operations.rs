@@ -224,14 +224,22 @@ impl<B: Backend + ?Sized> Operations for B {
     }
 
     async fn cancel(&self, id: JobId) -> Result<(), Error> {
-        if manage_one(self, Action::Cancel, id).await?.changed.is_empty() {
+        if manage_one(self, Action::Cancel, id)
+            .await?
+            .changed
+            .is_empty()
+        {
             return Err(refusal(self, id, "cancel").await);
         }
         Ok(())
     }
 
     async fn delete(&self, id: JobId) -> Result<(), Error> {
-        if manage_one(self, Action::Delete, id).await?.changed.is_empty() {
+        if manage_one(self, Action::Delete, id)
+            .await?
+            .changed
+            .is_empty()
+        {
             return Err(Error::NotFound(id));
         }
         Ok(())

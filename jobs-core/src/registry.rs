@@ -8,10 +8,10 @@ use std::pin::Pin;
 use serde_json::value::RawValue;
 
 use crate::context::JobContext;
+use crate::error::{ErrorKind, StartProblem};
 use crate::job::{CronSpec, Job, JobOptions};
 use crate::model::Json;
 use crate::state::{StateKey, StateMap};
-use crate::error::{ErrorKind, StartProblem};
 use crate::JobError;
 
 /// A boxed, sendable future.
@@ -81,11 +81,14 @@ fn run_erased<J: Job>(
     let decoded = serde_json::from_str::<J>(payload.get());
     Box::pin(async move {
         let job = decoded.map_err(|e| {
-            JobError::of_kind(ErrorKind::Decode, format!(
-                "payload does not deserialize as `{}` (job `{}`): {e}",
-                std::any::type_name::<J>(),
-                J::NAME
-            ))
+            JobError::of_kind(
+                ErrorKind::Decode,
+                format!(
+                    "payload does not deserialize as `{}` (job `{}`): {e}",
+                    std::any::type_name::<J>(),
+                    J::NAME
+                ),
+            )
         })?;
         let output = job.run(ctx, state).await?;
         serde_json::value::to_raw_value(&output).map_err(|e| {

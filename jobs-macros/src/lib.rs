@@ -4,6 +4,8 @@
 //! This crate is a thin shim: the parsing, validation and code generation are ordinary functions
 //! over `proc_macro2` tokens, each phase in its own module.
 
+#![forbid(unsafe_code)]
+
 mod ast;
 mod attr;
 // The grammar `jobs_core::Backoff` parses and prints, compiled here too.

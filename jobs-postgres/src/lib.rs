@@ -84,6 +84,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod backend;
 mod connect;

@@ -71,7 +71,7 @@ pub(crate) struct Turn<'p> {
 impl<'p> Turn<'p> {
     /// Starts an enqueue through `pool` of ready jobs in `queues`, into the store whose channel
     /// is `channel`.
-    pub fn start(pool: &'p PgPool, channel: &str, queues: &'p [&'p str]) -> Self {
+    pub(crate) fn start(pool: &'p PgPool, channel: &str, queues: &'p [&'p str]) -> Self {
         let options = pool.connect_options();
         let key = (Arc::as_ptr(&options) as usize, channel.to_owned());
         let mut all = stores();
@@ -92,7 +92,7 @@ impl<'p> Turn<'p> {
     }
 
     /// Whether the enqueue notifies within its statement: it started alone.
-    pub fn in_statement(&self) -> bool {
+    pub(crate) fn in_statement(&self) -> bool {
         self.alone
     }
 }

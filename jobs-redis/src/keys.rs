@@ -16,7 +16,7 @@ pub(crate) struct Keys {
 impl Keys {
     /// Keys under `prefix`, which must be non-empty and free of `{` and `}` (a brace would
     /// change which part of each key Redis Cluster hashes, scattering a queue over slots).
-    pub fn new(prefix: &str) -> Result<Self, Error> {
+    pub(crate) fn new(prefix: &str) -> Result<Self, Error> {
         if prefix.is_empty() {
             return Err(Error::Invalid(
                 "the Redis key prefix must not be empty".into(),
@@ -34,52 +34,52 @@ impl Keys {
     }
 
     /// The prefix.
-    pub fn prefix(&self) -> &str {
+    pub(crate) fn prefix(&self) -> &str {
         &self.prefix
     }
 
     /// The base of every key of `queue`: `{prefix:queue}:`. Scripts get it as `KEYS[1]`.
-    pub fn queue(&self, queue: &str) -> String {
+    pub(crate) fn queue(&self, queue: &str) -> String {
         format!("{{{}:{queue}}}:", self.prefix)
     }
 
     /// The base of the prefix's own keys: `{prefix}:`. The presence scripts get it as `KEYS[1]`.
-    pub fn global(&self) -> String {
+    pub(crate) fn global(&self) -> String {
         format!("{{{}}}:", self.prefix)
     }
 
     /// The hash of one job.
-    pub fn job(&self, queue: &str, id: &str) -> String {
+    pub(crate) fn job(&self, queue: &str, id: &str) -> String {
         format!("{}j:{id}", self.queue(queue))
     }
 
     /// A side key of one job: its payload (`p`), long result (`r`) or errors (`e`).
-    pub fn side(&self, queue: &str, kind: char, id: &str) -> String {
+    pub(crate) fn side(&self, queue: &str, kind: char, id: &str) -> String {
         format!("{}{kind}:{id}", self.queue(queue))
     }
 
     /// The hash of a queue's job counts by status code.
-    pub fn counts(&self, queue: &str) -> String {
+    pub(crate) fn counts(&self, queue: &str) -> String {
         format!("{}counts", self.queue(queue))
     }
 
     /// The hash of a queue's last stored cron tick per schedule.
-    pub fn cron(&self, queue: &str) -> String {
+    pub(crate) fn cron(&self, queue: &str) -> String {
         format!("{}cron", self.queue(queue))
     }
 
     /// The set of every queue that has held jobs, for the operations that take only a job id.
-    pub fn registry(&self) -> String {
+    pub(crate) fn registry(&self) -> String {
         format!("{}queues", self.global())
     }
 
     /// The hash of the recorded cron schedules: name -> schedule and when it was recorded.
-    pub fn schedules(&self) -> String {
+    pub(crate) fn schedules(&self) -> String {
         format!("{}schedules", self.global())
     }
 
     /// The pub/sub channel on which scripts announce that a queue has ready jobs.
-    pub fn channel(&self) -> String {
+    pub(crate) fn channel(&self) -> String {
         format!("{}:wake", self.prefix)
     }
 }

@@ -45,6 +45,7 @@
 //! used: a waiting job costs about 740 bytes, a retained completed one about 765.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod backend;
 mod connect;

@@ -42,7 +42,7 @@ struct Started {
 
 impl Wake {
     /// Wake-ups for `channel`, heard through the first reachable of `clients`.
-    pub fn new(clients: Vec<Client>, channel: String) -> Self {
+    pub(crate) fn new(clients: Vec<Client>, channel: String) -> Self {
         Wake {
             hub: Arc::default(),
             clients,
@@ -52,7 +52,7 @@ impl Wake {
     }
 
     /// A subscription to `queues`, once the listener is listening.
-    pub async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error> {
+    pub(crate) async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error> {
         let wakeup = self.hub.subscribe(queues);
         let mut ready = self.start();
         let listening = tokio::time::timeout(READY_TIMEOUT, ready.wait_for(|r| *r)).await;

@@ -47,7 +47,7 @@ pub(crate) struct Options {
 
 impl Options {
     /// Reads the options of `url`.
-    pub fn parse(url: &str) -> Result<Self, Error> {
+    pub(crate) fn parse(url: &str) -> Result<Self, Error> {
         let unix = url.starts_with("redis+unix:") || url.starts_with("unix:");
         let driver = if unix { DRIVER_UNIX } else { DRIVER_TCP };
         let options = UrlOptions::parse(url, OURS, driver)?;

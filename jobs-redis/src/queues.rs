@@ -40,7 +40,7 @@ impl KnownQueues {
     }
 
     /// Remembers queues.
-    pub fn remember<'a>(&self, queues: impl IntoIterator<Item = &'a str>) {
+    pub(crate) fn remember<'a>(&self, queues: impl IntoIterator<Item = &'a str>) {
         let mut names = self.names();
         for queue in queues {
             if !names.contains(queue) {
@@ -51,7 +51,7 @@ impl KnownQueues {
 
     /// Remembers `queues` and returns those to add to the registry: the ones this backend has
     /// not added within [`REGISTER_EVERY`].
-    pub fn due_for_registry<'a>(&self, queues: &[&'a str]) -> Vec<&'a str> {
+    pub(crate) fn due_for_registry<'a>(&self, queues: &[&'a str]) -> Vec<&'a str> {
         self.remember(queues.iter().copied());
         let registered = self.registered.lock().unwrap_or_else(|e| e.into_inner());
         queues
@@ -66,7 +66,7 @@ impl KnownQueues {
     }
 
     /// Notes that `queues` were just added to the registry.
-    pub fn registered(&self, queues: &[&str]) {
+    pub(crate) fn registered(&self, queues: &[&str]) {
         let now = Instant::now();
         let mut registered = self.registered.lock().unwrap_or_else(|e| e.into_inner());
         for queue in queues {
@@ -75,7 +75,7 @@ impl KnownQueues {
     }
 
     /// Every queue seen.
-    pub fn all(&self) -> Vec<String> {
+    pub(crate) fn all(&self) -> Vec<String> {
         self.names().iter().cloned().collect()
     }
 

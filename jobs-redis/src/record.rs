@@ -247,7 +247,12 @@ pub(crate) struct Stored {
 
 impl Stored {
     /// Adds the commands reading job `id` to `pipe`: four replies, for [`Stored::from_replies`].
-    pub fn read(pipe: &mut redis::Pipeline, keys: &crate::keys::Keys, queue: &str, id: &str) {
+    pub(crate) fn read(
+        pipe: &mut redis::Pipeline,
+        keys: &crate::keys::Keys,
+        queue: &str,
+        id: &str,
+    ) {
         pipe.cmd("HGETALL")
             .arg(keys.job(queue, id))
             .get(keys.side(queue, 'p', id))
@@ -256,7 +261,7 @@ impl Stored {
     }
 
     /// The stored jobs from the replies of [`Stored::read`], `None` where a job does not exist.
-    pub fn from_replies(replies: Vec<redis::Value>) -> Result<Vec<Option<Stored>>, Error> {
+    pub(crate) fn from_replies(replies: Vec<redis::Value>) -> Result<Vec<Option<Stored>>, Error> {
         replies
             .chunks_exact(4)
             .map(|r| {
@@ -274,7 +279,7 @@ impl Stored {
     }
 
     /// The record of job `id` of `queue`.
-    pub fn record(&self, id: &str, queue: &str) -> Result<JobRecord, Error> {
+    pub(crate) fn record(&self, id: &str, queue: &str) -> Result<JobRecord, Error> {
         Fields::new(id, self).record(queue)
     }
 }

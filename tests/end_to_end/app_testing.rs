@@ -17,7 +17,12 @@ async fn send_welcome(user_id: i64) -> Result<i64, JobError> {
     Ok(user_id)
 }
 
-#[job(queue = "app_flaky", name = "app.flaky", attempts = 2, backoff = "fixed(1h)")]
+#[job(
+    queue = "app_flaky",
+    name = "app.flaky",
+    attempts = 2,
+    backoff = "fixed(1h)"
+)]
 async fn flaky() -> Result<(), JobError> {
     Err(JobError::retryable("down"))
 }
@@ -44,7 +49,11 @@ async fn enqueued_jobs_are_seen_typed_and_drained_inline() {
     let backend = ctx_backend::get();
     Signup::new(7).enqueue(&backend).await.unwrap();
     Signup::new(8).enqueue(&backend).await.unwrap();
-    let waiting: Vec<i64> = backend.enqueued::<Signup>().iter().map(|j| j.user_id).collect();
+    let waiting: Vec<i64> = backend
+        .enqueued::<Signup>()
+        .iter()
+        .map(|j| j.user_id)
+        .collect();
     assert_eq!(waiting, [7, 8]);
     assert!(backend.enqueued::<SendWelcome>().is_empty());
 
@@ -80,7 +89,10 @@ async fn a_drain_counts_retries_and_dead_jobs_and_leaves_retries_waiting() {
 
 #[tokio::test]
 async fn one_handler_runs_in_one_line() {
-    assert_eq!(jobs::testing::perform(SendWelcome::new(5)).await.unwrap(), 5);
+    assert_eq!(
+        jobs::testing::perform(SendWelcome::new(5)).await.unwrap(),
+        5
+    );
     let err = jobs::testing::perform(Doomed::new()).await.unwrap_err();
     assert_eq!(
         (err.kind(), err.to_string()),

@@ -5,9 +5,7 @@
 use std::time::Duration;
 
 use jobs::prelude::*;
-use jobs::{
-    DeadReason, Error, ErrorKind, JobFilter, JobStatus, Operations, PageRequest, Worker,
-};
+use jobs::{DeadReason, Error, ErrorKind, JobFilter, JobStatus, Operations, PageRequest, Worker};
 
 #[job(queue = "ops", name = "ops.pay", tags = ["payments"])]
 async fn pay(order: i64) -> Result<(), JobError> {
@@ -27,7 +25,12 @@ async fn slow(ms: u64) {
     tokio::time::sleep(Duration::from_millis(ms)).await;
 }
 
-#[job(queue = "ops_cron", name = "ops.nightly", cron = "0 3 * * *", tz = "Europe/Paris")]
+#[job(
+    queue = "ops_cron",
+    name = "ops.nightly",
+    cron = "0 3 * * *",
+    tz = "Europe/Paris"
+)]
 async fn nightly() {}
 
 /// Runs a worker on `queues` until every job in them has finished.
@@ -43,13 +46,20 @@ async fn run_to_the_end(backend: &jobs::AnyBackend, queues: &[&str]) {
 async fn filters_tags_retries_and_purges_on_every_backend() {
     for backend in super::backends().await {
         let ok = Pay::new(1).tag("order:42").enqueue(&backend).await.unwrap();
-        let declined = Pay::new(-1).tag("order:42").enqueue(&backend).await.unwrap();
+        let declined = Pay::new(-1)
+            .tag("order:42")
+            .enqueue(&backend)
+            .await
+            .unwrap();
         let other = Pay::new(2).tag("order:43").enqueue(&backend).await.unwrap();
         run_to_the_end(&backend, &["ops"]).await;
 
         // Every job of order 42, whatever its status; tags from the attribute and the call.
         let order_42 = JobFilter::new().tag("order:42");
-        let page = backend.jobs(&order_42, PageRequest::default()).await.unwrap();
+        let page = backend
+            .jobs(&order_42, PageRequest::default())
+            .await
+            .unwrap();
         let ids: Vec<_> = page.jobs.iter().map(|j| j.id).collect();
         assert_eq!(ids, [ok.id(), declined.id()]);
         assert!(page.next.is_none());
@@ -66,22 +76,43 @@ async fn filters_tags_retries_and_purges_on_every_backend() {
 
         // One job: retried by hand, refused in the wrong status, unknown ids named.
         backend.retry(declined.id()).await.unwrap();
-        assert_eq!(backend.job(declined.id()).await.unwrap().status, JobStatus::Pending);
+        assert_eq!(
+            backend.job(declined.id()).await.unwrap().status,
+            JobStatus::Pending
+        );
         let refused = backend.retry(ok.id()).await.unwrap_err();
         assert!(
-            matches!(refused, Error::WrongStatus { status: JobStatus::Completed, .. }),
+            matches!(
+                refused,
+                Error::WrongStatus {
+                    status: JobStatus::Completed,
+                    ..
+                }
+            ),
             "{refused:?}"
         );
         let missing = jobs::JobId::new();
         assert!(matches!(backend.job(missing).await, Err(Error::NotFound(id)) if id == missing));
         backend.cancel(declined.id()).await.unwrap();
-        assert_eq!(backend.job(declined.id()).await.unwrap().status, JobStatus::Cancelled);
+        assert_eq!(
+            backend.job(declined.id()).await.unwrap().status,
+            JobStatus::Cancelled
+        );
 
         // Every job matching a filter, applied by the store.
         assert_eq!(backend.retry_all(&order_42).await.unwrap(), 1);
         run_to_the_end(&backend, &["ops"]).await;
-        assert_eq!(backend.delete_all(&JobFilter::new().tag("order:43")).await.unwrap(), 1);
-        assert!(matches!(backend.job(other.id()).await, Err(Error::NotFound(_))));
+        assert_eq!(
+            backend
+                .delete_all(&JobFilter::new().tag("order:43"))
+                .await
+                .unwrap(),
+            1
+        );
+        assert!(matches!(
+            backend.job(other.id()).await,
+            Err(Error::NotFound(_))
+        ));
 
         // Queues and their counts.
         let queues = backend.queues().await.unwrap();
@@ -93,7 +124,9 @@ async fn filters_tags_retries_and_purges_on_every_backend() {
         assert_eq!(backend.purge(JobStatus::Completed, later).await.unwrap(), 1);
         assert_eq!(backend.purge(JobStatus::Dead, later).await.unwrap(), 1);
         assert!(backend.purge(JobStatus::Pending, later).await.is_err());
-        let left = backend.jobs(&JobFilter::new().queue("ops"), PageRequest::default()).await;
+        let left = backend
+            .jobs(&JobFilter::new().queue("ops"), PageRequest::default())
+            .await;
         assert!(left.unwrap().jobs.is_empty());
     }
 }
@@ -106,13 +139,21 @@ async fn a_held_unique_key_refuses_a_retry_naming_the_holder() {
         let holder = Keyed::new(1).enqueue(&backend).await.unwrap();
         assert!(!holder.is_duplicate());
         match backend.retry(first.id()).await {
-            Err(Error::UniqueKeyHeld { job, key, holder: h }) => {
+            Err(Error::UniqueKeyHeld {
+                job,
+                key,
+                holder: h,
+            }) => {
                 assert_eq!((job, key.as_str(), h), (first.id(), "k:1", holder.id()));
             }
             other => panic!("{other:?}"),
         }
         let dead = JobFilter::new().queue("ops_keyed").status(JobStatus::Dead);
-        assert_eq!(backend.retry_all(&dead).await.unwrap(), 0, "held keys are skipped");
+        assert_eq!(
+            backend.retry_all(&dead).await.unwrap(),
+            0,
+            "held keys are skipped"
+        );
     }
 }
 
@@ -151,7 +192,10 @@ async fn live_workers_and_schedules_are_recorded_in_the_store() {
             .find(|s| s.schedule.name == "ops.nightly")
             .expect("the cron schedule is recorded");
         assert_eq!(
-            (nightly.schedule.expression.as_str(), nightly.schedule.timezone.as_str()),
+            (
+                nightly.schedule.expression.as_str(),
+                nightly.schedule.timezone.as_str()
+            ),
             ("0 3 * * *", "Europe/Paris")
         );
         assert_eq!(nightly.next.len(), 3);

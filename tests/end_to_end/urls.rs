@@ -30,14 +30,18 @@ async fn unknown_url_options_are_invalid() {
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn a_malformed_redis_url_is_invalid_not_an_outage() {
-    let err = jobs::connect("redis://127.0.0.1:notaport").await.unwrap_err();
+    let err = jobs::connect("redis://127.0.0.1:notaport")
+        .await
+        .unwrap_err();
     assert!(matches!(err, jobs::Error::Invalid(_)), "{err:?}");
 }
 
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn a_malformed_postgres_url_is_invalid() {
-    let err = jobs::connect("postgres://127.0.0.1:notaport/test").await.unwrap_err();
+    let err = jobs::connect("postgres://127.0.0.1:notaport/test")
+        .await
+        .unwrap_err();
     assert!(matches!(err, jobs::Error::Invalid(_)), "{err:?}");
 }
 

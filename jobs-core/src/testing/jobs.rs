@@ -44,7 +44,7 @@ impl Job for Echo {
 
 /// Fails its first `failures` attempts, then succeeds with the attempt number.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Flaky {
+pub(super) struct Flaky {
     pub failures: u32,
 }
 
@@ -67,7 +67,7 @@ impl Job for Flaky {
 
 /// Always fails; fatally when asked.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Fails {
+pub(super) struct Fails {
     pub fatal: bool,
 }
 
@@ -89,7 +89,7 @@ impl Job for Fails {
 
 /// Panics.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Panics {}
+pub(super) struct Panics {}
 
 impl Job for Panics {
     const NAME: &'static str = "conformance.panics";
@@ -104,7 +104,7 @@ impl Job for Panics {
 
 /// Reports 1 % progress once started, then sleeps `ms` milliseconds.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Sleeps {
+pub(super) struct Sleeps {
     pub ms: u64,
 }
 
@@ -144,7 +144,7 @@ impl Counter {
 
 /// Counts its run in the worker's `State<Counter>`, after a short pause.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Counted {}
+pub(super) struct Counted {}
 
 impl Job for Counted {
     const NAME: &'static str = "conformance.counted";
@@ -164,12 +164,12 @@ impl Job for Counted {
 }
 
 /// How long [`Snoozes`] and [`RateLimited`] ask to wait.
-pub const LATER: Duration = Duration::from_secs(30);
+pub(super) const LATER: Duration = Duration::from_secs(30);
 
 /// Snoozes for [`LATER`] on its first run (counted in the worker's `State<Counter>`), then
 /// succeeds with its attempt number.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Snoozes {}
+pub(super) struct Snoozes {}
 
 impl Job for Snoozes {
     const NAME: &'static str = "conformance.snoozes";
@@ -191,7 +191,7 @@ impl Job for Snoozes {
 /// Asks to be retried in [`LATER`] (a `Retry-After`) on its first attempt, though its backoff
 /// says 1 s; then succeeds with its attempt number.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct RateLimited {}
+pub(super) struct RateLimited {}
 
 impl Job for RateLimited {
     const NAME: &'static str = "conformance.rate_limited";
@@ -209,7 +209,7 @@ impl Job for RateLimited {
 
 /// A periodic job ticking every second.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Ticker {}
+pub(super) struct Ticker {}
 
 impl Job for Ticker {
     const NAME: &'static str = "conformance.ticker";

@@ -14,34 +14,34 @@ use crate::{
 };
 
 /// The queue every check uses.
-pub const QUEUE: &str = "conformance";
+pub(super) const QUEUE: &str = "conformance";
 
 /// A second queue, for checks that need jobs elsewhere.
-pub const OTHER_QUEUE: &str = "conformance-other";
+pub(super) const OTHER_QUEUE: &str = "conformance-other";
 
 /// A fixed instant with whole milliseconds, so every backend stores it exactly.
-pub fn t0() -> Timestamp {
+pub(super) fn t0() -> Timestamp {
     "2030-01-01T00:00:00Z".parse().expect("valid time")
 }
 
 /// `t0` plus `ms` milliseconds (negative for earlier).
-pub fn at(ms: i64) -> Timestamp {
+pub(super) fn at(ms: i64) -> Timestamp {
     t0() + chrono::Duration::milliseconds(ms)
 }
 
 /// The real time in whole milliseconds, so every backend stores it exactly (for the checks of
 /// operations that read the system clock themselves).
-pub fn real_now() -> Timestamp {
+pub(super) fn real_now() -> Timestamp {
     SystemClock.now().trunc_subsecs(3)
 }
 
 /// JSON text as a payload.
-pub fn json(text: &str) -> Json {
+pub(super) fn json(text: &str) -> Json {
     RawValue::from_string(text.to_string()).expect("valid JSON")
 }
 
 /// A job of `name` in `QUEUE`, ready at `t0`.
-pub fn new_job(name: &str) -> NewJob {
+pub(super) fn new_job(name: &str) -> NewJob {
     NewJob {
         id: JobId::new(),
         name: name.to_string(),
@@ -59,12 +59,12 @@ pub fn new_job(name: &str) -> NewJob {
 }
 
 /// Enqueues one job at `t0` and returns its id.
-pub async fn put(backend: &AnyBackend, job: NewJob) -> JobId {
+pub(super) async fn put(backend: &AnyBackend, job: NewJob) -> JobId {
     put_at(backend, job, t0()).await
 }
 
 /// Enqueues one job at `now` and returns its id.
-pub async fn put_at(backend: &AnyBackend, job: NewJob, now: Timestamp) -> JobId {
+pub(super) async fn put_at(backend: &AnyBackend, job: NewJob, now: Timestamp) -> JobId {
     let stored = backend
         .enqueue(EnqueueParams {
             jobs: vec![job],
@@ -76,7 +76,7 @@ pub async fn put_at(backend: &AnyBackend, job: NewJob, now: Timestamp) -> JobId 
 }
 
 /// Enqueues `jobs` at `now` in one call and returns their ids, in order.
-pub async fn put_many(
+pub(super) async fn put_many(
     backend: &AnyBackend,
     jobs: impl IntoIterator<Item = NewJob>,
     now: Timestamp,
@@ -92,19 +92,19 @@ pub async fn put_many(
 }
 
 /// The stored record, which must exist.
-pub async fn record(backend: &AnyBackend, id: JobId) -> JobRecord {
+pub(super) async fn record(backend: &AnyBackend, id: JobId) -> JobRecord {
     read(backend, id)
         .await
         .unwrap_or_else(|| panic!("job {id} should exist"))
 }
 
 /// The stored record, if any.
-pub async fn read(backend: &AnyBackend, id: JobId) -> Option<JobRecord> {
+pub(super) async fn read(backend: &AnyBackend, id: JobId) -> Option<JobRecord> {
     backend.read(ReadParams { id }).await.expect("read job")
 }
 
 /// Waits (up to 10 s, checking every 5 ms) until `condition` holds.
-pub async fn eventually<F, Fut>(what: &str, condition: F)
+pub(super) async fn eventually<F, Fut>(what: &str, condition: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
@@ -119,8 +119,12 @@ where
 }
 
 /// Waits (up to `within`, checking every `every`) until `condition` holds.
-pub async fn poll_until<F, Fut>(what: &str, within: Duration, every: Duration, mut condition: F)
-where
+pub(super) async fn poll_until<F, Fut>(
+    what: &str,
+    within: Duration,
+    every: Duration,
+    mut condition: F,
+) where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
@@ -135,7 +139,7 @@ where
 }
 
 /// Waits (up to 10 s) until job `id` satisfies `condition` and returns its record.
-pub async fn wait_for(
+pub(super) async fn wait_for(
     backend: &AnyBackend,
     id: JobId,
     what: &str,
@@ -156,14 +160,14 @@ pub async fn wait_for(
 }
 
 /// A worker running in the background until stopped.
-pub struct Running {
+pub(super) struct Running {
     stop: oneshot::Sender<()>,
     task: JoinHandle<Result<(), Error>>,
 }
 
 impl Running {
     /// Starts `worker`.
-    pub fn start(worker: Worker) -> Self {
+    pub(super) fn start(worker: Worker) -> Self {
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(worker.run_until(async {
             let _ = stopped.await;
@@ -172,21 +176,21 @@ impl Running {
     }
 
     /// Signals shutdown and waits for the worker to return.
-    pub async fn stop(self) -> Result<(), Error> {
+    pub(super) async fn stop(self) -> Result<(), Error> {
         let _ = self.stop.send(());
         self.task.await.expect("worker task")
     }
 
     /// Drops the worker mid-run, as if its process died: no shutdown, no hand-back, no last
     /// write.
-    pub async fn kill(self) {
+    pub(super) async fn kill(self) {
         self.task.abort();
         let _ = self.task.await;
     }
 }
 
 /// A worker on `QUEUE` with short timers for tests.
-pub fn worker(backend: &AnyBackend) -> Worker {
+pub(super) fn worker(backend: &AnyBackend) -> Worker {
     Worker::new(backend.clone())
         .queues([QUEUE])
         .concurrency(4)

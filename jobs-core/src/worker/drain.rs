@@ -83,7 +83,11 @@ async fn nothing_left<B: Backend + ?Sized>(
                 limit: 10_000,
             };
             match backend.list(params).await {
-                Ok(jobs) if jobs.iter().any(|j| status == JobStatus::Running || j.run_at <= now) => {
+                Ok(jobs)
+                    if jobs
+                        .iter()
+                        .any(|j| status == JobStatus::Running || j.run_at <= now) =>
+                {
                     return false
                 }
                 Ok(_) => {}
@@ -101,9 +105,8 @@ impl MemoryBackend {
         self.waiting_payloads(J::NAME)
             .into_iter()
             .map(|payload| {
-                serde_json::from_str(payload.get()).unwrap_or_else(|e| {
-                    panic!("a stored `{}` does not deserialize: {e}", J::NAME)
-                })
+                serde_json::from_str(payload.get())
+                    .unwrap_or_else(|e| panic!("a stored `{}` does not deserialize: {e}", J::NAME))
             })
             .collect()
     }

@@ -34,7 +34,7 @@ impl Drop for RunPermit {
 }
 
 impl RunGate {
-    pub fn new(concurrency: usize) -> Arc<Self> {
+    pub(super) fn new(concurrency: usize) -> Arc<Self> {
         Arc::new(RunGate {
             state: Mutex::new(State {
                 free: concurrency,
@@ -49,7 +49,7 @@ impl RunGate {
 
     /// Queues a fetched batch; each receiver gets its permit in turn. The whole batch is queued
     /// before any permit is handed out, so the batch's own order does not matter.
-    pub fn admit<'a>(
+    pub(super) fn admit<'a>(
         self: &Arc<Self>,
         jobs: impl IntoIterator<Item = &'a JobRecord>,
     ) -> Vec<oneshot::Receiver<RunPermit>> {

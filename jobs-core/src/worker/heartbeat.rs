@@ -36,7 +36,7 @@ pub(crate) struct Presence {
 impl Presence {
     /// The presence of `worker`, started at `now` to run `plan`. Its schedules are recorded only
     /// when it enqueues their ticks.
-    pub fn of(worker: &Worker, plan: &Plan, now: Timestamp) -> Self {
+    pub(super) fn of(worker: &Worker, plan: &Plan, now: Timestamp) -> Self {
         let mut names: Vec<String> = plan.types.keys().cloned().collect();
         names.sort_unstable();
         let schedules = if worker.cron {
@@ -61,14 +61,14 @@ impl Presence {
     }
 
     /// Records the worker and its schedules.
-    pub async fn announce(&mut self, shared: &Shared) {
+    pub(super) async fn announce(&mut self, shared: &Shared) {
         self.beat(shared).await;
         self.save_schedules(shared).await;
     }
 
     /// Beats every interval and records the schedules again every minute until `stop`, then
     /// removes the worker from the store.
-    pub async fn keep(mut self, shared: Arc<Shared>, stop: CancellationToken) {
+    pub(super) async fn keep(mut self, shared: Arc<Shared>, stop: CancellationToken) {
         let mut beats = interval_at(Instant::now() + self.every, self.every);
         let mut refresh = interval_at(Instant::now() + SCHEDULES_EVERY, SCHEDULES_EVERY);
         for timer in [&mut beats, &mut refresh] {

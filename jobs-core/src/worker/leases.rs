@@ -19,22 +19,22 @@ impl Leases {
     }
 
     /// Holds a fetched job.
-    pub fn insert(&self, ctx: JobContext) {
+    pub(super) fn insert(&self, ctx: JobContext) {
         self.held().insert(ctx.id(), ctx);
     }
 
     /// Forgets a job whose outcome was written, or given up on.
-    pub fn remove(&self, id: JobId) {
+    pub(super) fn remove(&self, id: JobId) {
         self.held().remove(&id);
     }
 
     /// The leases held now.
-    pub fn snapshot(&self) -> Vec<LeaseRef> {
+    pub(super) fn snapshot(&self) -> Vec<LeaseRef> {
         self.held().values().map(BackendContext::lease).collect()
     }
 
     /// Forgets a job whose lease was refused, and tells its handler to stop.
-    pub fn lost(&self, lease: LeaseRef) {
+    pub(super) fn lost(&self, lease: LeaseRef) {
         let mut held = self.held();
         if held.get(&lease.id).map(BackendContext::lease) == Some(lease) {
             if let Some(ctx) = held.remove(&lease.id) {

@@ -72,14 +72,14 @@ pub(crate) struct Flusher {
 
 impl Sink {
     /// A sink writing to `shared`'s backend, and its flushing task.
-    pub fn start(shared: Arc<Shared>) -> (Sink, Flusher) {
+    pub(super) fn start(shared: Arc<Shared>) -> (Sink, Flusher) {
         let (writes, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(flush(shared.clone(), rx));
         (Sink { shared, writes }, Flusher { task })
     }
 
     /// Records what `record`'s attempt, run under `ctx`, ended in.
-    pub async fn record(&self, record: &JobRecord, ctx: &JobContext, outcome: Outcome) {
+    pub(super) async fn record(&self, record: &JobRecord, ctx: &JobContext, outcome: Outcome) {
         let lease = ctx.lease();
         match outcome {
             Outcome::Completed(result) => {
@@ -158,7 +158,7 @@ impl Sink {
 impl Flusher {
     /// Drops the `last` sink, waits until every outcome sent is written, then hands back the
     /// jobs still held (a job's task that ended without an outcome) without spending an attempt.
-    pub async fn close(self, last: Sink) {
+    pub(super) async fn close(self, last: Sink) {
         let shared = last.shared.clone();
         drop(last);
         if let Err(e) = self.task.await {

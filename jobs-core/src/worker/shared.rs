@@ -53,7 +53,7 @@ pub(crate) struct Retries {
 
 impl Retries {
     /// Remembers that a job becomes due at `at`, and wakes the idle fetch loop.
-    pub fn due_at(&self, at: Timestamp) {
+    pub(super) fn due_at(&self, at: Timestamp) {
         self.due
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -62,12 +62,12 @@ impl Retries {
     }
 
     /// Resolves when a retry is scheduled.
-    pub fn scheduled(&self) -> Notified<'_> {
+    pub(super) fn scheduled(&self) -> Notified<'_> {
         self.scheduled.notified()
     }
 
     /// How long an idle fetch loop may sleep at `now`: `poll`, or less if a retry is due sooner.
-    pub fn idle_for(&self, now: Timestamp, poll: Duration) -> Duration {
+    pub(super) fn idle_for(&self, now: Timestamp, poll: Duration) -> Duration {
         let mut due = self.due.lock().unwrap_or_else(|e| e.into_inner());
         while due.peek().is_some_and(|Reverse(at)| *at <= now) {
             due.pop();

@@ -37,7 +37,7 @@ pub(crate) struct Periodic {
 
 impl Periodic {
     /// The schedule as the store records it.
-    pub fn info(&self) -> ScheduleInfo {
+    pub(super) fn info(&self) -> ScheduleInfo {
         ScheduleInfo {
             name: self.job.name.to_string(),
             queue: self.job.options().queue,

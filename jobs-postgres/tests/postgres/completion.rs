@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, BackendContext as _, Clock, Error, JobContext, JobError, JobExt, JobStatus, MemoryBackend, Operations,
-    SystemClock, Worker,
+    Backend, BackendContext as _, Clock, Error, JobContext, JobError, JobExt, JobStatus,
+    MemoryBackend, Operations, SystemClock, Worker,
 };
 use jobs_macros::job;
 use jobs_postgres::{PgBackend, PostgresExt};

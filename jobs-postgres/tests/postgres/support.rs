@@ -10,20 +10,20 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 
 /// The test database.
-pub fn url() -> String {
+pub(crate) fn url() -> String {
     std::env::var("JOBS_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string())
 }
 
 /// The test database's URL with the query-string `options` added.
-pub fn url_with(options: &str) -> String {
+pub(crate) fn url_with(options: &str) -> String {
     let url = url();
     let joiner = if url.contains('?') { '&' } else { '?' };
     format!("{url}{joiner}{options}")
 }
 
 /// A small pool on the test database.
-pub async fn pool() -> PgPool {
+pub(crate) async fn pool() -> PgPool {
     PgPoolOptions::new()
         .max_connections(4)
         .connect(&url())
@@ -32,7 +32,7 @@ pub async fn pool() -> PgPool {
 }
 
 /// A new schema name: `jobs_test_<unix seconds>_<random>`.
-pub fn new_schema() -> String {
+pub(crate) fn new_schema() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("after 1970")
@@ -42,12 +42,12 @@ pub fn new_schema() -> String {
 }
 
 /// A migrated backend in a schema of its own, on a pool of at most 4 connections.
-pub async fn fresh_backend() -> PgBackend {
+pub(crate) async fn fresh_backend() -> PgBackend {
     backend_in(&new_schema()).await
 }
 
 /// A migrated backend in `schema` (shared by the processes of one test).
-pub async fn backend_in(schema: &str) -> PgBackend {
+pub(crate) async fn backend_in(schema: &str) -> PgBackend {
     let pool = pool().await;
     drop_stale_schemas(&pool).await;
     let backend = PgBackend::from_pool(pool)
@@ -88,17 +88,17 @@ async fn drop_stale_schemas(pool: &PgPool) {
 }
 
 /// A fixed instant with whole milliseconds, so it is stored exactly.
-pub fn t0() -> Timestamp {
+pub(crate) fn t0() -> Timestamp {
     "2030-01-01T00:00:00Z".parse().expect("valid time")
 }
 
 /// `t0` plus `ms` milliseconds.
-pub fn at(ms: i64) -> Timestamp {
+pub(crate) fn at(ms: i64) -> Timestamp {
     t0() + chrono::Duration::milliseconds(ms)
 }
 
 /// A job of `name` in `queue`, ready at `t0`, with 3 attempts.
-pub fn new_job(name: &str, queue: &str) -> NewJob {
+pub(crate) fn new_job(name: &str, queue: &str) -> NewJob {
     NewJob {
         id: JobId::new(),
         name: name.to_string(),
@@ -116,7 +116,7 @@ pub fn new_job(name: &str, queue: &str) -> NewJob {
 }
 
 /// Stores `jobs` at `now` and returns their ids.
-pub async fn put(backend: &impl Backend, jobs: Vec<NewJob>, now: Timestamp) -> Vec<JobId> {
+pub(crate) async fn put(backend: &impl Backend, jobs: Vec<NewJob>, now: Timestamp) -> Vec<JobId> {
     let stored = backend
         .enqueue(EnqueueParams { jobs, now })
         .await
@@ -125,7 +125,7 @@ pub async fn put(backend: &impl Backend, jobs: Vec<NewJob>, now: Timestamp) -> V
 }
 
 /// The number of jobs stored in the `jobs` table of `schema`.
-pub async fn rows_in(pool: &PgPool, schema: &str) -> i64 {
+pub(crate) async fn rows_in(pool: &PgPool, schema: &str) -> i64 {
     sqlx::query_scalar(&format!("SELECT count(*) FROM \"{schema}\".jobs"))
         .fetch_one(pool)
         .await
@@ -134,6 +134,6 @@ pub async fn rows_in(pool: &PgPool, schema: &str) -> i64 {
 
 /// A job that returns `n` (these tests only enqueue and read it).
 #[job(crate = "jobs_core", queue = "record")]
-pub async fn record(n: u64) -> Result<u64, JobError> {
+pub(crate) async fn record(n: u64) -> Result<u64, JobError> {
     Ok(n)
 }

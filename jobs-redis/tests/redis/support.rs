@@ -13,12 +13,12 @@ use jobs_redis::RedisBackend;
 use serde_json::value::RawValue;
 
 /// The server the single-node tests use.
-pub fn redis_url() -> String {
+pub(crate) fn redis_url() -> String {
     std::env::var("JOBS_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".into())
 }
 
 /// A key prefix no other test, process or run uses: `jt-<pid>-<n>`.
-pub fn fresh_prefix() -> String {
+pub(crate) fn fresh_prefix() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     cleanup_at_exit();
     format!(
@@ -29,12 +29,12 @@ pub fn fresh_prefix() -> String {
 }
 
 /// The fixed time the store checks start from.
-pub fn t0() -> Timestamp {
+pub(crate) fn t0() -> Timestamp {
     "2030-01-01T00:00:00Z".parse().unwrap()
 }
 
 /// A new job of `queue`, due at `run_at`.
-pub fn job(queue: &str, run_at: Timestamp) -> NewJob {
+pub(crate) fn job(queue: &str, run_at: Timestamp) -> NewJob {
     NewJob {
         id: JobId::new(),
         name: "layout".into(),
@@ -52,7 +52,7 @@ pub fn job(queue: &str, run_at: Timestamp) -> NewJob {
 }
 
 /// A plain connection to the single server, to look at the keys directly.
-pub async fn raw_connection() -> jobs_redis::redis::aio::MultiplexedConnection {
+pub(crate) async fn raw_connection() -> jobs_redis::redis::aio::MultiplexedConnection {
     jobs_redis::redis::Client::open(redis_url())
         .expect("a Redis URL")
         .get_multiplexed_async_connection()
@@ -61,7 +61,7 @@ pub async fn raw_connection() -> jobs_redis::redis::aio::MultiplexedConnection {
 }
 
 /// The keys under `prefix` whose names match the glob `pattern` (after the prefix), sorted.
-pub async fn keys_like(
+pub(crate) async fn keys_like(
     conn: &mut jobs_redis::redis::aio::MultiplexedConnection,
     prefix: &str,
     pattern: &str,
@@ -76,7 +76,7 @@ pub async fn keys_like(
 }
 
 /// A backend on the single server under a fresh prefix.
-pub async fn single_backend() -> RedisBackend {
+pub(crate) async fn single_backend() -> RedisBackend {
     RedisBackend::connect(&redis_url())
         .await
         .expect("a Redis server at JOBS_TEST_REDIS_URL or redis://127.0.0.1:6379")
@@ -86,7 +86,7 @@ pub async fn single_backend() -> RedisBackend {
 
 /// A backend on the single server under the prefix a process check names, shared by the check
 /// and the worker processes it starts.
-pub async fn store_backend(store: String) -> RedisBackend {
+pub(crate) async fn store_backend(store: String) -> RedisBackend {
     let prefix = format!("jt-{store}");
     // The harness names the store of a worker process in this variable: such a child leaves the
     // keys to its parent, which checks them after the child exited.
@@ -102,7 +102,7 @@ pub async fn store_backend(store: String) -> RedisBackend {
 }
 
 /// A backend on the test cluster under a fresh prefix.
-pub async fn cluster_backend() -> RedisBackend {
+pub(crate) async fn cluster_backend() -> RedisBackend {
     let urls = tokio::task::block_in_place(cluster_urls);
     RedisBackend::connect_cluster(urls)
         .await
@@ -112,7 +112,7 @@ pub async fn cluster_backend() -> RedisBackend {
 }
 
 /// The node URLs of the test cluster, started on first use.
-pub fn cluster_urls() -> &'static [String] {
+pub(crate) fn cluster_urls() -> &'static [String] {
     static URLS: OnceLock<Vec<String>> = OnceLock::new();
     URLS.get_or_init(|| {
         let ports = free_ports(3);
@@ -147,7 +147,7 @@ pub fn cluster_urls() -> &'static [String] {
 }
 
 /// A redis-server of its own on a free port, without persistence, stopped when dropped.
-pub struct Server {
+pub(crate) struct Server {
     pub port: u16,
     dir: PathBuf,
     child: Child,
@@ -155,7 +155,7 @@ pub struct Server {
 
 impl Server {
     /// Starts a server on a free port.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let port = free_ports(1)[0];
         let dir = scratch_dir(&format!("server-{port}"));
         Self::start_on(port, dir)
@@ -170,13 +170,13 @@ impl Server {
     }
 
     /// Its URL.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
     /// Kills the server (losing everything: it has no persistence) and starts it again on the
     /// same port.
-    pub fn restart(self) -> Self {
+    pub(crate) fn restart(self) -> Self {
         let (port, dir) = (self.port, self.dir.clone());
         drop(self);
         Self::start_on(port, dir)
@@ -204,7 +204,7 @@ fn server_command(port: u16, dir: &Path) -> Command {
 }
 
 /// `n` distinct free ports `p` whose cluster bus port `p + 10000` is free too.
-pub fn free_ports(n: usize) -> Vec<u16> {
+pub(crate) fn free_ports(n: usize) -> Vec<u16> {
     let mut held = Vec::new();
     while held.len() < n {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
@@ -227,7 +227,7 @@ fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
-pub fn redis_cli(port: u16, args: &[&str]) -> String {
+pub(crate) fn redis_cli(port: u16, args: &[&str]) -> String {
     let out = Command::new("redis-cli")
         .args(["-p", &port.to_string()])
         .args(args)
@@ -242,7 +242,7 @@ fn wait_for_ping(port: u16) {
     });
 }
 
-pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !condition() {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
@@ -276,6 +276,7 @@ fn spawn_owned(mut command: Command) {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         // SAFETY: prctl is async-signal-safe and touches nothing of the parent.
+        #[allow(unsafe_code)]
         let spawned = unsafe {
             use std::os::unix::process::CommandExt;
             command
@@ -301,7 +302,10 @@ fn cleanup_at_exit() {
     static REGISTERED: OnceLock<()> = OnceLock::new();
     REGISTERED.get_or_init(|| {
         // SAFETY: registers a plain function to run at exit.
-        unsafe { libc::atexit(cleanup) };
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::atexit(cleanup)
+        };
     });
 }
 
@@ -311,7 +315,10 @@ extern "C" fn cleanup() {
     let owned = owned();
     for &pid in &owned.pids {
         // SAFETY: sends a signal to a child this process started.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGKILL)
+        };
     }
     for dir in &owned.dirs {
         let _ = std::fs::remove_dir_all(dir);
