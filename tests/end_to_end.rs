@@ -277,3 +277,23 @@ fn the_bench_runs_every_workload() {
         }
     }
 }
+
+#[job(queue = "e2e", name = "e2e.noted")]
+async fn noted(user_id: i64, note: Option<String>) {
+    let _ = (user_id, note);
+}
+
+/// A payload stored before an `Option` parameter was added still decodes, the new field `None`
+/// (each field goes through `jobs::__private::Payload`, and `Option` fields say `default`).
+#[test]
+fn a_missing_option_field_decodes_as_none() {
+    let old: Noted = serde_json::from_str(r#"{"user_id":3}"#).unwrap();
+    assert_eq!((old.user_id, old.note), (3, None));
+    let missing = serde_json::from_str::<Noted>(r#"{"note":"x"}"#).unwrap_err();
+    assert!(
+        missing.to_string().contains("missing field `user_id`"),
+        "{missing}"
+    );
+    let round = serde_json::to_string(&Noted::new(4, Some("hi".into()))).unwrap();
+    assert_eq!(round, r#"{"user_id":4,"note":"hi"}"#);
+}

@@ -41,6 +41,7 @@ mod job;
 mod memory;
 mod model;
 mod operations;
+mod payload;
 mod presence;
 mod registry;
 mod serde_millis;

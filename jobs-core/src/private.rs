@@ -8,6 +8,7 @@ pub use serde;
 pub use serde_json;
 
 pub use crate::inject::Inject;
+pub use crate::payload::Payload;
 pub use crate::{
     Backoff, CronSpec, IntoJobResult, Job, JobContext, JobError, JobOptions, Registration,
     StateKey, StateMap,
