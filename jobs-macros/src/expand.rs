@@ -264,7 +264,10 @@ mod tests {
         assert_contains(&out, &[
             "async fn send_welcome_email (user_id : i64 , mailer : State < Mailer > , ctx : JobContext)",
             "# [doc = r\" Sends it.\"]",
-            "struct SendWelcomeEmail { # [doc = \"The `user_id` parameter of `send_welcome_email`.\"] pub user_id : i64 , }",
+            "struct SendWelcomeEmail { # [doc = \"The `user_id` parameter of `send_welcome_email`.\"] \
+             # [serde (serialize_with = \"< i64 as :: jobs :: __private :: Payload >::serialize_field\" , \
+             deserialize_with = \"< i64 as :: jobs :: __private :: Payload >::deserialize_field\")] \
+             pub user_id : i64 , }",
             "pub fn new (user_id : i64) -> Self { Self { user_id } }",
             "# [serde (crate = \":: jobs :: __private :: serde\")]",
             "const NAME : & 'static str = \"send_welcome_email\" ;",
