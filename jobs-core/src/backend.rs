@@ -12,9 +12,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::filter::JobFilter;
+pub(crate) use crate::model::LeaseRef;
 use crate::model::{
-    Enqueued, ErrorReport, JobId, JobRecord, Json, LeaseToken, LeasedJob, NewJob, QueueCounts,
-    Timestamp,
+    Enqueued, ErrorReport, JobId, JobRecord, Json, LeasedJob, NewJob, QueueCounts, Timestamp,
 };
 use crate::presence::{ScheduleInfo, StoredSchedule, WorkerInfo};
 use crate::wake::Wakeup;
@@ -55,15 +55,6 @@ pub struct FetchParams {
     pub lease_for: Duration,
     /// The current time: only jobs with `run_at <= now` are ready.
     pub now: Timestamp,
-}
-
-/// A job and the token of the lease under which it was fetched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct LeaseRef {
-    /// The job.
-    pub id: JobId,
-    /// The token its fetch handed out.
-    pub token: LeaseToken,
 }
 
 /// One successful job.

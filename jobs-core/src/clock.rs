@@ -3,7 +3,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::model::Timestamp;
+use chrono::{DateTime, Utc};
+
+/// Timestamps are UTC throughout.
+pub type Timestamp = DateTime<Utc>;
 
 /// Where "now" comes from.
 pub trait Clock: Send + Sync + 'static {

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ErrorReport, JobId, JobStatus};
+use crate::ids::JobId;
+use crate::status::{JobStatus, UnknownStatus};
 
 /// A boxed error from a backend's driver or a user's handler.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -79,6 +80,43 @@ impl Error {
     /// Wraps a driver error as a backend error.
     pub fn backend(e: impl Into<BoxError>) -> Self {
         Error::Backend(e.into())
+    }
+}
+
+/// A failed attempt's error as the worker reports it: its kind, message and source chain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorReport {
+    /// What kind of failure it was.
+    pub kind: ErrorKind,
+    /// The error with the messages of its sources, joined by `: `.
+    pub message: String,
+    /// The messages of the error's sources, outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<String>,
+}
+
+impl ErrorReport {
+    /// A report of `kind` with `message` and no sources.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ErrorReport {
+            kind,
+            message: message.into(),
+            chain: Vec::new(),
+        }
+    }
+
+    /// The report of a rescue: the lease lapsed because its worker stopped renewing it.
+    pub fn lease_expired() -> Self {
+        ErrorReport::new(
+            ErrorKind::LeaseLost,
+            "lease expired: the worker stopped renewing it (it crashed, was killed or stalled)",
+        )
+    }
+}
+
+impl From<UnknownStatus> for Error {
+    fn from(e: UnknownStatus) -> Self {
+        Error::Invalid(e.to_string())
     }
 }
 

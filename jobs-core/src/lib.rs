@@ -36,6 +36,7 @@ mod cron;
 mod enqueue;
 mod error;
 mod filter;
+mod ids;
 mod inject;
 mod job;
 mod memory;
@@ -46,6 +47,7 @@ mod presence;
 mod registry;
 mod serde_millis;
 mod state;
+mod status;
 pub mod testkit;
 mod url_options;
 mod wake;
@@ -57,19 +59,20 @@ pub mod testing;
 pub use any::AnyBackend;
 pub use backend::*;
 pub use backoff::{parse_duration, Backoff, BackoffKind, MAX_DELAY};
-pub use clock::{later, Clock, ManualClock, SystemClock};
+pub use clock::{later, Clock, ManualClock, SystemClock, Timestamp};
 pub use context::{BackendContext, CompletionHook, JobContext};
 pub use cron::Schedule;
 pub use enqueue::{Enqueue, JobExt, JobHandle, Producer, ViaBackend};
-pub use error::{BoxError, Error, ErrorKind, JobError, StartProblem};
+pub use error::{BoxError, Error, ErrorKind, ErrorReport, JobError, StartProblem};
 pub use filter::JobFilter;
+pub use ids::{JobId, LeaseToken};
 pub use job::{
     CronSpec, IntoJobResult, Job, JobOptions, DEFAULT_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE,
 };
 pub use memory::MemoryBackend;
 pub use model::{
-    first_holders, AttemptError, DeadReason, Enqueued, ErrorReport, JobId, JobRecord, JobStatus,
-    Json, Lease, LeaseToken, LeasedJob, NewJob, QueueCounts, Timestamp,
+    first_holders, AttemptError, DeadReason, Enqueued, JobRecord, Json, Lease, LeaseRef, LeasedJob,
+    NewJob, QueueCounts,
 };
 pub use operations::{
     Operations, Page, PageRequest, QueueSummary, ScheduleSummary, WorkerSummary, DEFAULT_PAGE_SIZE,
@@ -77,6 +80,7 @@ pub use operations::{
 pub use presence::{ScheduleInfo, StoredSchedule, WorkerInfo};
 pub use registry::{registered, BoxFuture, JobType, Registration};
 pub use state::{JobState, State, StateKey, StateMap};
+pub use status::{JobStatus, UnknownStatus};
 pub use url_options::UrlOptions;
 pub use wake::{WakeHub, Wakeup};
 pub use worker::{shutdown_signal, JobEvent, Retention, Worker};

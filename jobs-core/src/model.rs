@@ -1,144 +1,19 @@
 //! The job model shared by every backend: ids, statuses and the stored record.
 
-use std::fmt;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use uuid::Uuid;
 
 use crate::backoff::Backoff;
+pub(crate) use crate::clock::Timestamp;
 use crate::error::ErrorKind;
-
-/// Timestamps are UTC throughout.
-pub type Timestamp = DateTime<Utc>;
+pub(crate) use crate::error::ErrorReport;
+pub(crate) use crate::ids::{JobId, LeaseToken};
+pub(crate) use crate::status::JobStatus;
 
 /// A JSON document kept as its text: payloads and results are never re-encoded on the hot path.
 pub type Json = Box<RawValue>;
-
-/// A job's id: a UUIDv7, so ids sort by creation time and can be made by the client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct JobId(pub Uuid);
-
-impl JobId {
-    /// A new id, ordered after every id this process made before.
-    pub fn new() -> Self {
-        JobId(Uuid::now_v7())
-    }
-}
-
-impl Default for JobId {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Display for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::str::FromStr for JobId {
-    type Err = uuid::Error;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Uuid::parse_str(s).map(JobId)
-    }
-}
-
-/// The token of one lease: handed out by each fetch, presented by every later write.
-///
-/// A worker whose lease lapsed and was handed to another worker holds a stale token, so its late
-/// writes are refused (fencing).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct LeaseToken(pub Uuid);
-
-impl LeaseToken {
-    /// A fresh random token.
-    pub fn new() -> Self {
-        LeaseToken(Uuid::new_v4())
-    }
-}
-
-impl Default for LeaseToken {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Where a job is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum JobStatus {
-    /// Waiting for its `run_at`, set in the future at enqueue.
-    Scheduled,
-    /// Ready to run once `run_at` has passed (also after a retry).
-    Pending,
-    /// Leased by a worker.
-    Running,
-    /// Finished with a result.
-    Completed,
-    /// Attempts exhausted or a fatal error: kept until retried or deleted.
-    Dead,
-    /// Cancelled by a person or a program.
-    Cancelled,
-}
-
-impl JobStatus {
-    /// Every status, in life order.
-    pub const ALL: [JobStatus; 6] = [
-        JobStatus::Scheduled,
-        JobStatus::Pending,
-        JobStatus::Running,
-        JobStatus::Completed,
-        JobStatus::Dead,
-        JobStatus::Cancelled,
-    ];
-
-    /// The lowercase name stored by backends.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobStatus::Scheduled => "scheduled",
-            JobStatus::Pending => "pending",
-            JobStatus::Running => "running",
-            JobStatus::Completed => "completed",
-            JobStatus::Dead => "dead",
-            JobStatus::Cancelled => "cancelled",
-        }
-    }
-
-    /// Whether the job still waits or runs (the states in which a unique key is held).
-    pub fn is_active(self) -> bool {
-        matches!(
-            self,
-            JobStatus::Scheduled | JobStatus::Pending | JobStatus::Running
-        )
-    }
-
-    /// Whether the job reached an end state.
-    pub fn is_finished(self) -> bool {
-        !self.is_active()
-    }
-}
-
-impl fmt::Display for JobStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for JobStatus {
-    type Err = crate::Error;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        JobStatus::ALL
-            .into_iter()
-            .find(|status| status.as_str() == s)
-            .ok_or_else(|| crate::Error::Invalid(format!("unknown job status `{s}`")))
-    }
-}
 
 /// The error of one failed attempt, kept in the job's history.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,37 +44,6 @@ impl AttemptError {
             message: report.message,
             chain: report.chain,
         }
-    }
-}
-
-/// A failed attempt's error as the worker reports it: its kind, message and source chain.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorReport {
-    /// What kind of failure it was.
-    pub kind: ErrorKind,
-    /// The error with the messages of its sources, joined by `: `.
-    pub message: String,
-    /// The messages of the error's sources, outermost first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub chain: Vec<String>,
-}
-
-impl ErrorReport {
-    /// A report of `kind` with `message` and no sources.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        ErrorReport {
-            kind,
-            message: message.into(),
-            chain: Vec::new(),
-        }
-    }
-
-    /// The report of a rescue: the lease lapsed because its worker stopped renewing it.
-    pub fn lease_expired() -> Self {
-        ErrorReport::new(
-            ErrorKind::LeaseLost,
-            "lease expired: the worker stopped renewing it (it crashed, was killed or stalled)",
-        )
     }
 }
 
@@ -399,12 +243,21 @@ pub struct LeasedJob {
 
 impl LeasedJob {
     /// The job and its lease, as every write under the lease names them.
-    pub fn lease(&self) -> crate::backend::LeaseRef {
-        crate::backend::LeaseRef {
+    pub fn lease(&self) -> LeaseRef {
+        LeaseRef {
             id: self.record.id,
             token: self.token,
         }
     }
+}
+
+/// A job and the token of the lease under which it was fetched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LeaseRef {
+    /// The job.
+    pub id: JobId,
+    /// The token its fetch handed out.
+    pub token: LeaseToken,
 }
 
 /// How many jobs of a queue are in each status.
@@ -452,6 +305,8 @@ impl QueueCounts {
 
 #[cfg(test)]
 mod tests {
+    use chrono::Utc;
+
     use super::*;
 
     fn job(queue: &str, key: Option<&str>) -> NewJob {
