@@ -5,6 +5,10 @@
 //! a Cargo feature and a URL: `memory://` (always there), `postgres://…` (feature `postgres`),
 //! `redis://…` (feature `redis`).
 //!
+//! Operations on stored jobs (list and filter, retry, cancel, delete, purge, queues, workers,
+//! schedules) are the methods of [`Operations`], which every backend implements; [`testing`]
+//! holds the helpers for an application's own tests.
+//!
 //! ```
 //! use jobs::prelude::*;
 //!

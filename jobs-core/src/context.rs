@@ -46,6 +46,7 @@ struct Inner {
 
 impl JobContext {
     /// The context of a job leased from `backend` (backend SPI: the worker makes contexts).
+    #[doc(hidden)]
     pub fn new(backend: AnyBackend, job: &LeasedJob) -> Self {
         let record = &job.record;
         JobContext {

@@ -163,7 +163,8 @@ overrides! {
 }
 
 impl<J: Job> Enqueue<J> {
-    /// The job as a backend stores it, with `now` for its delay.
+    /// The job as a backend stores it, with `now` for its delay (backend SPI).
+    #[doc(hidden)]
     pub fn to_new_job(&self, now: Timestamp) -> Result<NewJob, Error> {
         let defaults = J::options();
         let max_attempts = self.max_attempts.unwrap_or(defaults.max_attempts);
