@@ -11,6 +11,19 @@ local limit, budget = tonumber(ARGV[6]), tonumber(ARGV[7])
 local f = read_filter(8)
 local found = {}
 
+-- Keeps the matching ones of `ids`; true once `limit` matched (the cursor is then the last).
+local function keep(ids)
+  for _, id in ipairs(ids) do
+    if matches(job_key(id), id, f) then
+      found[#found + 1] = id
+      if #found == limit then
+        return true
+      end
+    end
+  end
+  return false
+end
+
 if ARGV[4] == 'running' then
   local ids = {}
   for _, id in ipairs(redis.call('ZRANGE', RUNNING, 0, -1)) do
@@ -19,13 +32,8 @@ if ARGV[4] == 'running' then
     end
   end
   table.sort(ids)
-  for _, id in ipairs(ids) do
-    if matches(job_key(id), id, f) then
-      found[#found + 1] = id
-      if #found == limit then
-        return { found, id }
-      end
-    end
+  if keep(ids) then
+    return { found, found[#found] }
   end
   return { found, false }
 end
@@ -38,13 +46,8 @@ end
 while examined < budget do
   local want = math.min(budget - examined, 500)
   local ids = redis.call('ZRANGEBYLEX', source, min, '+', 'LIMIT', 0, want)
-  for _, id in ipairs(ids) do
-    if matches(job_key(id), id, f) then
-      found[#found + 1] = id
-      if #found == limit then
-        return { found, id }
-      end
-    end
+  if keep(ids) then
+    return { found, found[#found] }
   end
   if #ids < want then
     return { found, false }
