@@ -36,6 +36,7 @@ pub(crate) async fn execute(
     );
     async move {
         let outcome = run_handler(&shared, &record, &ctx, turn).await;
+        shared.leases.finishing(record.id);
         sink.record(&record, &ctx, outcome).await;
         drop(slot);
     }

@@ -10,17 +10,38 @@ use crate::model::JobId;
 /// The jobs this worker holds, each with its context (cancelled when its lease is lost).
 #[derive(Default)]
 pub(crate) struct Leases {
-    held: Mutex<HashMap<JobId, JobContext>>,
+    held: Mutex<HashMap<JobId, Held>>,
+}
+
+/// One held job.
+struct Held {
+    ctx: JobContext,
+    /// Its attempt ended and the outcome is being written: a renewal refused now is the
+    /// outcome's own write having landed first (or, if the lease really lapsed, the outcome's
+    /// write is refused and says so), never a reason to stop the job.
+    finishing: bool,
 }
 
 impl Leases {
-    fn held(&self) -> MutexGuard<'_, HashMap<JobId, JobContext>> {
+    fn held(&self) -> MutexGuard<'_, HashMap<JobId, Held>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Holds a fetched job.
     pub(super) fn insert(&self, ctx: JobContext) {
-        self.held().insert(ctx.id(), ctx);
+        let held = Held {
+            ctx,
+            finishing: false,
+        };
+        self.held().insert(held.ctx.id(), held);
+    }
+
+    /// Marks a job whose attempt ended: its lease is still renewed until the outcome is
+    /// written, but a refused renewal no longer counts as a lost lease.
+    pub(super) fn finishing(&self, id: JobId) {
+        if let Some(held) = self.held().get_mut(&id) {
+            held.finishing = true;
+        }
     }
 
     /// Forgets a job whose outcome was written, or given up on.
@@ -30,16 +51,98 @@ impl Leases {
 
     /// The leases held now.
     pub(super) fn snapshot(&self) -> Vec<LeaseRef> {
-        self.held().values().map(BackendContext::lease).collect()
+        self.held().values().map(|h| h.ctx.lease()).collect()
     }
 
-    /// Forgets a job whose lease was refused, and tells its handler to stop.
-    pub(super) fn lost(&self, lease: LeaseRef) {
+    /// A renewal of `lease` was refused: a running job is forgotten and told to stop (true);
+    /// a finishing one is left to its outcome's write (false).
+    pub(super) fn lost(&self, lease: LeaseRef) -> bool {
         let mut held = self.held();
-        if held.get(&lease.id).map(BackendContext::lease) == Some(lease) {
-            if let Some(ctx) = held.remove(&lease.id) {
-                ctx.cancel();
+        let running = held
+            .get(&lease.id)
+            .is_some_and(|h| h.ctx.lease() == lease && !h.finishing);
+        if running {
+            if let Some(h) = held.remove(&lease.id) {
+                h.ctx.cancel();
             }
         }
+        running
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{Backend, EnqueueParams, FetchParams};
+    use crate::clock::{Clock, SystemClock};
+    use crate::memory::MemoryBackend;
+    use crate::state::StateMap;
+    use crate::JobError;
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Nothing {
+        n: u64,
+    }
+
+    impl crate::Job for Nothing {
+        const NAME: &'static str = "leases_test_nothing";
+        type Output = ();
+        async fn run(self, _: JobContext, _: StateMap) -> Result<(), JobError> {
+            Ok(())
+        }
+    }
+
+    /// Two jobs leased from a memory store, with their contexts.
+    async fn two_contexts() -> Vec<JobContext> {
+        let backend = MemoryBackend::new();
+        let now = SystemClock.now();
+        let jobs = (0..2u64)
+            .map(|n| {
+                crate::enqueue::Enqueue::from(Nothing { n })
+                    .to_new_job(now)
+                    .unwrap()
+            })
+            .collect();
+        backend.enqueue(EnqueueParams { jobs, now }).await.unwrap();
+        let leased = backend
+            .fetch(FetchParams {
+                queues: vec!["default".into()],
+                limit: 2,
+                worker: "w".into(),
+                lease_for: std::time::Duration::from_secs(5),
+                now,
+            })
+            .await
+            .unwrap();
+        let any = crate::AnyBackend::new(backend);
+        leased
+            .iter()
+            .map(|j| JobContext::new(any.clone(), j))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_refused_renewal_stops_a_running_job_but_not_a_finishing_one() {
+        let [running, finishing]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
+        let leases = Leases::default();
+        leases.insert(running.clone());
+        leases.insert(finishing.clone());
+        leases.finishing(finishing.id());
+
+        assert!(
+            leases.lost(running.lease()),
+            "a running job's lease is lost"
+        );
+        assert!(running.is_cancelled());
+        assert!(
+            !leases.lost(finishing.lease()),
+            "not lost: its outcome is being written"
+        );
+        assert!(!finishing.is_cancelled());
+        assert_eq!(
+            leases.snapshot(),
+            vec![finishing.lease()],
+            "still renewed until written"
+        );
     }
 }

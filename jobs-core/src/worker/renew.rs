@@ -34,9 +34,13 @@ pub(crate) async fn keep_alive(shared: Arc<Shared>, lease_for: Duration, stop: C
         match shared.backend.renew(params).await {
             Ok(renewed) => {
                 for (lease, ok) in items.into_iter().zip(renewed) {
-                    if !ok {
+                    if ok {
+                        continue;
+                    }
+                    if shared.leases.lost(lease) {
                         tracing::warn!(job.id = %lease.id, "lease lost; stopping the job");
-                        shared.leases.lost(lease);
+                    } else {
+                        tracing::debug!(job.id = %lease.id, "renewal refused while the outcome is written");
                     }
                 }
             }
