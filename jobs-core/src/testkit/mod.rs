@@ -1,6 +1,6 @@
 //! Helpers for an application's own tests, on the memory backend: what was enqueued, typed
-//! ([`MemoryBackend::enqueued`]); every ready job of a worker's queues run inline until none is
-//! left ([`Worker::drain`]); and one handler run with a test context ([`perform`]).
+//! ([`MemoryBackend::enqueued`](crate::MemoryBackend::enqueued)); every ready job of a worker's queues run inline until none is
+//! left ([`Worker::drain`](crate::Worker::drain)); and one handler run with a test context ([`perform`]).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
