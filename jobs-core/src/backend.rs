@@ -320,6 +320,13 @@ pub trait Backend: Send + Sync + 'static {
     async fn fetch(&self, params: FetchParams) -> Result<Vec<LeasedJob>, Error>;
 
     /// Marks jobs completed with their results.
+    ///
+    /// A completion is idempotent per lease: one presenting the token of the lease under which
+    /// the job was completed (a retry after the first reply was lost, say) is accepted again
+    /// and changes nothing, the first result and finish time staying. A completion under any
+    /// other token is refused, so a stale holder whose job was leased again and completed by
+    /// another worker is still fenced out. A backend therefore keeps the completing lease's
+    /// token with a completed job, though [`read`](Backend::read) reports no lease for it.
     async fn complete(&self, params: CompleteParams) -> Result<Vec<bool>, Error>;
 
     /// Records failed attempts: back to pending at `retry_at`, or dead.

@@ -84,6 +84,9 @@ type ReadyKey = (i16, Timestamp, JobId);
 struct Store {
     jobs: HashMap<JobId, JobRecord>,
     idx: Indexes,
+    /// The token of the lease each completed job was completed under (a record carries no
+    /// lease once finished), so that a completion repeated under it is recognised as applied.
+    completed_under: HashMap<JobId, LeaseToken>,
     cron_ticks: HashMap<String, Timestamp>,
     /// Live workers and when each is forgotten unless it beats again.
     workers: BTreeMap<String, (WorkerInfo, Timestamp)>,
@@ -189,6 +192,14 @@ impl Store {
         let out = change(record);
         self.idx.index(record);
         Some(out)
+    }
+
+    /// Removes a job with its index entries and its completion's token.
+    fn remove(&mut self, id: JobId) -> Option<JobRecord> {
+        let record = self.jobs.remove(&id)?;
+        self.idx.unindex(&record);
+        self.completed_under.remove(&id);
+        Some(record)
     }
 
     /// The running job `lease` names, if the token still matches.
@@ -342,15 +353,20 @@ impl Backend for MemoryBackend {
         Ok(p.items
             .into_iter()
             .map(|c| {
-                store.leased(&c.lease).is_some()
-                    && store
-                        .update(c.lease.id, |r| {
-                            r.status = JobStatus::Completed;
-                            r.result = Some(c.result);
-                            r.lease = None;
-                            r.finished_at = Some(p.now);
-                        })
-                        .is_some()
+                if store.leased(&c.lease).is_none() {
+                    // Accepted, and changing nothing, when it repeats the completion that
+                    // applied.
+                    return store.completed_under.get(&c.lease.id) == Some(&c.lease.token);
+                }
+                store.completed_under.insert(c.lease.id, c.lease.token);
+                store
+                    .update(c.lease.id, |r| {
+                        r.status = JobStatus::Completed;
+                        r.result = Some(c.result);
+                        r.lease = None;
+                        r.finished_at = Some(p.now);
+                    })
+                    .is_some()
             })
             .collect())
     }
@@ -505,7 +521,7 @@ impl Backend for MemoryBackend {
                             r.finished_at = Some(p.now);
                         })
                     }
-                    Action::Delete => store.jobs.remove(&id).map(|r| store.idx.unindex(&r)),
+                    Action::Delete => store.remove(id).map(drop),
                 };
                 if changed.is_some() {
                     managed.changed.push(id);
@@ -562,9 +578,7 @@ impl Backend for MemoryBackend {
             .map(|(_, (_, id))| *id)
             .collect();
         for id in &doomed {
-            if let Some(record) = store.jobs.remove(id) {
-                store.idx.unindex(&record);
-            }
+            store.remove(*id);
         }
         Ok(doomed.len() as u64)
     }

@@ -11,7 +11,9 @@
 //!   them; the errors of failed attempts are a `jsonb` array of objects (`attempt`, `at`,
 //!   `kind`, `message`, `chain`) that a failure appends to in place (objects stored before
 //!   kinds were kept have none, and read back as retryable). The lease is three columns:
-//!   worker, token (a fresh `uuid` per fetch) and expiry. Tags are a `text[]`.
+//!   worker, token (a fresh `uuid` per fetch) and expiry, all set while the job runs; a
+//!   completed job keeps the token alone (the one it was completed under, so that a repeated
+//!   completion is recognised) and reads back without a lease. Tags are a `text[]`.
 //! - `cron_ticks`: the last tick enqueued per schedule; claiming a tick is an upsert whose
 //!   `WHERE tick < EXCLUDED.tick` lets exactly one of many workers through.
 //! - `workers`: one row per live worker process, upserted by its heartbeats; rows whose
@@ -48,7 +50,7 @@
 //!   LIMIT n FOR UPDATE SKIP LOCKED`, then `UPDATE … RETURNING` the leased rows;
 //! - complete, fail, release, renew: one `UPDATE … FROM unnest(ids, tokens, …)` whose
 //!   `WHERE lease_token = token AND status = 'running'` fences out stale workers, returning the
-//!   ids it accepted.
+//!   ids it accepted (complete also accepts, unchanged, a completed row under its token).
 //!
 //! Time is always a parameter (`now`), never the server's `now()`, so tests control it.
 //! Wake-ups go through `pg_notify` on a channel named like the schema, with the queue name as

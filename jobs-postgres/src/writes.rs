@@ -1,5 +1,6 @@
 //! Writes under a lease, in batches: complete, fail, release, renew, and progress. Each checks
-//! the lease token and the running status, and answers which items it accepted.
+//! the lease token and the running status (complete also accepts a repeat of the completion
+//! that applied under the same token), and answers which items it accepted.
 
 use std::collections::HashSet;
 
@@ -25,7 +26,7 @@ pub(crate) async fn complete<'e>(
 ) -> Result<Vec<bool>, Error> {
     let leases: Vec<LeaseRef> = p.items.iter().map(|c| c.lease).collect();
     let results: Vec<&str> = p.items.iter().map(|c| c.result.get()).collect();
-    under_leases(&sql.complete, exec, &leases, |query| {
+    under_leases(&sql.complete, Answers::Leases, exec, &leases, |query| {
         query.bind(results).bind(p.now).bind(relaxed)
     })
     .await
@@ -44,7 +45,7 @@ pub(crate) async fn fail<'e>(
         .map(|f| report(&f.error))
         .collect::<Result<Vec<String>, Error>>()?;
     let retry_at: Vec<Option<Timestamp>> = p.items.iter().map(|f| f.retry_at).collect();
-    under_leases(&sql.fail, exec, &leases, |query| {
+    under_leases(&sql.fail, Answers::Ids, exec, &leases, |query| {
         query
             .bind(reports)
             .bind(retry_at)
@@ -63,7 +64,7 @@ pub(crate) async fn release<'e>(
 ) -> Result<Vec<bool>, Error> {
     let leases: Vec<LeaseRef> = p.items.iter().map(|r| r.lease).collect();
     let run_at: Vec<Option<Timestamp>> = p.items.iter().map(|r| r.run_at).collect();
-    under_leases(&sql.release, exec, &leases, |query| {
+    under_leases(&sql.release, Answers::Ids, exec, &leases, |query| {
         query.bind(run_at).bind(p.now).bind(sql.channel())
     })
     .await
@@ -75,7 +76,7 @@ pub(crate) async fn renew<'e>(
     exec: impl PgExecutor<'e>,
     p: RenewParams,
 ) -> Result<Vec<bool>, Error> {
-    under_leases(&sql.renew, exec, &p.items, |query| {
+    under_leases(&sql.renew, Answers::Ids, exec, &p.items, |query| {
         query.bind(p.expires_at).bind(p.now)
     })
     .await
@@ -97,10 +98,23 @@ pub(crate) async fn progress<'e>(
     Ok(done.rows_affected() == 1)
 }
 
+/// How a batch write's returned rows name the items it accepted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Answers {
+    /// `RETURNING id`: an item is accepted when its job is returned.
+    Ids,
+    /// `RETURNING id, lease_token`: an item is accepted when its job is returned under its
+    /// token, so that a batch naming one job under both a stale and its accepted lease answers
+    /// each apart (a completion matches a completed job too, see complete.sql).
+    Leases,
+}
+
 /// Runs a batch write whose statement takes the leases' ids and tokens as `$1` and `$2`, then
-/// what `more` binds, and returns the ids it accepted: per item, whether its write was.
+/// what `more` binds, and returns what it accepted (named as `answers` says): per item,
+/// whether its write was.
 async fn under_leases<'q, 'e>(
     statement: &'q str,
+    answers: Answers,
     exec: impl PgExecutor<'e>,
     leases: &[LeaseRef],
     more: impl FnOnce(PgQuery<'q>) -> PgQuery<'q>,
@@ -114,10 +128,17 @@ async fn under_leases<'q, 'e>(
         .fetch_all(exec)
         .await
         .map_err(db)?;
+    let by_token = answers == Answers::Leases;
     let accepted = rows
         .iter()
-        .map(|row| row.try_get::<Uuid, _>(0))
-        .collect::<Result<HashSet<Uuid>, _>>()
+        .map(|row| {
+            let token = by_token.then(|| row.try_get::<Uuid, _>(1)).transpose()?;
+            Ok((row.try_get::<Uuid, _>(0)?, token))
+        })
+        .collect::<Result<HashSet<(Uuid, Option<Uuid>)>, sqlx::Error>>()
         .map_err(db)?;
-    Ok(leases.iter().map(|l| accepted.contains(&l.id.0)).collect())
+    Ok(leases
+        .iter()
+        .map(|l| accepted.contains(&(l.id.0, by_token.then_some(l.token.0))))
+        .collect())
 }

@@ -1,5 +1,12 @@
 -- Completes a batch; only rows still running under the presented token change.
 -- $1 ids, $2 tokens, $3 results, $4 now, $5 relaxed: commit without waiting for the WAL flush.
+-- Returns the id and token of each accepted job.
+--
+-- A completed row keeps the token of the lease it was completed under (its worker and expiry
+-- are cleared, so it leaves `jobs_leased`), and a completion repeated under that token (the
+-- first one applied but its reply was lost) is accepted again without changing the row's
+-- values: it rewrites the row as it is, so it waits for, and sees, a first completion still
+-- being committed. Any other token is refused.
 --
 -- Relaxed is what the worker's batched completions use (never a handler's completion
 -- transaction, whose own writes keep the session's durability). It cannot lose an enqueue (no
@@ -12,19 +19,18 @@
 -- exchange the completion does not wait for an fsync (one per batch, the hot path's only
 -- other flush besides the fetch's).
 -- The plan, custom or generic, is a nested loop over the items with a primary-key lookup each
--- (no other index serves `status = 'running'`: see the migration's `jobs_leased`), linear in
--- the batch whatever the statistics say. The durability switch is an uncorrelated sub-select,
--- so it runs once per statement, not once per row.
+-- (no other index serves `status IN ('running', 'completed')`: see the migration's
+-- `jobs_leased`), linear in the batch whatever the statistics say. The durability switch is an
+-- uncorrelated sub-select, so it runs once per statement, not once per row.
 UPDATE {schema}.jobs j
 SET status = 'completed',
-    result = c.result::json,
-    finished_at = $4,
+    result = CASE WHEN j.status = 'running' THEN c.result::json ELSE j.result END,
+    finished_at = CASE WHEN j.status = 'running' THEN $4 ELSE j.finished_at END,
     lease_worker = NULL,
-    lease_token = NULL,
     lease_expires_at = NULL
 FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS c(id, token, result)
 WHERE j.id = c.id
   AND j.lease_token = c.token
-  AND j.status = 'running'
+  AND j.status IN ('running', 'completed')
   AND (SELECT NOT $5::boolean OR set_config('synchronous_commit', 'off', true) IS NOT NULL)
-RETURNING j.id
+RETURNING j.id, j.lease_token

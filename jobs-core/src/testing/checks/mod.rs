@@ -30,6 +30,7 @@ macro_rules! __conformance_checks {
             }
             store::lease {
                 lease_of_a_stale_holder_is_fenced,
+                lease_complete_repeated_after_it_applied_is_accepted,
                 renew_extends_only_live_leases,
                 release_gives_the_attempt_back_and_keeps_run_at,
                 release_with_run_at_snoozes_the_job,

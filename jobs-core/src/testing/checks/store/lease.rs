@@ -95,9 +95,84 @@ pub async fn lease_of_a_stale_holder_is_fenced(b: AnyBackend) {
     );
     assert!(done.lease.is_none());
     assert!(
-        !complete(&b, &second, "2", at(6_300)).await,
-        "a job completes once"
+        !complete(&b, &first, "2", at(6_300)).await,
+        "a stale completion stays refused once the job completed"
     );
+}
+
+/// A completion repeated under the lease it applied under (its reply was cut, say) is accepted
+/// again and changes nothing; one under any other token is refused, a stale holder's included
+/// once another worker completed the job.
+pub async fn lease_complete_repeated_after_it_applied_is_accepted(b: AnyBackend) {
+    let id = put(&b, new_job("repeated")).await;
+    let got = fetch_one(&b, t0()).await;
+    assert!(complete(&b, &got, r#"{"n":1}"#, at(100)).await);
+    assert!(
+        complete(&b, &got, r#"{"n":2}"#, at(200)).await,
+        "the repeated completion is recognised as applied"
+    );
+    let done = record(&b, id).await;
+    assert_eq!(
+        (done.status, done.finished_at, done.lease),
+        (JobStatus::Completed, Some(at(100)), None),
+        "a completed job reports no lease"
+    );
+    assert_eq!(
+        value(done.result.as_ref().expect("a result")),
+        serde_json::json!({"n": 1}),
+        "the first result stays"
+    );
+    let forged = CompleteParams {
+        items: vec![Completion {
+            lease: LeaseRef {
+                id,
+                token: LeaseToken::new(),
+            },
+            result: json("3"),
+        }],
+        now: at(300),
+    };
+    assert_eq!(b.complete(forged).await.unwrap(), vec![false]);
+
+    let other = put(&b, new_job("repeated")).await;
+    let stale = fetch_one(&b, at(1_000)).await;
+    assert_eq!(stale.record.id, other);
+    assert_eq!(b.rescue(rescue_at(at(7_000))).await.unwrap(), vec![other]);
+    let mut params = fetch_params(&[QUEUE], 1, at(7_000));
+    params.worker = "another".to_string();
+    let fresh = b.fetch(params).await.unwrap().remove(0);
+    assert_eq!(fresh.record.id, other);
+    assert_ne!(fresh.token, stale.token);
+    assert!(complete(&b, &fresh, r#""fresh""#, at(7_100)).await);
+    assert!(
+        !complete(&b, &stale, r#""stale""#, at(7_200)).await,
+        "the stale holder's late completion is refused"
+    );
+    let batch = CompleteParams {
+        items: [&got, &fresh, &stale]
+            .map(|job| Completion {
+                lease: job.lease(),
+                result: json("null"),
+            })
+            .to_vec(),
+        now: at(7_300),
+    };
+    assert_eq!(b.complete(batch).await.unwrap(), vec![true, true, false]);
+    let r = record(&b, other).await;
+    assert_eq!(
+        (r.status, r.finished_at, r.lease),
+        (JobStatus::Completed, Some(at(7_100)), None)
+    );
+    assert_eq!(
+        value(r.result.as_ref().expect("a result")),
+        serde_json::json!("fresh")
+    );
+    assert_eq!(
+        value(record(&b, id).await.result.as_ref().expect("a result")),
+        serde_json::json!({"n": 1})
+    );
+    let c = counts(&b).await;
+    assert_eq!((c.completed, c.running, c.pending), (2, 0, 0));
 }
 
 /// Renewal extends a live lease, and refuses a wrong token or a lease that already lapsed.
