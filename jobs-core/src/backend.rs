@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::error::ErrorKind;
 use crate::filter::JobFilter;
 pub(crate) use crate::model::LeaseRef;
 use crate::model::{
@@ -85,6 +86,24 @@ pub struct Failure {
     pub error: ErrorReport,
     /// When to run again; `None` sends the job to dead.
     pub retry_at: Option<Timestamp>,
+}
+
+impl Failure {
+    /// The failure that sends a fetched job whose stored record does not decode (`error`, as
+    /// the backend's decoding reported it) straight to dead, with an error of kind decode: no
+    /// attempt can succeed on it. A backend's fetch writes it and leaves the job out of its
+    /// answer, so one bad job never holds back the rest of its batch.
+    pub fn undecodable(lease: LeaseRef, error: &Error) -> Self {
+        let message = match error {
+            Error::Backend(source) => source.to_string(),
+            other => other.to_string(),
+        };
+        Failure {
+            lease,
+            error: ErrorReport::new(ErrorKind::Decode, message),
+            retry_at: None,
+        }
+    }
 }
 
 /// Records failed attempts.

@@ -1,13 +1,18 @@
 //! Leasing ready jobs: one statement per batch.
+//!
+//! Rows are decoded one by one: a row that does not decode is failed at once as dead, with an
+//! error of kind decode saying it is corrupt, and is not returned; the rest of its batch is.
 
-use jobs_core::{later, Error, FetchParams, LeasedJob};
+use jobs_core::{later, Error, FailParams, Failure, FetchParams, LeasedJob, Timestamp};
 use sqlx::PgPool;
 
 use crate::error::db;
 use crate::record::leased;
 use crate::sql::Sql;
+use crate::writes;
 
-/// Leases up to `p.limit` ready jobs of `p.queues`, in run order.
+/// Leases up to `p.limit` ready jobs of `p.queues`, in run order. When every row of a batch
+/// was corrupt, the next batch is fetched, so that an empty answer still means no job is ready.
 pub(crate) async fn fetch(
     sql: &Sql,
     pool: &PgPool,
@@ -16,22 +21,58 @@ pub(crate) async fn fetch(
     if p.limit == 0 || p.queues.is_empty() {
         return Ok(Vec::new());
     }
-    let mut queues = p.queues;
+    let mut queues = p.queues.clone();
     queues.sort_unstable();
     queues.dedup();
-    let query = match <[String; 1]>::try_from(queues) {
-        Ok([queue]) => sqlx::query(&sql.fetch_one).bind(queue),
-        Err(queues) => sqlx::query(&sql.fetch).bind(queues),
+    loop {
+        let (mut jobs, corrupt) = fetch_once(sql, pool, &queues, &p).await?;
+        let failed = corrupt.len();
+        if failed > 0 {
+            fail_corrupt(sql, pool, corrupt, p.now).await;
+        }
+        if !jobs.is_empty() || failed == 0 {
+            jobs.sort_unstable_by_key(|j| (j.record.priority, j.record.run_at, j.record.id));
+            return Ok(jobs);
+        }
+    }
+}
+
+/// One fetch statement over `queues` (sorted, distinct): the leased jobs that decode, and the
+/// failures of those that do not.
+async fn fetch_once(
+    sql: &Sql,
+    pool: &PgPool,
+    queues: &[String],
+    p: &FetchParams,
+) -> Result<(Vec<LeasedJob>, Vec<Failure>), Error> {
+    let query = match queues {
+        [queue] => sqlx::query(&sql.fetch_one).bind(queue),
+        queues => sqlx::query(&sql.fetch).bind(queues),
     };
     let rows = query
         .bind(p.now)
         .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
-        .bind(p.worker)
+        .bind(&p.worker)
         .bind(later(p.now, p.lease_for))
         .fetch_all(pool)
         .await
         .map_err(db)?;
-    let mut jobs = rows.iter().map(leased).collect::<Result<Vec<_>, _>>()?;
-    jobs.sort_unstable_by_key(|j| (j.record.priority, j.record.run_at, j.record.id));
-    Ok(jobs)
+    let mut jobs = Vec::with_capacity(rows.len());
+    let mut corrupt = Vec::new();
+    for row in &rows {
+        match leased(row)? {
+            Ok(job) => jobs.push(job),
+            Err(failure) => corrupt.push(failure),
+        }
+    }
+    Ok((jobs, corrupt))
+}
+
+/// Fails the corrupt jobs of a fetch as dead. Should the write itself fail, their leases lapse
+/// and a later fetch fails them again; the rest of the batch runs either way.
+async fn fail_corrupt(sql: &Sql, pool: &PgPool, items: Vec<Failure>, now: Timestamp) {
+    let ids: Vec<_> = items.iter().map(|f| f.lease.id).collect();
+    if let Err(e) = writes::fail(sql, pool, FailParams { items, now }).await {
+        tracing::warn!(?ids, error = %e, "could not fail corrupt jobs; their leases will lapse");
+    }
 }

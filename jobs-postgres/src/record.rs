@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Error, ErrorReport, JobId, JobRecord, Json, Lease, LeaseToken, LeasedJob, Timestamp,
+    Error, ErrorReport, Failure, JobId, JobRecord, Json, Lease, LeaseRef, LeaseToken, LeasedJob,
+    Timestamp,
 };
 use serde_json::value::RawValue;
 use sqlx::postgres::PgRow;
@@ -12,8 +13,26 @@ use uuid::Uuid;
 
 use crate::error::db;
 
-/// A record read with the `{record}` columns of [`Sql`](crate::sql::Sql).
+/// A record read with the `{record}` columns of [`Sql`](crate::sql::Sql). A lease is all three
+/// lease columns: a completed job keeps its token alone, and has none. A row that does not
+/// decode (a column of an unknown shape, written by hand or by another program) is an error
+/// saying `stored job <id> is corrupt: <why>`.
 pub(crate) fn record(row: &PgRow) -> Result<JobRecord, Error> {
+    let id: Uuid = row.try_get("id").map_err(db)?;
+    decode(row, JobId(id))
+        .map_err(|e| Error::backend(format!("stored job {id} is corrupt: {}", detail(e))))
+}
+
+/// What went wrong, without the "backend error" wrapper.
+fn detail(e: Error) -> String {
+    match e {
+        Error::Backend(source) => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The record of job `id` from its row.
+fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
     let token: Option<Uuid> = row.try_get("lease_token").map_err(db)?;
     let worker: Option<String> = row.try_get("lease_worker").map_err(db)?;
     let expires_at: Option<Timestamp> = row.try_get("lease_expires_at").map_err(db)?;
@@ -34,7 +53,7 @@ pub(crate) fn record(row: &PgRow) -> Result<JobRecord, Error> {
     let max_attempts: i32 = row.try_get("max_attempts").map_err(db)?;
     let progress: i16 = row.try_get("progress").map_err(db)?;
     Ok(JobRecord {
-        id: JobId(row.try_get("id").map_err(db)?),
+        id,
         name: row.try_get("name").map_err(db)?,
         queue: row.try_get("queue").map_err(db)?,
         payload: json(row.try_get("payload").map_err(db)?)?,
@@ -59,15 +78,18 @@ pub(crate) fn record(row: &PgRow) -> Result<JobRecord, Error> {
     })
 }
 
-/// A job just leased by fetch: the record and its lease's token.
-pub(crate) fn leased(row: &PgRow) -> Result<LeasedJob, Error> {
-    let record = record(row)?;
-    let token = record
-        .lease
-        .as_ref()
-        .map(|lease| lease.token)
-        .ok_or_else(|| Error::backend("a fetched job came back without a lease"))?;
-    Ok(LeasedJob { record, token })
+/// A row just leased by fetch: the job and its lease's token, or, for a row that does not
+/// decode, the failure that sends it to dead with an error of kind decode saying why (no attempt
+/// can succeed on it). Only the id and the lease token must decode for the row to be named.
+pub(crate) fn leased(row: &PgRow) -> Result<Result<LeasedJob, Failure>, Error> {
+    let id = JobId(row.try_get("id").map_err(db)?);
+    let token: Option<Uuid> = row.try_get("lease_token").map_err(db)?;
+    let token =
+        LeaseToken(token.ok_or_else(|| Error::backend("a fetched job came back without a lease"))?);
+    Ok(match record(row) {
+        Ok(record) => Ok(LeasedJob { record, token }),
+        Err(e) => Err(Failure::undecodable(LeaseRef { id, token }, &e)),
+    })
 }
 
 /// JSON text from a `json` column, kept as it was stored.

@@ -16,6 +16,8 @@ mod history;
 mod listen;
 #[path = "postgres/operations.rs"]
 mod operations;
+#[path = "postgres/poison.rs"]
+mod poison;
 #[path = "postgres/presence.rs"]
 mod presence;
 

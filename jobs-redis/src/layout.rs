@@ -20,6 +20,12 @@
 //! by id). The scripts that remove jobs (delete, prune) remove their index entries in the same
 //! script, so an index holds no job that is gone and retention bounds the indexes too.
 //!
+//! A job that does not decode (its payload key holds text that is not JSON, say, written by
+//! another program) is decoded per job: the fetch that leases it fails it at once as dead with
+//! an error of kind `decode` ("stored job … is corrupt: …") under the token it drew for it, and
+//! returns the rest of its batch. `read` and `list` show such a payload as a JSON string holding
+//! its raw text, so the job can be inspected, repaired and retried, or deleted.
+//!
 //! The operations that name only a job id find its queue among the queues this backend has
 //! seen and the registry set `{<prefix>}:queues` (written with a backend's first enqueue to a
 //! queue, and again at most every 10 s, so that a flushed registry comes back): no per-job index
@@ -63,7 +69,8 @@
 //! - fetch: per job `HGETALL` and `HSET` (the lease); per call the due delayed jobs'
 //!   `ZRANGEBYSCORE`, `ZPOPMIN`, `ZADD` to running, `MGET` of the payloads, `HINCRBY`;
 //! - complete: per job `HMGET` (the fence) and `HSET`; per call `ZREM` from running, `ZADD` to
-//!   done, `HINCRBY`.
+//!   done, `HINCRBY`; a refused job one more `HMGET` (whether it repeats the completion that
+//!   applied).
 //!
 //! A tagged job costs its enqueue one `ZADD` per tag, and its removal one `ZREM` per tag.
 //!
@@ -100,8 +107,10 @@
 //! # Memory
 //!
 //! Measured with `MEMORY USAGE` on Redis 7.0: a waiting job's hash takes about 185 bytes and a
-//! completed one's (with a short result) about 230 to 300 (its lease fields are left empty
-//! rather than deleted, which saves a command per completion), its payload key about 150 for a
+//! completed one's (with a short result) about 230 to 300 (its lease fields are emptied rather
+//! than deleted, which saves a command per completion, but for a 16-digit mark of the token it
+//! was completed under, kept so that a repeated completion is recognised), its payload key
+//! about 150 for a
 //! 40-byte payload; all in, with the keys' and sorted sets' overhead, a waiting job costs about
 //! 740 bytes and a retained completed one about 765 (for the 70-byte payload of the benchmark).
 //! Values over 64 bytes stay out of the hash, so it keeps the listpack encoding under Redis'

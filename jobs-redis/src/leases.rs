@@ -10,14 +10,16 @@ use std::collections::BTreeMap;
 
 use futures_util::future::try_join_all;
 use jobs_core::{
-    later, CompleteParams, Error, FailParams, FetchParams, JobStatus, Lease, LeaseRef, LeaseToken,
-    LeasedJob, ProgressParams, ReleaseParams, RenewParams, Timestamp,
+    later, CompleteParams, Error, FailParams, Failure, FetchParams, JobStatus, Lease, LeaseRef,
+    LeaseToken, LeasedJob, ProgressParams, ReleaseParams, RenewParams, Timestamp,
 };
 use redis::{Cmd, Script};
 use uuid::Uuid;
 
 use crate::queues::queue_tag;
-use crate::record::{encode_report, id_text, micros, stored_time, token_text, Stored};
+use crate::record::{
+    encode_report, id_text, micros, parse_id, stored_time, token_text, PayloadRead, Stored,
+};
 use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 
@@ -91,7 +93,9 @@ impl RedisBackend {
         }
     }
 
-    /// Leases up to `limit` jobs of one queue.
+    /// Leases up to `limit` jobs of one queue. Jobs that do not decode are failed as dead and
+    /// not returned; when a batch held nothing else, the next one is fetched, so that an empty
+    /// answer still means an empty queue.
     async fn lease(
         &self,
         queue: &str,
@@ -99,6 +103,23 @@ impl RedisBackend {
         p: &FetchParams,
         expires: Timestamp,
     ) -> Result<Vec<LeasedJob>, Error> {
+        loop {
+            let (leased, failed) = self.lease_once(queue, limit, p, expires).await?;
+            if !leased.is_empty() || failed == 0 {
+                return Ok(leased);
+            }
+        }
+    }
+
+    /// One fetch script call for [`lease`](Self::lease): the jobs leased that decode, and how
+    /// many did not.
+    async fn lease_once(
+        &self,
+        queue: &str,
+        limit: usize,
+        p: &FetchParams,
+        expires: Timestamp,
+    ) -> Result<(Vec<LeasedJob>, usize), Error> {
         let mut inv = self.invocation(&SCRIPTS.fetch, queue, p.now);
         let base = token_base(queue);
         inv.arg(micros(expires))
@@ -110,28 +131,52 @@ impl RedisBackend {
         // What the script wrote, as a read of the job would give it back.
         let started = stored_time(p.now);
         let expires = stored_time(expires);
-        rows.into_iter()
-            .enumerate()
-            .map(|(index, (id, fields, payload, errors))| {
-                let stored = Stored {
-                    fields,
-                    payload,
-                    long_result: None,
-                    errors,
-                };
-                let mut record = stored.record(&id, queue)?;
-                let token = LeaseToken(Uuid::from_u128(base | index as u128));
-                record.status = JobStatus::Running;
-                record.attempt += 1;
-                record.started_at = Some(started);
-                record.lease = Some(Lease {
-                    worker: p.worker.clone(),
-                    token,
-                    expires_at: expires,
-                });
-                Ok(LeasedJob { record, token })
-            })
-            .collect()
+        let mut leased = Vec::with_capacity(rows.len());
+        let mut corrupt = Vec::new();
+        for (index, (id, fields, payload, errors)) in rows.into_iter().enumerate() {
+            let stored = Stored {
+                fields,
+                payload,
+                long_result: None,
+                errors,
+            };
+            let token = LeaseToken(Uuid::from_u128(base | index as u128));
+            match stored.record(&id, queue, PayloadRead::Strict) {
+                Ok(mut record) => {
+                    record.status = JobStatus::Running;
+                    record.attempt += 1;
+                    record.started_at = Some(started);
+                    record.lease = Some(Lease {
+                        worker: p.worker.clone(),
+                        token,
+                        expires_at: expires,
+                    });
+                    leased.push(LeasedJob { record, token });
+                }
+                Err(e) => corrupt.push(Failure::undecodable(
+                    LeaseRef {
+                        id: parse_id(&id)?,
+                        token,
+                    },
+                    &e,
+                )),
+            }
+        }
+        let failed = corrupt.len();
+        if failed > 0 {
+            self.fail_corrupt(corrupt, p.now).await;
+        }
+        Ok((leased, failed))
+    }
+
+    /// Fails the jobs of a fetch that do not decode, as dead: no attempt can succeed on them.
+    /// Should the write itself fail, their leases lapse and a later fetch fails them again;
+    /// the rest of the batch runs either way.
+    async fn fail_corrupt(&self, items: Vec<Failure>, now: Timestamp) {
+        let ids: Vec<_> = items.iter().map(|f| f.lease.id).collect();
+        if let Err(e) = self.fail_jobs(FailParams { items, now }).await {
+            tracing::warn!(?ids, error = %e, "could not fail corrupt jobs; their leases will lapse");
+        }
     }
 
     /// The priority and ready-set member of the first `limit` ready jobs of `queue`.

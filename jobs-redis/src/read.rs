@@ -9,7 +9,7 @@ use jobs_core::{Error, JobFilter, JobId, JobRecord, JobStatus, ListParams, ReadP
 use redis::{Cmd, Value};
 
 use crate::keys::status_code;
-use crate::record::{id_text, micros, Stored};
+use crate::record::{id_text, micros, PayloadRead, Stored};
 use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 
@@ -154,7 +154,8 @@ impl RedisBackend {
         }
     }
 
-    /// The records of jobs `ids` of `queue` that exist.
+    /// The records of jobs `ids` of `queue` that exist; a payload that is not JSON is shown as
+    /// a JSON string of its text ([`PayloadRead::Lenient`]), so a corrupt job stays visible.
     pub(crate) async fn read_many(
         &self,
         queue: &str,
@@ -172,7 +173,7 @@ impl RedisBackend {
         for (id, stored) in ids.iter().zip(Stored::from_replies(replies)?) {
             // None: deleted meanwhile.
             if let Some(stored) = stored {
-                records.push(stored.record(id, queue)?);
+                records.push(stored.record(id, queue, PayloadRead::Lenient)?);
             }
         }
         Ok(records)

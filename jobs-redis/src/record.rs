@@ -21,7 +21,15 @@
 //! name last so that it may hold any character): one hash entry, one script argument and one
 //! reply element rather than four (a name of up to about 50 bytes keeps it within 64). The
 //! backoff is written as `e1000m60000j` (see [`encode_backoff`]). The lease fields of a
-//! finished job are empty rather than deleted (one command fewer per completion).
+//! completed job are emptied rather than deleted (one command fewer per completion), but `l`
+//! keeps a mark of the token of the lease it was completed under (16 base64 digits, no expiry),
+//! so that a repeated completion is recognised (see complete.lua); such a job has no lease.
+//!
+//! A payload that is not JSON (written by hand, or by another program, under this layout) is
+//! corrupt: fetch fails such a job at once as dead with an error of kind `decode` (see
+//! [`PayloadRead::Strict`]), so it never reaches a handler, while `read` and `list` show its
+//! payload as a JSON string holding the raw text (see [`PayloadRead::Lenient`]), so that the
+//! job can still be inspected, retried after a repair, or deleted.
 //!
 //! Each error is a JSON object, `{"a":attempt,"t":at,"kind":…,"message":…,"chain":[…]}` (see
 //! [`StoredError`]); errors stored before kinds were kept are `attempt:at:message` and read back
@@ -224,6 +232,16 @@ fn corrupt(id: &str, what: impl std::fmt::Display) -> Error {
     Error::backend(format!("stored job {id} is corrupt: {what}"))
 }
 
+/// How a record's payload is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PayloadRead {
+    /// A payload that is not JSON makes the job corrupt (fetch: a handler gets only JSON).
+    Strict,
+    /// A payload that is not JSON reads back as a JSON string holding its raw text (read and
+    /// list: a corrupt job stays visible).
+    Lenient,
+}
+
 /// The replies of [`Stored::read`]: the hash (as pairs, so that a RESP3 map reads as a RESP2
 /// array does), the payload, the long result and the errors.
 type Replies = (
@@ -278,9 +296,14 @@ impl Stored {
             .collect()
     }
 
-    /// The record of job `id` of `queue`.
-    pub(crate) fn record(&self, id: &str, queue: &str) -> Result<JobRecord, Error> {
-        Fields::new(id, self).record(queue)
+    /// The record of job `id` of `queue`, its payload read as `payload` says.
+    pub(crate) fn record(
+        &self,
+        id: &str,
+        queue: &str,
+        payload: PayloadRead,
+    ) -> Result<JobRecord, Error> {
+        Fields::new(id, self).record(queue, payload)
     }
 }
 
@@ -372,9 +395,12 @@ impl<'a> Fields<'a> {
     }
 
     fn lease(&self) -> Result<Option<Lease>, Error> {
-        // A finished job's lease fields are empty rather than absent (see complete.lua).
-        let (Some(worker), Some(lease)) = (self.opt("w"), self.opt("l").filter(|l| !l.is_empty()))
-        else {
+        // A completed job's worker is empty rather than absent, and its `l` holds only a mark of
+        // the token it was completed under (see complete.lua): no lease.
+        let (Some(worker), Some(lease)) = (
+            self.opt("w").filter(|w| !w.is_empty()),
+            self.opt("l").filter(|l| !l.is_empty()),
+        ) else {
             return Ok(None);
         };
         let bad = |what: String| corrupt(self.id, format!("bad lease `{lease}`: {what}"));
@@ -396,7 +422,23 @@ impl<'a> Fields<'a> {
         }))
     }
 
-    fn record(&self, queue: &str) -> Result<JobRecord, Error> {
+    /// The payload, as `read` says.
+    fn payload(&self, read: PayloadRead) -> Result<Json, Error> {
+        let text = self
+            .stored
+            .payload
+            .as_deref()
+            .ok_or_else(|| corrupt(self.id, "the payload is missing"))?;
+        match self.json(text) {
+            Err(_) if read == PayloadRead::Lenient => {
+                let quoted = serde_json::to_string(text).expect("strings serialize");
+                self.json(&quoted)
+            }
+            parsed => parsed,
+        }
+    }
+
+    fn record(&self, queue: &str, payload: PayloadRead) -> Result<JobRecord, Error> {
         let status = self.text("s")?;
         let meta = self.text("m")?;
         let meta =
@@ -405,12 +447,7 @@ impl<'a> Fields<'a> {
             id: parse_id(self.id)?,
             name: meta.name.to_string(),
             queue: queue.to_string(),
-            payload: self.json(
-                self.stored
-                    .payload
-                    .as_deref()
-                    .ok_or_else(|| corrupt(self.id, "the payload is missing"))?,
-            )?,
+            payload: self.payload(payload)?,
             priority: self.number("pr")?,
             run_at: self.time("ra")?,
             status: status_from_code(status)
@@ -507,7 +544,7 @@ mod tests {
                 r#"{"a":3,"t":1893456000000003,"kind":"fatal","message":"no: card declined","chain":["card declined"]}"#.into(),
             ],
         };
-        let r = stored.record(&id, "q").unwrap();
+        let r = stored.record(&id, "q", PayloadRead::Strict).unwrap();
         assert_eq!((r.priority, r.attempt, r.max_attempts), (-3, 2, 2));
         assert_eq!(r.status, jobs_core::JobStatus::Dead);
         assert_eq!(r.payload.get(), r#"{"to":"a@b"}"#);
@@ -533,10 +570,20 @@ mod tests {
         assert_eq!(r.tags, ["order:42", "vip"]);
         assert_eq!(r.run_at.to_rfc3339(), "2030-01-01T00:00:00+00:00");
         assert!(r.lease.is_none() && r.result.is_none() && r.started_at.is_none());
-        let missing = Stored {
-            payload: None,
+        let not_json = Stored {
+            payload: Some("not json {".into()),
             ..stored
         };
-        assert!(missing.record(&id, "q").is_err());
+        let err = not_json.record(&id, "q", PayloadRead::Strict).unwrap_err();
+        assert!(err.to_string().contains("is corrupt"), "{err}");
+        let shown = not_json.record(&id, "q", PayloadRead::Lenient).unwrap();
+        assert_eq!(shown.payload.get(), r#""not json {""#);
+        let missing = Stored {
+            payload: None,
+            ..not_json
+        };
+        for read in [PayloadRead::Strict, PayloadRead::Lenient] {
+            assert!(missing.record(&id, "q", read).is_err());
+        }
     }
 }

@@ -13,6 +13,8 @@ mod bad_input;
 mod layout;
 #[path = "redis/memory.rs"]
 mod memory;
+#[path = "redis/poison.rs"]
+mod poison;
 #[path = "redis/presence.rs"]
 mod presence;
 #[path = "redis/tags.rs"]
