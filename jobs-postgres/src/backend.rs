@@ -41,6 +41,9 @@ use crate::{enqueue, fetch, maintenance, manage, migrate, presence, reads, write
 #[derive(Clone)]
 pub struct PgBackend {
     inner: Arc<Inner>,
+    /// Whether the worker's batched completions wait for their WAL flush (see
+    /// [`durable_completions`](Self::durable_completions)).
+    durable_completions: bool,
 }
 
 struct Inner {
@@ -73,6 +76,7 @@ impl PgBackend {
                 hub: Arc::default(),
                 listening: Mutex::new(None),
             }),
+            durable_completions: false,
         }
     }
 
@@ -92,7 +96,42 @@ impl PgBackend {
     /// ```
     pub fn schema(self, name: &str) -> Result<Self, Error> {
         let schema = Schema::new(name)?;
-        Ok(Self::with(self.inner.pool.clone(), schema))
+        Ok(Self::with(self.inner.pool.clone(), schema)
+            .durable_completions(self.durable_completions))
+    }
+
+    /// Whether the worker's batched completions commit synchronously (default `false`; the
+    /// URL option `durable_completions` of [`connect`](Self::connect)).
+    ///
+    /// By default a batch of completions commits without waiting for its WAL flush
+    /// (`synchronous_commit = off` for that transaction alone), so the worker does not wait
+    /// for an fsync per batch. A server that crashes before the next flush (the next
+    /// synchronous commit on the server, or the WAL writer within a fraction of a second)
+    /// rolls those completions back: their jobs are `running` again under leases nobody
+    /// renews, are rescued when the leases lapse, and run again, as at-least-once delivery
+    /// allows. No enqueue can be lost that way, and no lease is handed out twice.
+    ///
+    /// With `true`, completions commit with the session's own `synchronous_commit` (`on`
+    /// unless the server or the URL's `options` say otherwise): an acknowledged completion
+    /// survives a crash, and each batch waits for its flush. A handler's
+    /// [`transaction`](crate::transaction) always commits with the session's setting,
+    /// whatever this says.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), jobs_core::Error> {
+    /// use jobs_postgres::PgBackend;
+    ///
+    /// let url = "postgres://postgres@127.0.0.1/app?durable_completions=true";
+    /// let backend = PgBackend::connect(url).await?;
+    ///
+    /// // Or over the application's pool:
+    /// let pool = sqlx::PgPool::connect("postgres://postgres@127.0.0.1/app").await.unwrap();
+    /// let backend = PgBackend::from_pool(pool).durable_completions(true);
+    /// # Ok(()) }
+    /// ```
+    pub fn durable_completions(mut self, on: bool) -> Self {
+        self.durable_completions = on;
+        self
     }
 
     /// Creates or upgrades the schema's tables. Idempotent, and safe when many processes run
@@ -122,6 +161,7 @@ impl fmt::Debug for PgBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgBackend")
             .field("schema", &self.schema_name())
+            .field("durable_completions", &self.durable_completions)
             .finish_non_exhaustive()
     }
 }
@@ -147,7 +187,8 @@ impl Backend for PgBackend {
     }
 
     async fn complete(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
-        writes::complete(&self.inner.sql, &self.inner.pool, p, true).await
+        let relaxed = !self.durable_completions;
+        writes::complete(&self.inner.sql, &self.inner.pool, p, relaxed).await
     }
 
     async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {

@@ -12,7 +12,13 @@ use crate::schema::{Schema, DEFAULT_SCHEMA};
 use crate::PgBackend;
 
 /// The URL options `connect` reads itself (documented in the crate's table).
-const OURS: &[&str] = &["schema", "pool_size", "connect_timeout", "acquire_timeout"];
+const OURS: &[&str] = &[
+    "schema",
+    "pool_size",
+    "connect_timeout",
+    "acquire_timeout",
+    "durable_completions",
+];
 
 /// The URL options of the driver (sqlx's `PgConnectOptions`), passed on to it as they are.
 const DRIVER: &[&str] = &[
@@ -63,6 +69,7 @@ struct Settings {
     pool_size: u32,
     connect_timeout: Duration,
     acquire_timeout: Duration,
+    durable_completions: bool,
 }
 
 impl Settings {
@@ -95,6 +102,7 @@ impl Settings {
             pool_size,
             connect_timeout: positive("connect_timeout", CONNECT_TIMEOUT)?,
             acquire_timeout: positive("acquire_timeout", ACQUIRE_TIMEOUT)?,
+            durable_completions: options.get("durable_completions")?.unwrap_or(false),
         })
     }
 }
@@ -105,7 +113,9 @@ impl PgBackend {
     /// The URL's options (`?schema=billing&pool_size=20`) are listed in
     /// [the crate's table](crate#url-options); any other is [`Error::Invalid`] naming the valid
     /// ones. Without options: the schema `jobs`, 10 connections (pinged before use only after
-    /// 5 s idle), 10 s to connect and 10 s to get a pooled connection.
+    /// 5 s idle), 10 s to connect, 10 s to get a pooled connection, and batched completions
+    /// that do not wait for their WAL flush (see
+    /// [`durable_completions`](Self::durable_completions)).
     ///
     /// A URL that does not parse, or a bad option, is [`Error::Invalid`]; a server that cannot
     /// be reached, or refuses, is [`Error::Connect`] (a refused connection at once: it is
@@ -148,7 +158,8 @@ impl PgBackend {
                 })
             })
             .connect_lazy_with(settings.driver);
-        let backend = PgBackend::with(pool, settings.schema);
+        let backend = PgBackend::with(pool, settings.schema)
+            .durable_completions(settings.durable_completions);
         backend.migrate().await?;
         Ok(backend)
     }
@@ -193,19 +204,27 @@ mod tests {
     fn options_are_read_and_the_driver_gets_its_own() {
         let s = parse(
             "postgres://u@h/app?schema=billing&pool_size=3&connect_timeout=2s\
-             &acquire_timeout=500ms&application_name=shop&sslmode=disable",
+             &acquire_timeout=500ms&durable_completions=true&application_name=shop\
+             &sslmode=disable",
         )
         .unwrap();
         assert_eq!(s.schema.name(), "billing");
         assert_eq!(s.pool_size, 3);
         assert_eq!(s.connect_timeout, Duration::from_secs(2));
         assert_eq!(s.acquire_timeout, Duration::from_millis(500));
+        assert!(s.durable_completions);
         assert_eq!(s.driver.get_application_name(), Some("shop"));
         assert_eq!(s.driver.get_database(), Some("app"));
         let defaults = parse("postgres://u@h/app").unwrap();
         assert_eq!(defaults.schema.name(), DEFAULT_SCHEMA);
         assert_eq!(defaults.pool_size, POOL_SIZE);
         assert_eq!(defaults.connect_timeout, CONNECT_TIMEOUT);
+        assert!(!defaults.durable_completions);
+        assert!(
+            !parse("postgres://u@h/app?durable_completions=false")
+                .unwrap()
+                .durable_completions
+        );
     }
 
     #[test]
@@ -215,6 +234,10 @@ mod tests {
             ("postgres://h/db?pool_size=0", "`pool_size`"),
             ("postgres://h/db?connect_timeout=10", "`connect_timeout`"),
             ("postgres://h/db?acquire_timeout=0s", "`acquire_timeout`"),
+            (
+                "postgres://h/db?durable_completions=yes",
+                "`durable_completions`",
+            ),
             ("postgres://h/db?schema=Bad-Name", "schema name"),
             (
                 "postgres://h/db?sslmode=sometimes",

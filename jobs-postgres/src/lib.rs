@@ -41,6 +41,7 @@
 //! | `pool_size` | `10` | the most connections the backend's pool opens (at least 1) |
 //! | `connect_timeout` | `10s` | how long `connect` waits for the server to answer (a duration with its unit: `2s`, `500ms`); a refused connection fails at once |
 //! | `acquire_timeout` | `10s` | how long an operation waits for a pooled connection, opening it included |
+//! | `durable_completions` | `false` | `true`: the worker's batched completions commit synchronously, so an acknowledged completion survives a server crash; `false`: they do not wait for the WAL flush, and a crash can roll the last ones back, running those jobs again (see [`PgBackend::durable_completions`]) |
 //! | `sslmode` (`ssl-mode`) | `prefer` | the driver's TLS mode: `disable`, `allow`, `prefer`, `require`, `verify-ca`, `verify-full` (TLS needs the feature `tls-rustls`) |
 //! | `sslrootcert` (`ssl-root-cert`, `ssl-ca`), `sslcert` (`ssl-cert`), `sslkey` (`ssl-key`) | none | the driver's certificate files |
 //! | `application_name` | none | the name the connections show in `pg_stat_activity` |

@@ -16,8 +16,8 @@ use crate::record::report;
 use crate::sql::{PgQuery, Sql};
 
 /// Marks jobs completed with their results. `relaxed`: commit without waiting for the WAL
-/// flush (see `sql/complete.sql` for why that is safe for the worker's batches); never for a
-/// caller's transaction.
+/// flush (see `sql/complete.sql` for why that is safe for the worker's batches); the backend's
+/// batches unless it has `durable_completions`, never a caller's transaction.
 pub(crate) async fn complete<'e>(
     sql: &Sql,
     exec: impl PgExecutor<'e>,

@@ -8,13 +8,14 @@
 -- values: it rewrites the row as it is, so it waits for, and sees, a first completion still
 -- being committed. Any other token is refused.
 --
--- Relaxed is what the worker's batched completions use (never a handler's completion
--- transaction, whose own writes keep the session's durability). It cannot lose an enqueue (no
--- job is created here) nor break the lease guarantee (no lease is handed out): if the server
--- crashes before the commit record reaches disk, the jobs are back to `running` under the
--- leases they had, which their worker no longer renews; they lapse, are rescued and run again,
--- exactly as when a worker dies between its handler's end and the completion write, which
--- at-least-once delivery already allows. The window is short: the next synchronous commit on
+-- Relaxed is what the worker's batched completions use unless the backend's
+-- `durable_completions` is on (never a handler's completion transaction, whose own writes
+-- keep the session's durability). It cannot lose an enqueue (no job is created here) nor break
+-- the lease guarantee (no lease is handed out): if the server crashes before the commit record
+-- reaches disk, the jobs are back to `running` under the leases they had, which their worker
+-- no longer renews; they lapse, are rescued and run again, exactly as when a worker dies
+-- between its handler's end and the completion write, which at-least-once delivery already
+-- allows. The window is short: the next synchronous commit on
 -- the server (the next fetch, enqueue, …) flushes these commit records with its own. In
 -- exchange the completion does not wait for an fsync (one per batch, the hot path's only
 -- other flush besides the fetch's).

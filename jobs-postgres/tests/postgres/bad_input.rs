@@ -58,6 +58,7 @@ async fn an_unknown_url_option_is_invalid_and_names_the_valid_ones() {
         "pool_size",
         "connect_timeout",
         "acquire_timeout",
+        "durable_completions",
         "sslmode",
     ] {
         assert!(text.contains(valid), "{valid} missing from: {text}");
@@ -72,6 +73,8 @@ async fn a_bad_option_value_is_invalid() {
         ("connect_timeout=10", "connect_timeout"),
         ("acquire_timeout=soon", "acquire_timeout"),
         ("schema=Billing", "schema"),
+        ("durable_completions=yes", "durable_completions"),
+        ("durable_completions=", "durable_completions"),
     ] {
         let err = PgBackend::connect(&url_with(options)).await.unwrap_err();
         assert!(matches!(err, Error::Invalid(_)), "{options}: {err:?}");
