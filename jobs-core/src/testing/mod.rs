@@ -18,6 +18,7 @@
 
 pub mod checks;
 mod jobs;
+pub mod poison;
 pub mod processes;
 mod support;
 

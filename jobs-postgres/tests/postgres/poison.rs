@@ -1,16 +1,16 @@
 //! A poison job: a row whose record does not decode (here a `backoff` of an unknown shape,
 //! written with plain SQL) is failed dead with a decode error by the fetch that leases it, and
-//! takes none of the healthy jobs of its batch down with it.
+//! takes none of the healthy jobs of its batch down with it (the checks are the suite's
+//! `testing::poison`, with this backend's corruption).
 
-use std::time::Duration;
-
-use jobs_core::{Backend, ErrorKind, FetchParams, JobExt, JobId, JobStatus, ReadParams, Worker};
+use jobs_core::testing::poison;
+use jobs_core::{Backend, ErrorKind, JobId, ReadParams};
 use jobs_postgres::PgBackend;
 
-use crate::support::{fresh_backend, new_job, put, t0, Record};
+use crate::support::fresh_backend;
 
 /// Gives job `id` a `backoff` no version of the crate wrote.
-async fn poison(b: &PgBackend, id: JobId) {
+async fn corrupt_backoff(b: &PgBackend, id: JobId) {
     let statement = format!(
         r#"UPDATE "{}".jobs SET backoff = '{{"nope":1}}'::jsonb WHERE id = $1"#,
         b.schema_name()
@@ -49,51 +49,19 @@ async fn assert_poisoned(b: &PgBackend, id: JobId) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poison_job_dies_alone() {
     let b = fresh_backend().await;
-    let jobs = (0..6).map(|_| new_job("poison", "poison")).collect();
-    let ids = put(&b, jobs, t0()).await;
-    let bad = ids[2];
-    poison(&b, bad).await;
-
-    let leased = b
-        .fetch(FetchParams {
-            queues: vec!["poison".into()],
-            limit: 10,
-            worker: "w".into(),
-            lease_for: Duration::from_secs(30),
-            now: t0(),
-        })
-        .await
-        .expect("a poison job does not fail the fetch");
-    let mut fetched: Vec<JobId> = leased.iter().map(|j| j.record.id).collect();
-    fetched.sort();
-    let mut healthy: Vec<JobId> = ids.iter().copied().filter(|&id| id != bad).collect();
-    healthy.sort();
-    assert_eq!(fetched, healthy, "every healthy job of the batch is leased");
-    assert!(leased
-        .iter()
-        .all(|j| j.record.status == JobStatus::Running && j.record.attempt == 1));
+    let bad = poison::fetch_leaves_a_poison_job_out(&b, async |b: &PgBackend, id| {
+        corrupt_backoff(b, id).await
+    })
+    .await;
     assert_poisoned(&b, bad).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_runs_the_healthy_jobs_beside_a_poison_one() {
     let b = fresh_backend().await;
-    let bad = Record::new(0).enqueue(&b).await.unwrap().id();
-    poison(&b, bad).await;
-    let mut healthy = Vec::new();
-    for n in 1..=5 {
-        healthy.push(Record::new(n).enqueue(&b).await.unwrap().id());
-    }
-
-    let worker = Worker::new(b.clone()).register::<Record>().cron(false);
-    let drained = tokio::time::timeout(Duration::from_secs(20), worker.drain())
-        .await
-        .expect("the worker drains the queue")
-        .unwrap();
-    assert_eq!(drained.completed, 5);
-    for id in healthy {
-        let record = b.read(ReadParams { id }).await.unwrap().expect("stored");
-        assert_eq!(record.status, JobStatus::Completed);
-    }
+    let bad = poison::a_worker_runs_beside_a_poison_job(&b, async |b: &PgBackend, id| {
+        corrupt_backoff(b, id).await
+    })
+    .await;
     assert_poisoned(&b, bad).await;
 }
