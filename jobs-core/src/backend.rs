@@ -94,13 +94,9 @@ impl Failure {
     /// attempt can succeed on it. A backend's fetch writes it and leaves the job out of its
     /// answer, so one bad job never holds back the rest of its batch.
     pub fn undecodable(lease: LeaseRef, error: &Error) -> Self {
-        let message = match error {
-            Error::Backend(source) => source.to_string(),
-            other => other.to_string(),
-        };
         Failure {
             lease,
-            error: ErrorReport::new(ErrorKind::Decode, message),
+            error: ErrorReport::new(ErrorKind::Decode, error.detail()),
             retry_at: None,
         }
     }

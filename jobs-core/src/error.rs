@@ -81,6 +81,14 @@ impl Error {
     pub fn backend(e: impl Into<BoxError>) -> Self {
         Error::Backend(e.into())
     }
+
+    /// What went wrong, without the "backend error: " of a backend error.
+    pub fn detail(&self) -> String {
+        match self {
+            Error::Backend(source) => source.to_string(),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// A failed attempt's error as the worker reports it: its kind, message and source chain.

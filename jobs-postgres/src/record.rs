@@ -20,15 +20,7 @@ use crate::error::db;
 pub(crate) fn record(row: &PgRow) -> Result<JobRecord, Error> {
     let id: Uuid = row.try_get("id").map_err(db)?;
     decode(row, JobId(id))
-        .map_err(|e| Error::backend(format!("stored job {id} is corrupt: {}", detail(e))))
-}
-
-/// What went wrong, without the "backend error" wrapper.
-fn detail(e: Error) -> String {
-    match e {
-        Error::Backend(source) => source.to_string(),
-        other => other.to_string(),
-    }
+        .map_err(|e| Error::backend(format!("stored job {id} is corrupt: {}", e.detail())))
 }
 
 /// The record of job `id` from its row.
