@@ -55,7 +55,7 @@ pub use jobs_core::{
 // Operating them.
 pub use jobs_core::{
     AttemptError, DeadReason, JobFilter, Operations, Page, PageRequest, QueueCounts, QueueSummary,
-    ScheduleInfo, ScheduleSummary, WorkerInfo, WorkerSummary,
+    ScheduleInfo, ScheduleSummary, Stranded, WorkerInfo, WorkerSummary, STRANDED_SCAN,
 };
 
 /// The PostgreSQL backend (feature `postgres`).

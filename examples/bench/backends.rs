@@ -93,6 +93,7 @@ pub(crate) async fn retain_finished(kind: BackendKind, backend: &AnyBackend, n: 
             .expect("enqueue");
         let leased = backend
             .fetch(FetchParams {
+                names: None,
                 queues: vec!["email".into()],
                 limit: size as usize,
                 worker: "bench-setup".into(),

@@ -56,6 +56,10 @@ pub struct FetchParams {
     pub lease_for: Duration,
     /// The current time: only jobs with `run_at <= now` are ready.
     pub now: Timestamp,
+    /// Only jobs of these names (`None`: of every name). A worker passes the names it runs, so
+    /// a job it does not know stays waiting, in its place, for a worker that does (during a
+    /// rolling deploy, an older release's workers leave the newer release's jobs alone).
+    pub names: Option<Vec<String>>,
 }
 
 /// One successful job.

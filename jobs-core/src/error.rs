@@ -190,8 +190,6 @@ pub enum ErrorKind {
     LeaseLost,
     /// The stored payload does not deserialize as the job's type.
     Decode,
-    /// No handler for the job's name is registered in the worker that fetched it.
-    UnknownName,
 }
 
 impl ErrorKind {
@@ -209,7 +207,6 @@ impl ErrorKind {
             ErrorKind::Panic => "panic",
             ErrorKind::LeaseLost => "lease_lost",
             ErrorKind::Decode => "decode",
-            ErrorKind::UnknownName => "unknown_name",
         }
     }
 }
@@ -428,11 +425,7 @@ mod tests {
 
     #[test]
     fn kinds_are_stored_by_their_snake_case_names() {
-        for kind in [
-            ErrorKind::LeaseLost,
-            ErrorKind::UnknownName,
-            ErrorKind::Decode,
-        ] {
+        for kind in [ErrorKind::LeaseLost, ErrorKind::Decode] {
             let json = serde_json::to_string(&kind).unwrap();
             assert_eq!(json, format!("\"{}\"", kind.as_str()));
         }

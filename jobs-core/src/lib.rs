@@ -75,7 +75,8 @@ pub use model::{
     NewJob, QueueCounts,
 };
 pub use operations::{
-    Operations, Page, PageRequest, QueueSummary, ScheduleSummary, WorkerSummary, DEFAULT_PAGE_SIZE,
+    Operations, Page, PageRequest, QueueSummary, ScheduleSummary, Stranded, WorkerSummary,
+    DEFAULT_PAGE_SIZE, STRANDED_SCAN,
 };
 pub use presence::{ScheduleInfo, StoredSchedule, WorkerInfo};
 pub use registry::{registered, BoxFuture, JobType, Registration};

@@ -314,11 +314,15 @@ impl Backend for MemoryBackend {
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
         let mut store = self.store();
         let mut picked: Vec<ReadyKey> = Vec::new();
+        let known = |id: &JobId| match (&p.names, store.jobs.get(id)) {
+            (Some(names), Some(job)) => names.contains(&job.name),
+            _ => true,
+        };
         for queue in &p.queues {
             if let Some(set) = store.idx.waiting.get(queue) {
                 picked.extend(
                     set.iter()
-                        .filter(|(_, run_at, _)| *run_at <= p.now)
+                        .filter(|(_, run_at, id)| *run_at <= p.now && known(id))
                         .take(p.limit)
                         .copied(),
                 );

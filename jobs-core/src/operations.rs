@@ -29,6 +29,8 @@ const BULK_BATCH: usize = 500;
 const NEXT_TICKS: usize = 3;
 /// The most running jobs read to tell what each worker runs.
 const MAX_RUNNING: usize = 10_000;
+/// The oldest pending jobs of each queue examined for stranded ones.
+pub const STRANDED_SCAN: usize = 1_000;
 
 /// Which page of a list: after a cursor, at most `limit` jobs.
 ///
@@ -110,6 +112,23 @@ pub struct WorkerSummary {
     pub running: Vec<JobId>,
 }
 
+/// Waiting jobs of one name that no live worker can run: none of the workers serving their
+/// queue knows the name (an older release's workers during a deploy, say, or no worker at all).
+/// They wait, spending no attempt, until a worker that knows the name starts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stranded {
+    /// The queue.
+    pub queue: String,
+    /// The job name no live worker of the queue runs.
+    pub name: String,
+    /// How many of the queue's oldest [`STRANDED_SCAN`] pending jobs have the name.
+    pub jobs: u64,
+    /// The oldest of them.
+    pub oldest: JobId,
+    /// When the oldest was created.
+    pub since: Timestamp,
+}
+
 /// Operations on the jobs of any backend.
 ///
 /// ```
@@ -166,6 +185,11 @@ pub trait Operations {
 
     /// The live worker processes and the jobs each is running.
     async fn workers(&self) -> Result<Vec<WorkerSummary>, Error>;
+
+    /// Pending jobs that no live worker can run, by queue and name: those whose name none of
+    /// the workers serving their queue knows. Such jobs are never fetched, so they are the
+    /// oldest pending ones; each queue's oldest [`STRANDED_SCAN`] pending jobs are examined.
+    async fn stranded(&self) -> Result<Vec<Stranded>, Error>;
 }
 
 #[async_trait]
@@ -307,6 +331,41 @@ impl<B: Backend + ?Sized> Operations for B {
                 worker,
             })
             .collect())
+    }
+
+    async fn stranded(&self) -> Result<Vec<Stranded>, Error> {
+        let now = SystemClock.now();
+        let workers = self.live_workers(WorkersParams { now }).await?;
+        let mut stranded = Vec::new();
+        for queue in self.queue_names(QueueNamesParams {}).await? {
+            let known: Vec<&str> = workers
+                .iter()
+                .filter(|w| w.queues.contains(&queue))
+                .flat_map(|w| w.names.iter().map(String::as_str))
+                .collect();
+            let pending = self
+                .list(ListParams {
+                    filter: JobFilter::new().queue(&queue).status(JobStatus::Pending),
+                    after: None,
+                    limit: STRANDED_SCAN,
+                })
+                .await?;
+            let mut of_queue: Vec<Stranded> = Vec::new();
+            for job in pending.iter().filter(|j| !known.contains(&j.name.as_str())) {
+                match of_queue.iter_mut().find(|s| s.name == job.name) {
+                    Some(s) => s.jobs += 1,
+                    None => of_queue.push(Stranded {
+                        queue: queue.clone(),
+                        name: job.name.clone(),
+                        jobs: 1,
+                        oldest: job.id,
+                        since: job.created_at,
+                    }),
+                }
+            }
+            stranded.extend(of_queue);
+        }
+        Ok(stranded)
     }
 }
 

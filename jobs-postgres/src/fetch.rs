@@ -54,6 +54,7 @@ async fn fetch_once(
         .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
         .bind(&p.worker)
         .bind(later(p.now, p.lease_for))
+        .bind(p.names.as_deref())
         .fetch_all(pool)
         .await
         .map_err(db)?;

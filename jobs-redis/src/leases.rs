@@ -62,7 +62,7 @@ impl RedisBackend {
         // them all meanwhile, look again: an empty answer must mean that every queue was empty,
         // since a worker then sleeps until a job enters an empty ready set.
         loop {
-            let heads = try_join_all(queues.iter().map(|q| self.peek(q, p.limit, p.now))).await?;
+            let heads = try_join_all(queues.iter().map(|q| self.peek(q, &p))).await?;
             let mut best: Vec<(i64, String, usize)> = heads
                 .into_iter()
                 .enumerate()
@@ -126,6 +126,9 @@ impl RedisBackend {
             .arg(&p.worker)
             .arg(limit)
             .arg(token_prefix(base));
+        for name in p.names.iter().flatten() {
+            inv.arg(name);
+        }
         type Row = (String, Vec<String>, Option<String>, Vec<String>);
         let rows: Vec<Row> = self.run(&inv).await?;
         // What the script wrote, as a read of the job would give it back.
@@ -179,15 +182,14 @@ impl RedisBackend {
         }
     }
 
-    /// The priority and ready-set member of the first `limit` ready jobs of `queue`.
-    async fn peek(
-        &self,
-        queue: &str,
-        limit: usize,
-        now: Timestamp,
-    ) -> Result<Vec<(i64, String)>, Error> {
-        let mut inv = self.invocation(&SCRIPTS.peek, queue, now);
-        inv.arg(limit);
+    /// The priority and ready-set member of the first `p.limit` ready jobs of `queue` that
+    /// `p` takes.
+    async fn peek(&self, queue: &str, p: &FetchParams) -> Result<Vec<(i64, String)>, Error> {
+        let mut inv = self.invocation(&SCRIPTS.peek, queue, p.now);
+        inv.arg(p.limit);
+        for name in p.names.iter().flatten() {
+            inv.arg(name);
+        }
         let flat: Vec<String> = self.run(&inv).await?;
         flat.chunks_exact(2)
             .map(|pair| {

@@ -1,6 +1,7 @@
 //! Worker processes sharing one store: the test binary re-executes itself, and the copy runs a
-//! worker. Checks that each job runs exactly once across processes, and that a job whose worker
-//! process was killed with SIGKILL runs again elsewhere once its lease lapses.
+//! worker. Checks that each job runs exactly once across processes, that a job whose worker
+//! process was killed with SIGKILL runs again elsewhere, and that during a rolling deploy an
+//! older release's workers leave the newer release's jobs to the newer workers.
 //!
 //! A backend crate runs them with [`conformance_processes!`](crate::conformance_processes),
 //! passing an `async fn(String) -> impl Backend` that connects to the store a name selects (a
@@ -20,6 +21,8 @@ use crate::*;
 const STORE_ENV: &str = "JOBS_CONFORMANCE_STORE";
 /// The child's lease, in milliseconds.
 const LEASE_ENV: &str = "JOBS_CONFORMANCE_LEASE_MS";
+/// Set in a child of the older release, which does not know [`Newer`].
+const OLD_RELEASE_ENV: &str = "JOBS_CONFORMANCE_OLD_RELEASE";
 
 /// The job the processes run: prints `ran <id>` when it runs; with `stall`, its first attempt
 /// never ends.
@@ -44,6 +47,30 @@ impl Job for Tally {
         if self.stall && ctx.attempt() == 1 {
             std::future::pending::<()>().await;
         }
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "ran {}", ctx.id())?;
+        out.flush()?;
+        Ok(self.n)
+    }
+}
+
+/// A job type only the newer release knows: prints `ran <id>` when it runs.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Newer {
+    /// Returned as the result.
+    pub n: u64,
+}
+
+impl Job for Newer {
+    const NAME: &'static str = "conformance.newer";
+    type Output = u64;
+    fn options() -> JobOptions {
+        JobOptions {
+            queue: QUEUE.into(),
+            ..Default::default()
+        }
+    }
+    async fn run(self, ctx: JobContext, _state: StateMap) -> Result<u64, JobError> {
         let mut out = std::io::stdout().lock();
         writeln!(out, "ran {}", ctx.id())?;
         out.flush()?;
@@ -81,10 +108,16 @@ where
         .ok()
         .and_then(|ms| ms.parse().ok())
         .unwrap_or(5_000);
+    let old_release = std::env::var_os(OLD_RELEASE_ENV).is_some();
     runtime().block_on(async {
         let backend = AnyBackend::new(connect(store).await);
-        worker(&backend)
-            .register::<Tally>()
+        let worker = worker(&backend).register::<Tally>();
+        let worker = if old_release {
+            worker
+        } else {
+            worker.register::<Newer>()
+        };
+        worker
             .concurrency(16)
             .lease(Duration::from_millis(lease_ms))
             .rescue_interval(Duration::from_millis(100))
@@ -102,7 +135,16 @@ struct Process {
 
 impl Process {
     fn spawn(test: &str, store: &str, lease_ms: u64) -> Self {
-        let mut child = Command::new(std::env::current_exe().expect("the test binary"))
+        Self::spawn_release(test, store, lease_ms, false)
+    }
+
+    /// Spawns a worker process of the older release (`old`) or the current one.
+    fn spawn_release(test: &str, store: &str, lease_ms: u64, old: bool) -> Self {
+        let mut command = Command::new(std::env::current_exe().expect("the test binary"));
+        if old {
+            command.env(OLD_RELEASE_ENV, "1");
+        }
+        let mut child = command
             .args([test, "--exact", "--nocapture", "--test-threads=1"])
             .env(STORE_ENV, store)
             .env(LEASE_ENV, lease_ms.to_string())
@@ -256,6 +298,76 @@ where
     });
 }
 
+/// A rolling deploy: a worker process of the older release (which does not know [`Newer`])
+/// runs its own jobs and leaves the newer ones waiting, listed as stranded, without spending
+/// an attempt on them; once a process of the newer release starts, it runs every one of them
+/// at attempt 1.
+pub fn rolling_deploy<B, F, Fut>(connect: F, child_test: &str)
+where
+    B: Backend,
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = B>,
+{
+    const N: u64 = 100;
+    let store = store_name();
+    runtime().block_on(async {
+        let backend = AnyBackend::new(connect(store.clone()).await);
+        let old = Process::spawn_release(child_test, &store, 5_000, true);
+        // The newer jobs first, so the old worker meets them at the head of the queue.
+        let newer = Newer::enqueue_many(&backend, (0..N).map(|n| Newer { n }))
+            .await
+            .expect("enqueue");
+        Tally::enqueue_many(&backend, (0..N).map(|n| Tally { n, stall: false }))
+            .await
+            .expect("enqueue");
+        let counts = || async {
+            backend
+                .counts(CountsParams {
+                    queue: QUEUE.into(),
+                })
+                .await
+                .expect("counts")
+        };
+        let (within, every) = (Duration::from_secs(60), Duration::from_millis(20));
+        poll_until("the old worker ran its jobs", within, every, || async {
+            counts().await.completed == N
+        })
+        .await;
+        let stranded = backend.stranded().await.expect("stranded");
+        assert_eq!(
+            stranded
+                .iter()
+                .map(|s| (s.queue.as_str(), s.name.as_str(), s.jobs, s.oldest))
+                .collect::<Vec<_>>(),
+            vec![(QUEUE, Newer::NAME, N, newer[0].id())],
+            "the newer jobs are stranded while only the old release runs"
+        );
+
+        let new = Process::spawn_release(child_test, &store, 5_000, false);
+        poll_until(
+            "the new worker ran the newer jobs",
+            within,
+            every,
+            || async { counts().await.completed == 2 * N },
+        )
+        .await;
+        let ran_old = old.stop();
+        let ran_new = new.stop();
+        for handle in &newer {
+            let id = handle.id().to_string();
+            assert!(!ran_old.contains(&id), "the old release ran {id}");
+            assert!(ran_new.contains(&id), "the new release did not run {id}");
+            let r = handle.record(&backend).await.expect("record");
+            assert_eq!(
+                (r.status, r.attempt, r.errors.len()),
+                (JobStatus::Completed, 1, 0),
+                "{id} ran on its first attempt"
+            );
+        }
+        assert!(backend.stranded().await.expect("stranded").is_empty());
+    });
+}
+
 /// Expands to the process checks (plus the hidden child test they re-execute), each on the
 /// store that `$connect` (a path to an `async fn(String) -> impl Backend`) selects by name.
 /// Invoke it inside a module of its own.
@@ -278,6 +390,12 @@ macro_rules! conformance_processes {
         fn a_killed_worker_process_job_runs_again_elsewhere() {
             let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
             $crate::testing::processes::killed_worker_job_runs_again($connect, &child);
+        }
+
+        #[test]
+        fn a_rolling_deploy_leaves_new_jobs_to_new_workers() {
+            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
+            $crate::testing::processes::rolling_deploy($connect, &child);
         }
     };
 }

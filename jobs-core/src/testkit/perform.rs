@@ -80,6 +80,7 @@ impl<J: Job> Perform<J> {
             .await?;
         let leased = backend
             .fetch(FetchParams {
+                names: None,
                 queues: vec![queue],
                 limit: 1,
                 worker: "testkit".into(),

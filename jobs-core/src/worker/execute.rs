@@ -2,6 +2,7 @@
 //! a dead worker), enforces the timeout, and hands what the attempt ended in to the sink.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use tracing::Instrument;
@@ -15,6 +16,9 @@ use super::gate::RunPermit;
 use super::outcome::{Outcome, Sink};
 use super::shared::Shared;
 use super::unwind::{panic_message, CatchUnwind};
+
+/// How long a job of a name this worker does not run is handed back for.
+const UNKNOWN_NAME_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Runs one leased job to its recorded outcome. `slot` is held until the end.
 pub(crate) async fn execute(
@@ -60,13 +64,14 @@ async fn run_handler(
         },
     };
     let Some(job_type) = shared.types.get(&record.name) else {
-        return Outcome::Failed(JobError::of_kind(
-            ErrorKind::UnknownName,
-            format!(
-                "no handler for job `{}` is registered in this worker",
-                record.name
-            ),
-        ));
+        // Only a backend that ignores `FetchParams::names` hands out such a job: give it back
+        // without spending an attempt, for a worker that knows its name.
+        tracing::warn!(
+            job = %record.id,
+            name = %record.name,
+            "no handler for this job's name is registered in this worker; handing it back"
+        );
+        return Outcome::Snoozed(UNKNOWN_NAME_BACKOFF);
     };
     let handler = job_type.run(&record.payload, ctx.clone(), shared.state.clone());
     let deadline = async {

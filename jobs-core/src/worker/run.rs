@@ -154,10 +154,14 @@ impl Worker {
         // fetches come in batches rather than one per finished job.
         let batch = (prefetch / 2).max(1);
         let mut pause = Duration::from_millis(50);
+        // Only the names this worker runs: another's job waits for a worker that knows it.
+        let mut names: Vec<String> = shared.types.keys().cloned().collect();
+        names.sort_unstable();
         loop {
             while jobs.try_join_next().is_some() {}
             let permits = take_slots(&slots, batch).await;
             let params = FetchParams {
+                names: Some(names.clone()),
                 queues: queues.to_vec(),
                 limit: permits.len(),
                 worker: self.id.clone(),

@@ -61,6 +61,7 @@ impl Broken {
         let mut got = self
             .inner
             .fetch(FetchParams {
+                names: None,
                 limit: usize::MAX,
                 ..p.clone()
             })

@@ -15,6 +15,7 @@ use crate::support::{at, fresh_backend, new_job, put, t0};
 async fn fetch(backend: &PgBackend, now_ms: i64) -> LeasedJob {
     let mut leased = backend
         .fetch(FetchParams {
+            names: None,
             queues: vec!["h".into()],
             limit: 1,
             worker: "w".into(),

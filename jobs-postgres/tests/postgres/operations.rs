@@ -17,6 +17,7 @@ use crate::support::{at, fresh_backend, new_job, put, t0, Record};
 async fn fetch(backend: &PgBackend, queue: &str, limit: usize, now_ms: i64) -> Vec<LeasedJob> {
     backend
         .fetch(FetchParams {
+            names: None,
             queues: vec![queue.to_string()],
             limit,
             worker: "w".into(),

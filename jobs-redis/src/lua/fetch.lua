@@ -1,15 +1,29 @@
--- Leases ready jobs: promotes due delayed jobs, then pops the lowest of the ready set (whose
--- jobs are all pending).
+-- Leases ready jobs: promotes due delayed jobs, then takes the lowest of the ready set (whose
+-- jobs are all pending) that the worker knows.
 -- ARGV[4] lease expiry, ARGV[5] worker, ARGV[6] limit, ARGV[7] the first 24 hex digits of this
--- fetch's lease tokens (each job's token ends with its 8-digit index in the batch).
+-- fetch's lease tokens (each job's token ends with its 8-digit index in the batch), ARGV[8..]
+-- the names the worker runs (none: every name; jobs of other names stay where they are).
 -- Returns {id, fields, payload, errors} per leased job, in order, `fields` being the hash as
 -- HGETALL gave it before the lease: the caller knows what the lease wrote (status running, one
 -- more attempt, started now, the lease itself), so it is not sent back.
 local promoted = promote(1000)
 local limit = tonumber(ARGV[6])
-local popped = {}
-if limit >= 1 then
-  popped = redis.call('ZPOPMIN', READY, limit)
+local known = known_names(8)
+-- {member, score, fields} per job taken, in ready order.
+local taken = {}
+if limit >= 1 and not known then
+  local popped = redis.call('ZPOPMIN', READY, limit)
+  for j = 1, #popped, 2 do
+    local fields = redis.call('HGETALL', job_key(string.sub(popped[j], 15)))
+    taken[#taken + 1] = { popped[j], popped[j + 1], fields }
+  end
+elseif limit >= 1 then
+  taken = known_head(limit, known)
+  local members = {}
+  for n, job in ipairs(taken) do
+    members[n] = job[1]
+  end
+  zrem_all(READY, members)
 end
 -- Promoted jobs left over: idle workers share them.
 if promoted > 0 and not none_ready() then
@@ -18,10 +32,10 @@ end
 local out = {}
 local expiry, worker, tokens = ARGV[4], ARGV[5], ARGV[7]
 local running, payload_keys = {}, {}
-for j = 1, #popped, 2 do
-  local id = string.sub(popped[j], 15)
+for _, job in ipairs(taken) do
+  local id = string.sub(job[1], 15)
   local key = job_key(id)
-  local fields = redis.call('HGETALL', key)
+  local fields = job[3]
   local attempt, errors = 0, {}
   for f = 1, #fields, 2 do
     local name = fields[f]

@@ -21,6 +21,7 @@ fn at(ms: i64) -> Timestamp {
 
 fn fetch(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {
     FetchParams {
+        names: None,
         queues: queues.iter().map(|q| q.to_string()).collect(),
         limit,
         worker: "layout".into(),

@@ -72,6 +72,7 @@ async fn a_job_hash_stays_small() {
         .unwrap();
     let leased = backend
         .fetch(FetchParams {
+            names: None,
             queues: vec!["email".into()],
             limit: 1,
             worker: "12345-abcdef12".into(),

@@ -27,6 +27,7 @@ macro_rules! __conformance_checks {
                 fetch_by_priority_then_run_at_then_fifo,
                 fetch_waits_for_run_at,
                 fetch_racing_never_hands_out_a_job_twice,
+                fetch_takes_only_the_names_given,
             }
             store::lease {
                 lease_of_a_stale_holder_is_fenced,
@@ -93,7 +94,7 @@ macro_rules! __conformance_checks {
                 worker_fatal_error_goes_dead_at_once,
                 worker_survives_a_panicking_handler,
                 worker_fails_an_undeserializable_payload,
-                worker_fails_a_job_of_an_unknown_name,
+                worker_leaves_a_job_of_an_unknown_name_waiting,
                 worker_times_out_slow_attempts,
             }
             worker::leases {

@@ -57,7 +57,6 @@ pub async fn fail_stores_each_error_kind_and_chain(b: AnyBackend) {
         ErrorKind::Panic,
         ErrorKind::LeaseLost,
         ErrorKind::Decode,
-        ErrorKind::UnknownName,
     ];
     let mut job = new_job("kinds");
     job.max_attempts = kinds.len() as u32 + 1;

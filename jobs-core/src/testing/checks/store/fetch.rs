@@ -88,3 +88,58 @@ pub async fn fetch_racing_never_hands_out_a_job_twice(b: AnyBackend) {
     assert_eq!(unique, ids);
     assert_eq!(counts(&b).await.running, 200);
 }
+
+/// A fetch naming job names takes only jobs of those names, in order, across queues; the
+/// others stay pending in their place, no attempt spent, for a fetch that names them.
+pub async fn fetch_takes_only_the_names_given(b: AnyBackend) {
+    let mut ids = Vec::new();
+    for (name, queue, offset) in [
+        ("new.step", QUEUE, -5_000),
+        ("old.step", QUEUE, -4_000),
+        ("new.step", OTHER_QUEUE, -3_000),
+        ("old.step", OTHER_QUEUE, -2_000),
+        ("old.step", QUEUE, -1_000),
+    ] {
+        let mut job = new_job(name);
+        job.queue = queue.into();
+        job.run_at = at(offset);
+        ids.push(put(&b, job).await);
+    }
+    let names = |n: &[&str]| Some(n.iter().map(|s| s.to_string()).collect());
+
+    // An older worker: one job at a time, across both queues, so a multi-queue fetch that
+    // looks at each queue's head first must look past the jobs it cannot run.
+    let mut old = Vec::new();
+    for _ in 0..3 {
+        let mut params = fetch_params(&[QUEUE, OTHER_QUEUE], 1, t0());
+        params.names = names(&["old.step"]);
+        let got = b.fetch(params).await.expect("fetch");
+        assert_eq!(got.len(), 1, "an old job is ready");
+        old.push(got[0].record.id);
+    }
+    assert_eq!(old, vec![ids[1], ids[3], ids[4]]);
+    let mut params = fetch_params(&[QUEUE, OTHER_QUEUE], 10, t0());
+    params.names = names(&["old.step", "unheard.of"]);
+    assert!(
+        b.fetch(params).await.expect("fetch").is_empty(),
+        "only jobs of other names are left"
+    );
+    for &id in &[ids[0], ids[2]] {
+        let r = read(&b, id).await.expect("stored");
+        assert_eq!(
+            (r.status, r.attempt, r.errors.len()),
+            (JobStatus::Pending, 0, 0),
+            "a job of a name not asked for is untouched"
+        );
+    }
+
+    // A newer worker takes them, each on its first attempt, still in run order.
+    let mut params = fetch_params(&[QUEUE, OTHER_QUEUE], 10, t0());
+    params.names = names(&["new.step", "old.step"]);
+    let got = b.fetch(params).await.expect("fetch");
+    let taken: Vec<(JobId, u32)> = got
+        .iter()
+        .map(|j| (j.record.id, j.record.attempt))
+        .collect();
+    assert_eq!(taken, vec![(ids[0], 1), (ids[2], 1)]);
+}

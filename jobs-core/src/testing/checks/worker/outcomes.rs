@@ -1,6 +1,6 @@
 //! How the worker records each way a handler can end: a result, a failure retried after the
 //! backoff or at the handler's chosen time, a snooze, death, a panic, a payload that does not
-//! decode, an unknown name, a timeout.
+//! decode, a timeout; and that a job of a name it does not run is left waiting.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -268,25 +268,38 @@ pub async fn worker_fails_an_undeserializable_payload(b: AnyBackend) {
     running.stop().await.unwrap();
 }
 
-/// A job no handler is registered for in the worker that fetched it fails with kind
-/// `unknown_name`, saying so.
-pub async fn worker_fails_a_job_of_an_unknown_name(b: AnyBackend) {
+/// A job of a name the worker does not run (a newer release's, during a deploy) is left
+/// waiting in its place, no attempt spent, while the worker runs the jobs it knows around it;
+/// the operations API lists it as stranded.
+pub async fn worker_leaves_a_job_of_an_unknown_name_waiting(b: AnyBackend) {
     let running = Running::start(worker(&b).register::<Echo>());
-    let mut unknown = new_job("conformance.nobody");
-    unknown.max_attempts = 1;
+    let mut unknown = new_job("conformance.newer");
     unknown.run_at = SystemClock.now();
     let unknown_id = put_at(&b, unknown, SystemClock.now()).await;
-    let r = wait_for(&b, unknown_id, "the unknown job is dead", |r| {
-        r.status == JobStatus::Dead
-    })
+    let known = Echo { n: 4 }.enqueue(&b).await.unwrap();
+    assert_eq!(known.wait(&b).await.unwrap(), 8, "the job behind it runs");
+    poll_until(
+        "the worker's heartbeat is recorded",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        || async { !b.workers().await.unwrap().is_empty() },
+    )
     .await;
-    assert_eq!(r.errors[0].kind, ErrorKind::UnknownName);
-    assert!(
-        r.errors[0]
-            .message
-            .contains("no handler for job `conformance.nobody`"),
-        "{:?}",
-        r.errors
+    let stranded = b.stranded().await.unwrap();
+    assert_eq!(
+        stranded
+            .iter()
+            .map(|s| (s.queue.as_str(), s.name.as_str(), s.jobs, s.oldest))
+            .collect::<Vec<_>>(),
+        vec![(QUEUE, "conformance.newer", 1, unknown_id)],
+        "the job no live worker runs is stranded"
+    );
+    settle().await;
+    let r = read(&b, unknown_id).await.expect("stored");
+    assert_eq!(
+        (r.status, r.attempt, r.errors.len()),
+        (JobStatus::Pending, 0, 0),
+        "the unknown job waits, untouched"
     );
     running.stop().await.unwrap();
 }
