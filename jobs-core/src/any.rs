@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::backend::*;
+use crate::liveness::Liveness;
 use crate::model::{Enqueued, JobId, JobRecord, LeasedJob, QueueCounts};
 use crate::presence::{StoredSchedule, WorkerInfo};
 use crate::wake::Wakeup;
@@ -97,6 +98,12 @@ impl Backend for AnyBackend {
     }
     async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
         self.0.deregister(p).await
+    }
+    async fn hold_liveness(&self, p: HoldParams) -> Result<Liveness, Error> {
+        self.0.hold_liveness(p).await
+    }
+    async fn gone_workers(&self, p: GoneParams) -> Result<Vec<String>, Error> {
+        self.0.gone_workers(p).await
     }
     async fn live_workers(&self, p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {
         self.0.live_workers(p).await

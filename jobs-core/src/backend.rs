@@ -13,6 +13,7 @@ use async_trait::async_trait;
 
 use crate::error::ErrorKind;
 use crate::filter::JobFilter;
+use crate::liveness::Liveness;
 pub(crate) use crate::model::LeaseRef;
 use crate::model::{
     Enqueued, ErrorReport, JobId, JobRecord, Json, LeasedJob, NewJob, QueueCounts, Timestamp,
@@ -237,10 +238,12 @@ pub struct Managed {
     pub last: Option<JobId>,
 }
 
-/// Rescues running jobs whose lease lapsed: back to pending (keeping their `run_at`), or dead
+/// Rescues running jobs whose worker is gone: back to pending (keeping their `run_at`), or dead
 /// when out of attempts.
 #[derive(Clone, Debug)]
 pub struct RescueParams {
+    /// Which running jobs.
+    pub target: RescueTarget,
     /// The current time.
     pub now: Timestamp,
     /// At most this many per call.
@@ -248,6 +251,27 @@ pub struct RescueParams {
     /// The error recorded for each rescued attempt.
     pub error: ErrorReport,
 }
+
+/// The running jobs a rescue takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RescueTarget {
+    /// Those whose lease lapsed before `now`.
+    Lapsed,
+    /// Those leased by these workers, whatever their lease: workers whose liveness ended
+    /// (see [`Backend::gone_workers`]).
+    Workers(Vec<String>),
+}
+
+/// Holds a worker's liveness (see [`Backend::hold_liveness`]).
+#[derive(Clone, Debug)]
+pub struct HoldParams {
+    /// The worker's id.
+    pub worker: String,
+}
+
+/// Lists the workers whose liveness ended.
+#[derive(Clone, Copy, Debug)]
+pub struct GoneParams {}
 
 /// Removes finished jobs that the retention policy no longer keeps.
 #[derive(Clone, Debug)]
@@ -369,7 +393,7 @@ pub trait Backend: Send + Sync + 'static {
     /// Retries, cancels or deletes jobs by id or by filter, a bounded batch per call.
     async fn manage(&self, params: ManageParams) -> Result<Managed, Error>;
 
-    /// Rescues jobs whose lease lapsed; returns their ids.
+    /// Rescues the running jobs that `params.target` names; returns their ids.
     async fn rescue(&self, params: RescueParams) -> Result<Vec<JobId>, Error>;
 
     /// Removes finished jobs beyond the retention policy; returns how many.
@@ -384,8 +408,18 @@ pub trait Backend: Send + Sync + 'static {
     /// Records a worker's heartbeat.
     async fn heartbeat(&self, params: HeartbeatParams) -> Result<(), Error>;
 
-    /// Forgets a worker.
+    /// Forgets a worker, and its liveness.
     async fn deregister(&self, params: DeregisterParams) -> Result<(), Error>;
+
+    /// Holds the worker's liveness: registers the worker as one whose death the store will
+    /// see, and starts holding (see [`liveness`](crate::liveness())). The hold ends when the
+    /// returned [`Liveness`] is dropped or the process dies; a backend that cannot tell returns
+    /// [`Liveness::unsupported`].
+    async fn hold_liveness(&self, params: HoldParams) -> Result<Liveness, Error>;
+
+    /// The registered workers whose hold has ended without their deregistering: their process
+    /// died (or lost its connection to the store).
+    async fn gone_workers(&self, params: GoneParams) -> Result<Vec<String>, Error>;
 
     /// The live workers, by id.
     async fn live_workers(&self, params: WorkersParams) -> Result<Vec<WorkerInfo>, Error>;

@@ -120,6 +120,14 @@ impl ErrorReport {
             "lease expired: the worker stopped renewing it (it crashed, was killed or stalled)",
         )
     }
+
+    /// The report of a rescue: the worker's process is gone (its hold on the store ended).
+    pub fn worker_gone() -> Self {
+        ErrorReport::new(
+            ErrorKind::LeaseLost,
+            "worker gone: its process died or lost its connection to the store",
+        )
+    }
 }
 
 impl From<UnknownStatus> for Error {

@@ -39,6 +39,7 @@ mod filter;
 mod ids;
 mod inject;
 mod job;
+mod liveness;
 mod memory;
 mod model;
 mod operations;
@@ -69,6 +70,7 @@ pub use ids::{JobId, LeaseToken};
 pub use job::{
     CronSpec, IntoJobResult, Job, JobOptions, DEFAULT_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE,
 };
+pub use liveness::{liveness, Liveness, LivenessKeeper};
 pub use memory::MemoryBackend;
 pub use model::{
     first_holders, AttemptError, DeadReason, Enqueued, JobRecord, Json, Lease, LeaseRef, LeasedJob,

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use crate::backend::*;
 use crate::clock;
 use crate::filter::JobFilter;
+use crate::liveness::{liveness, Liveness};
 use crate::model::{
     AttemptError, Enqueued, ErrorReport, JobId, JobRecord, JobStatus, Lease, LeaseToken, LeasedJob,
     NewJob, QueueCounts, Timestamp,
@@ -92,6 +93,8 @@ struct Store {
     workers: BTreeMap<String, (WorkerInfo, Timestamp)>,
     /// Recorded schedules by name, with when they were recorded.
     schedules: BTreeMap<String, (crate::presence::ScheduleInfo, Timestamp)>,
+    /// Workers that hold their liveness, and whether the hold still stands.
+    liveness: HashMap<String, bool>,
 }
 
 /// Every index of the stored jobs, kept in step with their records.
@@ -542,14 +545,26 @@ impl Backend for MemoryBackend {
         let mut woken = Vec::new();
         let rescued = {
             let mut store = self.store();
-            let expired: Vec<JobId> = store
-                .idx
-                .running
-                .iter()
-                .take_while(|(expires_at, _)| *expires_at < p.now)
-                .take(p.limit)
-                .map(|(_, id)| *id)
-                .collect();
+            let held_by = |id: &JobId, workers: &[String]| {
+                store
+                    .jobs
+                    .get(id)
+                    .and_then(|r| r.lease.as_ref())
+                    .is_some_and(|lease| workers.contains(&lease.worker))
+            };
+            let running = store.idx.running.iter();
+            let expired: Vec<JobId> = match &p.target {
+                RescueTarget::Lapsed => running
+                    .take_while(|(expires_at, _)| *expires_at < p.now)
+                    .take(p.limit)
+                    .map(|(_, id)| *id)
+                    .collect(),
+                RescueTarget::Workers(workers) => running
+                    .filter(|(_, id)| held_by(id, workers))
+                    .take(p.limit)
+                    .map(|(_, id)| *id)
+                    .collect(),
+            };
             for id in &expired {
                 store.update(*id, |r| {
                     // The job keeps its run_at, and so its place among the ready jobs.
@@ -617,8 +632,39 @@ impl Backend for MemoryBackend {
     }
 
     async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
-        self.store().workers.remove(&p.worker);
+        let mut store = self.store();
+        store.workers.remove(&p.worker);
+        store.liveness.remove(&p.worker);
         Ok(())
+    }
+
+    async fn hold_liveness(&self, p: HoldParams) -> Result<Liveness, Error> {
+        let (keeper, liveness) = liveness();
+        self.store().liveness.insert(p.worker.clone(), true);
+        keeper.held();
+        let store = self.store.clone();
+        // The hold lasts as long as the worker keeps its `Liveness`: a worker whose task is
+        // dropped mid-run (the in-process picture of a killed process) lets it go.
+        tokio::spawn(async move {
+            keeper.released().await;
+            let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(held) = store.liveness.get_mut(&p.worker) {
+                *held = false;
+            }
+        });
+        Ok(liveness)
+    }
+
+    async fn gone_workers(&self, _: GoneParams) -> Result<Vec<String>, Error> {
+        let store = self.store();
+        let mut gone: Vec<String> = store
+            .liveness
+            .iter()
+            .filter(|(_, held)| !**held)
+            .map(|(worker, _)| worker.clone())
+            .collect();
+        gone.sort_unstable();
+        Ok(gone)
     }
 
     async fn live_workers(&self, p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {

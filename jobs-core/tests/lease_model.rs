@@ -28,7 +28,7 @@
 //!   once more (a retry after a cut reply, a duplicated message). A write is refused unless its
 //!   token matches the job's running lease, except a completion repeated with the token it
 //!   applied under, which is accepted and changes nothing.
-//! - `Rescue`: `Backend::rescue(RescueParams { now, limit, error })`: every running job whose
+//! - `Rescue`: `Backend::rescue(RescueParams { target: RescueTarget::Lapsed, now, limit, error })`: every running job whose
 //!   lease lapsed (`expires_at < now`) goes back to pending with attempts left, else dead.
 //! - `Tick`: time passes by one. Time is kept relative to now (each lease keeps its ticks
 //!   left, `-1` meaning lapsed), which is all the contract's comparisons read, so the clock is

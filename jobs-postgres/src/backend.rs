@@ -7,10 +7,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use jobs_core::{
     Backend, CompleteParams, CountsParams, CronTickParams, DeregisterParams, EnqueueParams,
-    Enqueued, Error, FailParams, FetchParams, HeartbeatParams, JobId, JobRecord, LeasedJob,
-    ListParams, ManageParams, Managed, ProgressParams, PruneParams, QueueCounts, QueueNamesParams,
-    ReadParams, ReleaseParams, RenewParams, RescueParams, SaveSchedulesParams, SchedulesParams,
-    StoredSchedule, SubscribeParams, WakeHub, Wakeup, WorkerInfo, WorkersParams,
+    Enqueued, Error, FailParams, FetchParams, GoneParams, HeartbeatParams, HoldParams, JobId,
+    JobRecord, LeasedJob, ListParams, Liveness, ManageParams, Managed, ProgressParams, PruneParams,
+    QueueCounts, QueueNamesParams, ReadParams, ReleaseParams, RenewParams, RescueParams,
+    SaveSchedulesParams, SchedulesParams, StoredSchedule, SubscribeParams, WakeHub, Wakeup,
+    WorkerInfo, WorkersParams,
 };
 use sqlx::PgPool;
 use tokio::sync::Mutex;
@@ -21,7 +22,7 @@ use crate::listen::{self, Listening};
 use crate::pools::{self, Registration};
 use crate::schema::{Schema, DEFAULT_SCHEMA};
 use crate::sql::Sql;
-use crate::{enqueue, fetch, maintenance, manage, migrate, presence, reads, writes};
+use crate::{enqueue, fetch, liveness, maintenance, manage, migrate, presence, reads, writes};
 
 /// A job store in PostgreSQL. Cheap to clone: clones share the pool and the listener.
 ///
@@ -241,6 +242,15 @@ impl Backend for PgBackend {
 
     async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
         presence::deregister(&self.inner.sql, &self.inner.pool, p).await
+    }
+
+    async fn hold_liveness(&self, p: HoldParams) -> Result<Liveness, Error> {
+        let sql = self.inner.sql.clone();
+        Ok(liveness::hold(&self.inner.pool, sql, p.worker))
+    }
+
+    async fn gone_workers(&self, _: GoneParams) -> Result<Vec<String>, Error> {
+        liveness::gone(&self.inner.sql, &self.inner.pool).await
     }
 
     async fn live_workers(&self, p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {

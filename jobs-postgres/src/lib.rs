@@ -93,6 +93,7 @@ mod enqueue;
 mod error;
 mod fetch;
 mod listen;
+mod liveness;
 mod maintenance;
 mod manage;
 mod migrate;

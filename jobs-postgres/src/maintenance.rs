@@ -1,6 +1,6 @@
 //! Upkeep the worker runs on timers: rescue of lapsed leases and retention pruning.
 
-use jobs_core::{Error, JobId, PruneParams, RescueParams};
+use jobs_core::{Error, JobId, PruneParams, RescueParams, RescueTarget};
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
@@ -8,7 +8,7 @@ use crate::error::db;
 use crate::record::report;
 use crate::sql::Sql;
 
-/// Rescues running jobs whose lease lapsed, recording `p.error` as the attempt's: pending
+/// Rescues the running jobs `p.target` names, recording `p.error` as the attempt's: pending
 /// again (keeping their place in the queue), or dead when out of attempts.
 pub(crate) async fn rescue<'e>(
     sql: &Sql,
@@ -18,11 +18,16 @@ pub(crate) async fn rescue<'e>(
     if p.limit == 0 {
         return Ok(Vec::new());
     }
+    let workers = match &p.target {
+        RescueTarget::Lapsed => None,
+        RescueTarget::Workers(workers) => Some(workers),
+    };
     let ids: Vec<Uuid> = sqlx::query_scalar(&sql.rescue)
         .bind(p.now)
         .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
         .bind(report(&p.error)?)
         .bind(sql.channel())
+        .bind(workers)
         .fetch_all(exec)
         .await
         .map_err(db)?;

@@ -22,6 +22,8 @@ mod operations;
 mod poison;
 #[path = "postgres/presence.rs"]
 mod presence;
+#[path = "postgres/restart.rs"]
+mod restart;
 
 /// The backend conformance suite of jobs-core, one `#[test]` per guarantee.
 mod conformance {

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use jobs_core::{
     Backend, CompleteParams, CountsParams, CronTickParams, DeregisterParams, EnqueueParams,
-    Enqueued, Error, FailParams, FetchParams, HeartbeatParams, JobId, JobRecord, LeasedJob,
-    ListParams, ManageParams, Managed, ProgressParams, PruneParams, QueueCounts, QueueNamesParams,
-    ReadParams, ReleaseParams, RenewParams, RescueParams, SaveSchedulesParams, SchedulesParams,
-    StoredSchedule, SubscribeParams, Timestamp, Wakeup, WorkerInfo, WorkersParams,
+    Enqueued, Error, FailParams, FetchParams, GoneParams, HeartbeatParams, HoldParams, JobId,
+    JobRecord, LeasedJob, ListParams, Liveness, ManageParams, Managed, ProgressParams, PruneParams,
+    QueueCounts, QueueNamesParams, ReadParams, ReleaseParams, RenewParams, RescueParams,
+    SaveSchedulesParams, SchedulesParams, StoredSchedule, SubscribeParams, Timestamp, Wakeup,
+    WorkerInfo, WorkersParams,
 };
 use redis::{Client, Cmd, FromRedisValue, Script};
 
@@ -41,7 +42,9 @@ pub(crate) struct Inner {
     pub keys: Keys,
     pub channel: String,
     pub queues: KnownQueues,
-    subscribers: Vec<Client>,
+    /// One client per server: the wake-up listener subscribes through them, and the liveness
+    /// connection is made through the one of a single server.
+    pub subscribers: Vec<Client>,
     wake: Wake,
 }
 
@@ -277,7 +280,7 @@ impl Backend for RedisBackend {
     }
 
     async fn rescue(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
-        self.rescue_lapsed(p).await
+        self.rescue_jobs(p).await
     }
 
     async fn prune(&self, p: PruneParams) -> Result<u64, Error> {
@@ -298,6 +301,14 @@ impl Backend for RedisBackend {
 
     async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
         self.forget_worker(p).await
+    }
+
+    async fn hold_liveness(&self, p: HoldParams) -> Result<Liveness, Error> {
+        Ok(self.hold(p.worker))
+    }
+
+    async fn gone_workers(&self, _: GoneParams) -> Result<Vec<String>, Error> {
+        self.gone().await
     }
 
     async fn live_workers(&self, p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {

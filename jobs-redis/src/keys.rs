@@ -73,6 +73,11 @@ impl Keys {
         format!("{}queues", self.global())
     }
 
+    /// The hash of the workers holding their liveness: worker id -> its connection's name.
+    pub(crate) fn liveness(&self) -> String {
+        format!("{}liveness", self.global())
+    }
+
     /// The hash of the recorded cron schedules: name -> schedule and when it was recorded.
     pub(crate) fn schedules(&self) -> String {
         format!("{}schedules", self.global())

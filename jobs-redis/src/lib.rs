@@ -54,6 +54,7 @@ mod keys;
 mod layout;
 mod leases;
 mod listen;
+mod liveness;
 mod maintenance;
 mod manage;
 mod options;

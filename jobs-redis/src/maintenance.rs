@@ -1,9 +1,12 @@
-//! Keeping the store in shape, and its figures: rescue of lapsed leases, pruning by the
+//! Keeping the store in shape, and its figures: rescue of lapsed leases and of gone workers'
+//! jobs, pruning by the
 //! retention policy, counts per status, and the names of the queues.
 
 use std::collections::HashMap;
 
-use jobs_core::{CountsParams, Error, JobId, JobStatus, PruneParams, QueueCounts, RescueParams};
+use jobs_core::{
+    CountsParams, Error, JobId, JobStatus, PruneParams, QueueCounts, RescueParams, RescueTarget,
+};
 
 use crate::keys::status_code;
 use crate::record::{encode_report, micros, parse_id};
@@ -11,7 +14,7 @@ use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 
 impl RedisBackend {
-    pub(crate) async fn rescue_lapsed(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
+    pub(crate) async fn rescue_jobs(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
         let report = encode_report(&p.error);
         let mut rescued = Vec::new();
         for queue in self.all_queues().await? {
@@ -21,6 +24,11 @@ impl RedisBackend {
             }
             let mut inv = self.invocation(&SCRIPTS.rescue, &queue, p.now);
             inv.arg(budget).arg(&report);
+            if let RescueTarget::Workers(workers) = &p.target {
+                for worker in workers {
+                    inv.arg(worker);
+                }
+            }
             let ids: Vec<String> = self.run(&inv).await?;
             for id in ids {
                 rescued.push(parse_id(&id)?);

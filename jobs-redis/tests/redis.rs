@@ -17,6 +17,8 @@ mod memory;
 mod poison;
 #[path = "redis/presence.rs"]
 mod presence;
+#[path = "redis/restart.rs"]
+mod restart;
 #[path = "redis/tags.rs"]
 mod tags;
 #[path = "redis/urls.rs"]

@@ -121,6 +121,24 @@ impl Job for Sleeps {
     }
 }
 
+/// Hangs on its first attempt; a later one returns its attempt number.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct StallsOnce {}
+
+impl Job for StallsOnce {
+    const NAME: &'static str = "conformance.stalls_once";
+    type Output = u32;
+    fn options() -> JobOptions {
+        options(3, FAST)
+    }
+    async fn run(self, ctx: JobContext, _state: StateMap) -> Result<u32, JobError> {
+        if ctx.attempt() == 1 {
+            std::future::pending::<()>().await;
+        }
+        Ok(ctx.attempt())
+    }
+}
+
 /// Counts runs per job id, to catch a job run twice. Clones share the counts.
 #[derive(Clone, Debug, Default)]
 pub struct Counter {

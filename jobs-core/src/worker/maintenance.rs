@@ -1,14 +1,16 @@
-//! Rescue of lapsed leases and pruning of finished jobs, on timers, and the retention policy
-//! that pruning applies.
+//! Rescue of lapsed leases and of gone workers' jobs, and pruning of finished jobs, on timers,
+//! and the retention policy that pruning applies.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, PruneParams, RescueParams};
+use crate::backend::{Backend, PruneParams, RescueParams, RescueTarget};
+use crate::liveness::Liveness;
 use crate::model::ErrorReport;
 
+use super::gone::{GoneWatch, WATCH_EVERY};
 use super::shared::Shared;
 
 /// How many finished (completed or cancelled) jobs a queue keeps; dead jobs are kept until
@@ -71,44 +73,68 @@ impl Default for Retention {
 /// Jobs rescued or pruned per call, so no call holds the store for long.
 const CHUNK: usize = 1_000;
 
-/// Rescues lapsed leases every `rescue_every` and prunes `queues` every `prune_every` until `stop`.
+/// Rescues lapsed leases every `rescue_every`, the jobs of gone workers as soon as they are seen
+/// gone (while `liveness` stands), and prunes `queues` every `prune_every` until `stop`.
 pub(crate) async fn maintain(
     shared: Arc<Shared>,
+    liveness: Arc<Liveness>,
     queues: Vec<(String, Retention)>,
     rescue_every: Duration,
     prune_every: Duration,
     stop: CancellationToken,
 ) {
-    let mut rescue = tokio::time::interval(rescue_every);
+    let mut lapsed = tokio::time::interval(rescue_every);
+    let mut watch = tokio::time::interval(WATCH_EVERY);
     let mut prune = tokio::time::interval(prune_every);
-    for timer in [&mut rescue, &mut prune] {
+    for timer in [&mut lapsed, &mut watch, &mut prune] {
         timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     }
+    let mut gone = GoneWatch::default();
     loop {
         tokio::select! {
             biased;
             _ = stop.cancelled() => return,
-            _ = rescue.tick() => rescue_lapsed(&shared).await,
+            _ = lapsed.tick() => rescue_lapsed(&shared).await,
+            _ = watch.tick() => gone.check(&shared, &liveness).await,
             _ = prune.tick() => prune_finished(&shared, &queues, &stop).await,
         }
     }
 }
 
 async fn rescue_lapsed(shared: &Shared) {
-    let params = RescueParams {
-        now: shared.clock.now(),
-        limit: CHUNK,
-        error: ErrorReport::lease_expired(),
-    };
-    match shared.backend.rescue(params).await {
-        Ok(ids) if !ids.is_empty() => {
-            tracing::warn!(
-                jobs = ids.len(),
-                "rescued jobs whose worker stopped renewing its lease"
-            )
+    let rescued = rescue(shared, RescueTarget::Lapsed, ErrorReport::lease_expired()).await;
+    if let Some(jobs @ 1..) = rescued {
+        tracing::warn!(jobs, "rescued jobs whose worker stopped renewing its lease");
+    }
+}
+
+/// Rescues every job `target` names, [`CHUNK`] per call, recording `error`: how many, or
+/// `None` (after a warning) when the store failed.
+pub(super) async fn rescue(
+    shared: &Shared,
+    target: RescueTarget,
+    error: ErrorReport,
+) -> Option<usize> {
+    let mut total = 0;
+    loop {
+        let params = RescueParams {
+            target: target.clone(),
+            now: shared.clock.now(),
+            limit: CHUNK,
+            error: error.clone(),
+        };
+        match shared.backend.rescue(params).await {
+            Ok(ids) => {
+                total += ids.len();
+                if ids.len() < CHUNK {
+                    return Some(total);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, ?target, "could not rescue jobs");
+                return None;
+            }
         }
-        Ok(_) => {}
-        Err(e) => tracing::warn!(error = %e, "could not rescue lapsed leases"),
     }
 }
 

@@ -3,7 +3,7 @@
 //! records itself and its schedules in the store.
 //!
 //! `run` drives it all: it starts from the checks of `start`, spawns the background tasks
-//! (`renew`, `maintenance`, `cron`, `heartbeat`) and one task per leased job (`execute`), which
+//! (`renew`, `maintenance` with `gone`, `cron`, `heartbeat`) and one task per leased job (`execute`), which
 //! hands each attempt's outcome to the one sink that writes it (`outcome`). They share `shared`,
 //! `leases`, `gate` and `events`, which depend on none of them.
 
@@ -13,6 +13,7 @@ mod drain;
 mod events;
 mod execute;
 mod gate;
+mod gone;
 mod heartbeat;
 mod leases;
 mod maintenance;

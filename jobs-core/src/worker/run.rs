@@ -8,8 +8,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, FetchParams, SubscribeParams};
+use crate::backend::{Backend, FetchParams, HoldParams, SubscribeParams};
 use crate::context::JobContext;
+use crate::liveness::Liveness;
 use crate::wake::Wakeup;
 use crate::Error;
 
@@ -51,6 +52,7 @@ impl Worker {
                 queues: plan.queues.clone(),
             })
             .await?;
+        let liveness = Arc::new(self.hold_liveness().await);
         let mut presence = Presence::of(&self, &plan, self.clock.now());
         let shared = Arc::new(Shared {
             backend: self.backend.clone(),
@@ -77,6 +79,7 @@ impl Worker {
         ));
         background.spawn(maintenance::maintain(
             shared.clone(),
+            liveness.clone(),
             self.retention_of(&queues),
             self.rescue_interval,
             self.prune_interval,
@@ -119,8 +122,25 @@ impl Worker {
         flusher.close(sink).await;
         background_stop.cancel();
         while background.join_next().await.is_some() {}
+        // Deregistered by now: ending the hold marks nobody gone.
+        drop(liveness);
         tracing::info!(worker = %self.id, "worker stopped");
         Ok(())
+    }
+
+    /// Holds the worker's liveness, so that other workers rescue its jobs at once should its
+    /// process die. Without it (the store refused), its jobs are rescued when their leases lapse.
+    async fn hold_liveness(&self) -> Liveness {
+        let params = HoldParams {
+            worker: self.id.clone(),
+        };
+        match self.backend.hold_liveness(params).await {
+            Ok(liveness) => liveness,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not hold the worker's liveness; should it die, its jobs wait for their leases to lapse");
+                Liveness::unsupported()
+            }
+        }
     }
 
     /// The retention policy of each of `queues`.

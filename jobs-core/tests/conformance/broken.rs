@@ -33,6 +33,10 @@ enum Flaw {
     IgnoresTagFilter,
     /// Lists workers whose heartbeat expired.
     WorkersNeverExpire,
+    /// Fetches jobs of every name, whatever names the fetch gives.
+    IgnoresNames,
+    /// Never names a worker gone.
+    SeesNoneGone,
 }
 
 struct Broken {
@@ -99,6 +103,7 @@ impl Backend for Broken {
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
         match self.flaw {
             Flaw::Lifo => self.fetch_newest(p).await,
+            Flaw::IgnoresNames => self.inner.fetch(FetchParams { names: None, ..p }).await,
             _ => self.inner.fetch(p).await,
         }
     }
@@ -174,6 +179,15 @@ impl Backend for Broken {
     }
     async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
         self.inner.deregister(p).await
+    }
+    async fn hold_liveness(&self, p: HoldParams) -> Result<Liveness, Error> {
+        self.inner.hold_liveness(p).await
+    }
+    async fn gone_workers(&self, p: GoneParams) -> Result<Vec<String>, Error> {
+        match self.flaw {
+            Flaw::SeesNoneGone => Ok(Vec::new()),
+            _ => self.inner.gone_workers(p).await,
+        }
     }
     async fn live_workers(&self, mut p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {
         if let Flaw::WorkersNeverExpire = self.flaw {
@@ -260,4 +274,9 @@ caught! {
     expiry_check_catches_workers_that_never_expire: WorkersNeverExpire =>
         workers_expire_without_heartbeats,
         workers_show_the_jobs_they_run;
+    names_check_catches_a_fetch_that_ignores_names: IgnoresNames =>
+        fetch_takes_only_the_names_given;
+    liveness_checks_catch_a_store_that_sees_no_death: SeesNoneGone =>
+        liveness_ends_when_its_holder_lets_go,
+        worker_reruns_jobs_of_a_gone_worker_at_once;
 }

@@ -1,2 +1,5 @@
--- Forgets a worker that stopped. $1 id.
+-- Forgets a worker that stopped or is gone, and its liveness. $1 id.
+WITH unlisted AS (
+    DELETE FROM {schema}.liveness WHERE worker = $1
+)
 DELETE FROM {schema}.workers WHERE id = $1

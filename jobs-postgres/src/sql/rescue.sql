@@ -1,11 +1,13 @@
--- Rescues up to $2 running jobs whose lease lapsed before $1: the lapse is recorded as the
--- attempt's error ($3, a JSON object: kind, message, chain), then the job is pending again,
--- keeping its run_at and so its place among the ready jobs, or dead when out of attempts.
--- $4 channel.
+-- Rescues up to $2 running jobs whose lease lapsed before $1, or (when $5 is not NULL) that
+-- the gone workers $5 hold, whatever their lease: the loss is recorded as the attempt's error
+-- ($3, a JSON object: kind, message, chain), then the job is pending again, keeping its run_at
+-- and so its place among the ready jobs, or dead when out of attempts. $4 channel.
 WITH lapsed AS (
     SELECT id
     FROM {schema}.jobs
-    WHERE status = 'running' AND lease_expires_at < $1
+    WHERE status = 'running'
+      AND CASE WHEN $5::text[] IS NULL THEN lease_expires_at < $1
+               ELSE lease_worker = ANY ($5) END
     ORDER BY lease_expires_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED

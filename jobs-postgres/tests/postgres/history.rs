@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use jobs_core::{
     Backend, ErrorKind, ErrorReport, FailParams, Failure, FetchParams, JobId, JobRecord, JobStatus,
-    LeasedJob, ReadParams, Release, ReleaseParams, RescueParams,
+    LeasedJob, ReadParams, Release, ReleaseParams, RescueParams, RescueTarget,
 };
 use jobs_postgres::PgBackend;
 
@@ -111,6 +111,7 @@ async fn a_rescued_job_keeps_its_place_and_records_the_reports_error() {
     fetch(&backend, 1_000).await;
     let rescued = backend
         .rescue(RescueParams {
+            target: RescueTarget::Lapsed,
             now: at(10_000),
             limit: 10,
             error: ErrorReport::lease_expired(),
@@ -177,7 +178,7 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     // Back to what migration 1 alone made, with a job stored then.
     sqlx::raw_sql(&format!(
         "SET search_path TO \"{schema}\";
-         DROP TABLE workers, schedules, queues;
+         DROP TABLE workers, schedules, queues, liveness;
          ALTER TABLE jobs DROP COLUMN tags;
          DELETE FROM _jobs_migrations WHERE version > 1;
          RESET search_path;"
@@ -206,5 +207,5 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     .fetch_all(backend.pool())
     .await
     .unwrap();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
 }

@@ -1,5 +1,7 @@
 -- The prefix's keys of live workers (for the presence scripts, whose BASE is `{prefix}:`).
 -- workers:      zset, score when the worker is forgotten unless it beats again, member its id
 -- worker-info:  hash, worker id -> its description (JSON, as `WorkerInfo` serializes)
+-- liveness:     hash, worker id -> the client name of its liveness connection (see liveness.rs)
 local WORKERS = BASE .. 'workers'
 local INFO = BASE .. 'worker-info'
+local LIVENESS = BASE .. 'liveness'

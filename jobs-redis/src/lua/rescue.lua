@@ -1,8 +1,27 @@
--- Rescues up to ARGV[4] running jobs whose lease expired before now, recording for the attempt
--- the error report ARGV[5] (JSON, written by jobs-core): pending again at their own run_at, so
+-- Rescues up to ARGV[4] running jobs whose lease expired before now, or (when ARGV[6..] name
+-- gone workers) that those workers hold, whatever their leases, recording for the attempt the
+-- error report ARGV[5] (JSON, written by jobs-core): pending again at their own run_at, so
 -- they keep their place among the ready jobs, or dead when no attempt is left. Returns their
 -- ids.
-local expired = redis.call('ZRANGEBYSCORE', RUNNING, '-inf', '(' .. NOW_S, 'LIMIT', 0, tonumber(ARGV[4]))
+local limit = tonumber(ARGV[4])
+local expired
+if #ARGV >= 6 then
+  local gone = {}
+  for i = 6, #ARGV do
+    gone[ARGV[i]] = true
+  end
+  expired = {}
+  for _, id in ipairs(redis.call('ZRANGE', RUNNING, 0, -1)) do
+    if #expired == limit then
+      break
+    end
+    if gone[redis.call('HGET', job_key(id), 'w')] then
+      expired[#expired + 1] = id
+    end
+  end
+else
+  expired = redis.call('ZRANGEBYSCORE', RUNNING, '-inf', '(' .. NOW_S, 'LIMIT', 0, limit)
+end
 local woken = false
 for _, id in ipairs(expired) do
   local key = job_key(id)

@@ -146,27 +146,45 @@ pub(crate) fn cluster_urls() -> &'static [String] {
     })
 }
 
-/// A redis-server of its own on a free port, without persistence, stopped when dropped.
+/// A redis-server of its own on a free port, stopped (SIGKILL) when dropped: without
+/// persistence, or durable (an append-only file fsynced on every write).
 pub(crate) struct Server {
     pub port: u16,
     dir: PathBuf,
+    durable: bool,
     child: Child,
 }
 
 impl Server {
-    /// Starts a server on a free port.
+    /// Starts a server without persistence on a free port.
     pub(crate) fn start() -> Self {
         let port = free_ports(1)[0];
         let dir = scratch_dir(&format!("server-{port}"));
-        Self::start_on(port, dir)
+        Self::start_on(port, dir, false)
     }
 
-    fn start_on(port: u16, dir: PathBuf) -> Self {
-        let child = server_command(port, &dir)
-            .spawn()
-            .expect("redis-server runs");
+    /// Starts a server on a free port that writes every change to its append-only file and
+    /// fsyncs it before answering (`--appendonly yes --appendfsync always`), so a write it
+    /// acknowledged survives SIGKILL.
+    pub(crate) fn start_durable() -> Self {
+        let port = free_ports(1)[0];
+        let dir = scratch_dir(&format!("server-{port}"));
+        Self::start_on(port, dir, true)
+    }
+
+    fn start_on(port: u16, dir: PathBuf, durable: bool) -> Self {
+        let mut command = server_command(port, &dir);
+        if durable {
+            command.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        }
+        let child = command.spawn().expect("redis-server runs");
         wait_for_ping(port);
-        Server { port, dir, child }
+        Server {
+            port,
+            dir,
+            durable,
+            child,
+        }
     }
 
     /// Its URL.
@@ -174,17 +192,19 @@ impl Server {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    /// Kills the server (losing everything: it has no persistence) and starts it again on the
-    /// same port.
+    /// Kills the server with SIGKILL and starts it again on the same port, directory and
+    /// flags: one without persistence comes back empty, a durable one with what it
+    /// acknowledged.
     pub(crate) fn restart(self) -> Self {
-        let (port, dir) = (self.port, self.dir.clone());
+        let (port, dir, durable) = (self.port, self.dir.clone(), self.durable);
         drop(self);
-        Self::start_on(port, dir)
+        Self::start_on(port, dir, durable)
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // `Child::kill` is SIGKILL: the server gets no chance to write anything more.
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -38,6 +38,10 @@ macro_rules! __conformance_checks {
                 rescue_records_lease_expired_and_keeps_the_job_place,
                 rescue_without_attempts_left_is_dead,
             }
+            store::liveness {
+                liveness_ends_when_its_holder_lets_go,
+                rescue_takes_the_jobs_of_gone_workers_at_once,
+            }
             store::fail {
                 fail_retries_then_dies_with_every_error,
                 fail_stores_each_error_kind_and_chain,
@@ -99,6 +103,7 @@ macro_rules! __conformance_checks {
             }
             worker::leases {
                 worker_reruns_jobs_of_a_dead_worker,
+                worker_reruns_jobs_of_a_gone_worker_at_once,
                 worker_never_runs_a_job_twice_across_two_workers,
                 worker_stops_a_cancelled_job,
             }

@@ -6,6 +6,7 @@ use super::*;
 
 fn rescue_at(now: Timestamp) -> RescueParams {
     RescueParams {
+        target: RescueTarget::Lapsed,
         now,
         limit: 10,
         error: ErrorReport::lease_expired(),

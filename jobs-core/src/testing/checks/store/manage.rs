@@ -133,6 +133,7 @@ pub async fn manage_delete_removes_a_job_with_its_indexes(b: AnyBackend) {
     assert!(!complete(&b, &got, "1", at(20)).await, "no job to complete");
     assert!(b
         .rescue(RescueParams {
+            target: RescueTarget::Lapsed,
             now: at(60_000),
             limit: 10,
             error: ErrorReport::lease_expired(),

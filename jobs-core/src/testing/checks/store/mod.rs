@@ -7,6 +7,7 @@ pub(super) mod fail;
 pub(super) mod fetch;
 pub(super) mod lease;
 pub(super) mod list;
+pub(super) mod liveness;
 pub(super) mod manage;
 pub(super) mod presence;
 pub(super) mod prune;

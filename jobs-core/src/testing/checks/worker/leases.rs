@@ -39,6 +39,40 @@ pub async fn worker_reruns_jobs_of_a_dead_worker(b: AnyBackend) {
     running.stop().await.unwrap();
 }
 
+/// A worker that dies mid-job (its task dropped, as its process would be: its liveness hold
+/// ends) has its job rescued by another worker at once, long before the lease would lapse,
+/// recording that the worker is gone.
+pub async fn worker_reruns_jobs_of_a_gone_worker_at_once(b: AnyBackend) {
+    let lease = Duration::from_secs(60);
+    let start = |id: &str| Running::start(worker(&b).id(id).lease(lease).register::<StallsOnce>());
+    let doomed = start("doomed");
+    let handle = StallsOnce {}.enqueue(&b).await.unwrap();
+    wait_for(&b, handle.id(), "the doomed worker runs the job", |r| {
+        r.status == JobStatus::Running
+    })
+    .await;
+    let rescuer = start("rescuer");
+    let killed_at = std::time::Instant::now();
+    doomed.kill().await;
+    // The rescuer's own hold settles first (2 s), then it sees the dead worker within a second.
+    let rerun = tokio::time::timeout(Duration::from_secs(10), handle.wait(&b)).await;
+    let waited = killed_at.elapsed();
+    let result =
+        rerun.unwrap_or_else(|_| panic!("not rerun after {waited:?}: the death went unseen"));
+    assert_eq!(result.unwrap(), 2, "the rescuer ran it");
+    let r = handle.record(&b).await.unwrap();
+    let lost = &r.errors[0];
+    assert_eq!(
+        (lost.attempt, lost.kind, lost.message.as_str()),
+        (
+            1,
+            ErrorKind::LeaseLost,
+            ErrorReport::worker_gone().message.as_str()
+        )
+    );
+    rescuer.stop().await.unwrap();
+}
+
 /// Two workers on one queue never run the same job twice.
 pub async fn worker_never_runs_a_job_twice_across_two_workers(b: AnyBackend) {
     let counter = Counter::default();

@@ -1,0 +1,101 @@
+//! A worker's liveness: a hold on the store that ends by itself when the worker's process dies,
+//! so that other workers rescue its jobs at once instead of waiting out their leases.
+//!
+//! A backend keeps the hold on a connection of its own (on PostgreSQL a session advisory lock,
+//! on Redis the connection's client name): the server drops it the moment the process dies,
+//! since the kernel closes the process's sockets. The backend's task holding it reports through
+//! a [`LivenessKeeper`] whether the hold stands; the worker keeps the [`Liveness`], and dropping
+//! it ends the hold. A stopped (SIGSTOP) or hung process keeps its connection, and so its hold:
+//! its jobs are rescued when their leases lapse, as before, and its late writes are refused.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use jobs_core::liveness;
+//!
+//! let (keeper, liveness) = liveness();
+//! assert_eq!(liveness.held_for(), None);
+//! keeper.held();
+//! assert!(liveness.held_for().is_some());
+//! drop(liveness);
+//! keeper.released().await; // the backend's task now lets the hold go
+//! # });
+//! ```
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// The worker's side of a hold: whether it stands, and since when. Dropping it ends the hold.
+#[derive(Debug)]
+pub struct Liveness {
+    since: watch::Receiver<Option<Instant>>,
+}
+
+/// The backend's side of a hold: it reports whether the hold stands, and learns when the
+/// worker let it go.
+#[derive(Debug)]
+pub struct LivenessKeeper {
+    since: watch::Sender<Option<Instant>>,
+}
+
+/// A new hold, not yet standing: the backend's task keeps the [`LivenessKeeper`], the worker
+/// the [`Liveness`].
+pub fn liveness() -> (LivenessKeeper, Liveness) {
+    let (since, receiver) = watch::channel(None);
+    (LivenessKeeper { since }, Liveness { since: receiver })
+}
+
+impl Liveness {
+    /// The liveness of a backend that cannot tell a dead process from a live one: it never
+    /// stands, so the worker's jobs are rescued only when their leases lapse.
+    pub fn unsupported() -> Self {
+        liveness().1
+    }
+
+    /// How long the hold has stood without a break; `None` while it does not.
+    pub fn held_for(&self) -> Option<Duration> {
+        self.since.borrow().map(|since| since.elapsed())
+    }
+}
+
+impl LivenessKeeper {
+    /// The hold stands (again): counts from now unless it already stood.
+    pub fn held(&self) {
+        self.since.send_if_modified(|since| {
+            let was = since.is_some();
+            since.get_or_insert_with(Instant::now);
+            !was
+        });
+    }
+
+    /// The hold was lost (its connection broke); the backend is taking it again.
+    pub fn lost(&self) {
+        self.since.send_replace(None);
+    }
+
+    /// Resolves when the worker has let the hold go (dropped its [`Liveness`]).
+    pub async fn released(&self) {
+        self.since.closed().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_hold_counts_from_when_it_last_stood() {
+        let (keeper, liveness) = liveness();
+        keeper.held();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        keeper.held();
+        let first = liveness.held_for().expect("held");
+        assert!(first >= Duration::from_millis(20), "{first:?}");
+        keeper.lost();
+        assert_eq!(liveness.held_for(), None);
+        keeper.held();
+        assert!(liveness.held_for().expect("held again") < first);
+        assert_eq!(Liveness::unsupported().held_for(), None);
+    }
+}
