@@ -70,7 +70,7 @@ pub use ids::{JobId, LeaseToken};
 pub use job::{
     CronSpec, IntoJobResult, Job, JobOptions, DEFAULT_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE,
 };
-pub use liveness::{liveness, Liveness, LivenessKeeper};
+pub use liveness::{liveness, Hold, Liveness, LivenessKeeper};
 pub use memory::MemoryBackend;
 pub use model::{
     first_holders, AttemptError, DeadReason, Enqueued, JobRecord, Json, Lease, LeaseRef, LeasedJob,

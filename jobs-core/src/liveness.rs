@@ -3,9 +3,10 @@
 //!
 //! A backend keeps the hold on a connection of its own (on PostgreSQL a session advisory lock,
 //! on Redis the connection's client name): the server drops it the moment the process dies,
-//! since the kernel closes the process's sockets. The backend's task holding it reports through
-//! a [`LivenessKeeper`] whether the hold stands; the worker keeps the [`Liveness`], and dropping
-//! it ends the hold. A stopped (SIGSTOP) or hung process keeps its connection, and so its hold:
+//! since the kernel closes the process's sockets. The backend says how to make such a
+//! connection and how to tell it broke ([`Hold`]); [`LivenessKeeper::keep`] holds it, taking it
+//! again after each break, and reports whether it stands. The worker keeps the [`Liveness`],
+//! and dropping it ends the hold. A stopped (SIGSTOP) or hung process keeps its connection, and so its hold:
 //! its jobs are rescued when their leases lapse, as before, and its late writes are refused.
 //!
 //! ```
@@ -21,10 +22,30 @@
 //! # });
 //! ```
 
+use std::future::Future;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
+
+use crate::Error;
+
+/// The first pause before a broken hold is taken again; it doubles up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(50);
+/// The longest pause between attempts to take a hold again.
+const MAX_PAUSE: Duration = Duration::from_secs(1);
+
+/// How a backend holds a worker's liveness: a connection of its own that holds it while open.
+pub trait Hold: Send + 'static {
+    /// The connection that holds it; dropping it lets the hold go.
+    type Conn: Send;
+
+    /// Makes a connection that holds the worker's liveness.
+    fn take(&mut self) -> impl Future<Output = Result<Self::Conn, Error>> + Send;
+
+    /// Resolves when `conn` no longer holds it (it stopped answering).
+    fn broken(conn: &mut Self::Conn) -> impl Future<Output = ()> + Send;
+}
 
 /// The worker's side of a hold: whether it stands, and since when. Dropping it ends the hold.
 #[derive(Debug)]
@@ -77,6 +98,42 @@ impl LivenessKeeper {
     /// Resolves when the worker has let the hold go (dropped its [`Liveness`]).
     pub async fn released(&self) {
         self.since.closed().await;
+    }
+
+    /// Holds `worker`'s liveness through `hold` until the worker lets go: takes the hold,
+    /// reports it standing, and when its connection breaks reports it lost and takes it again,
+    /// pausing 50 ms, then twice as long after each failure, up to a second.
+    pub async fn keep<H: Hold>(self, worker: String, mut hold: H) {
+        let mut pause = FIRST_PAUSE;
+        loop {
+            let taken = tokio::select! {
+                _ = self.released() => return,
+                taken = hold.take() => taken,
+            };
+            match taken {
+                Ok(mut conn) => {
+                    self.held();
+                    pause = FIRST_PAUSE;
+                    tokio::select! {
+                        _ = self.released() => return,
+                        _ = H::broken(&mut conn) => {}
+                    }
+                    self.lost();
+                    tracing::warn!(
+                        worker,
+                        "lost the worker's liveness connection; taking it again"
+                    );
+                }
+                Err(e) => {
+                    tracing::debug!(worker, error = %e, "could not hold the worker's liveness")
+                }
+            }
+            tokio::select! {
+                _ = self.released() => return,
+                _ = tokio::time::sleep(pause) => {}
+            }
+            pause = (pause * 2).min(MAX_PAUSE);
+        }
     }
 }
 

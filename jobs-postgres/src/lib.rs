@@ -8,6 +8,11 @@
 //!   only as a fallback. Concurrent enqueues of one process leave their notifications to a
 //!   task that sends them after the commits, coalesced, so that they do not serialize on
 //!   Postgres' notification lock (a `pg_notify` in a transaction holds it through the commit).
+//! - A worker holds a session advisory lock on a connection of its own (outside the pool,
+//!   `application_name` `jobs-liveness:<schema>`) that PostgreSQL drops when the worker's
+//!   process dies; the other workers try the locks of the listed workers every 200 ms and
+//!   rescue a gone worker's jobs at once, without waiting for its leases. So each worker
+//!   process uses its pool, one listener connection and one liveness connection per worker.
 //! - Jobs can be enqueued inside the caller's transaction (see
 //!   [below](#enqueueing-in-a-transaction)), and a handler can make its own writes commit
 //!   together with its job's completion ([`transaction`]).

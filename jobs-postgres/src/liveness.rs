@@ -4,14 +4,13 @@
 //! other worker sees it gone with one statement: trying each listed worker's lock for the
 //! length of a transaction succeeds only when nobody holds it.
 //!
-//! The holding task checks its connection every second and, when it breaks, takes the lock
-//! again on a new one, retrying with a backoff of up to a second; the worker learns of each
-//! loss through its [`LivenessKeeper`].
+//! The connection is checked every second; when it breaks, jobs-core's
+//! [`LivenessKeeper::keep`] takes the lock again on a new one.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobs_core::{liveness, Error, Liveness, LivenessKeeper};
+use jobs_core::{liveness, Error, Hold, Liveness};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, PgConnection, PgExecutor, PgPool};
 
@@ -22,8 +21,6 @@ use crate::sql::Sql;
 const APPLICATION_NAME: &str = "jobs-liveness";
 /// How often the held connection is checked.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
-/// The longest pause between attempts to take the lock again.
-const MAX_PAUSE: Duration = Duration::from_secs(1);
 
 /// Starts holding `worker`'s liveness on a connection of its own; the hold ends when the
 /// returned [`Liveness`] is dropped.
@@ -32,76 +29,55 @@ pub(crate) fn hold(pool: &PgPool, sql: Arc<Sql>, worker: String) -> Liveness {
     let options = (*pool.connect_options())
         .clone()
         .application_name(&format!("{APPLICATION_NAME}:{}", sql.schema.name()));
-    tokio::spawn(keep(options, sql, worker, keeper));
+    let lock = Lock {
+        options,
+        sql,
+        worker: worker.clone(),
+    };
+    tokio::spawn(keeper.keep(worker, lock));
     liveness
 }
 
-/// Holds the lock until the worker lets go, taking it again whenever the connection breaks.
-async fn keep(options: PgConnectOptions, sql: Arc<Sql>, worker: String, keeper: LivenessKeeper) {
-    let mut pause = Duration::from_millis(50);
-    loop {
-        let taken = tokio::select! {
-            _ = keeper.released() => return,
-            taken = take(&options, &sql, &worker) => taken,
-        };
-        match taken {
-            Ok(mut conn) => {
-                keeper.held();
-                pause = Duration::from_millis(50);
-                let released = tokio::select! {
-                    _ = keeper.released() => true,
-                    _ = broken(&mut conn) => false,
-                };
-                // Closing the session lets the lock go.
-                let _ = conn.close().await;
-                if released {
-                    return;
-                }
-                keeper.lost();
-                tracing::warn!(
-                    worker,
-                    "lost the worker's liveness connection; taking it again"
-                );
-            }
-            Err(e) => {
-                tracing::debug!(worker, error = %e, "could not take the worker's liveness lock")
-            }
-        }
-        tokio::select! {
-            _ = keeper.released() => return,
-            _ = tokio::time::sleep(pause) => {}
-        }
-        pause = (pause * 2).min(MAX_PAUSE);
-    }
+/// A worker's liveness lock.
+struct Lock {
+    options: PgConnectOptions,
+    sql: Arc<Sql>,
+    worker: String,
 }
 
-/// A new connection holding `worker`'s lock, the worker listed as holding it.
-async fn take(options: &PgConnectOptions, sql: &Sql, worker: &str) -> Result<PgConnection, Error> {
-    let mut conn = PgConnection::connect_with(options).await.map_err(db)?;
-    let locked: bool = sqlx::query_scalar(&sql.liveness_hold)
-        .bind(worker)
-        .fetch_one(&mut conn)
-        .await
-        .map_err(db)?;
-    if !locked {
-        return Err(Error::backend(format!(
-            "another session holds the liveness lock of worker `{worker}`"
-        )));
-    }
-    sqlx::query(&sql.liveness_register)
-        .bind(worker)
-        .execute(&mut conn)
-        .await
-        .map_err(db)?;
-    Ok(conn)
-}
+impl Hold for Lock {
+    type Conn = PgConnection;
 
-/// Resolves when `conn` stops answering.
-async fn broken(conn: &mut PgConnection) {
-    loop {
-        tokio::time::sleep(CHECK_EVERY).await;
-        if conn.ping().await.is_err() {
-            return;
+    /// A new connection holding the worker's lock, the worker listed as holding it.
+    async fn take(&mut self) -> Result<PgConnection, Error> {
+        let mut conn = PgConnection::connect_with(&self.options)
+            .await
+            .map_err(db)?;
+        let locked: bool = sqlx::query_scalar(&self.sql.liveness_hold)
+            .bind(&self.worker)
+            .fetch_one(&mut conn)
+            .await
+            .map_err(db)?;
+        if !locked {
+            return Err(Error::backend(format!(
+                "another session holds the liveness lock of worker `{}`",
+                self.worker
+            )));
+        }
+        sqlx::query(&self.sql.liveness_register)
+            .bind(&self.worker)
+            .execute(&mut conn)
+            .await
+            .map_err(db)?;
+        Ok(conn)
+    }
+
+    async fn broken(conn: &mut PgConnection) {
+        loop {
+            tokio::time::sleep(CHECK_EVERY).await;
+            if conn.ping().await.is_err() {
+                return;
+            }
         }
     }
 }

@@ -19,6 +19,9 @@
 //! - `workers`: one row per live worker process, upserted by its heartbeats; rows whose
 //!   heartbeat expired are removed by the next heartbeat of any worker.
 //! - `schedules`: the cron schedules the workers run, by name, with when they were last seen.
+//! - `liveness`: the workers that hold their liveness lock (a session advisory lock keyed by
+//!   `hashtext` of the schema and of the worker's id); a listed worker whose lock a transaction
+//!   can take is gone. A gone worker's row goes once its jobs are rescued.
 //! - `queues`: the queues that jobs were deleted from, so that a queue emptied by deletes or
 //!   retention is still named; queues that hold jobs are found in `jobs` through its indexes
 //!   (a skip scan, one probe per queue), so enqueueing writes nothing here.

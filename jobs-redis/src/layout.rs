@@ -46,7 +46,18 @@
 //! sorted set `{p}:workers` of worker ids scored by when each is forgotten, beside the hash
 //! `{p}:worker-info` of their descriptions (every heartbeat drops the expired ones), and the
 //! hash `{p}:schedules` of schedules by name; a schedule's last tick is read from the `cron`
-//! hash of its queue.
+//! hash of its queue. The hash `{p}:liveness` maps each worker to the client name of the
+//! connection it keeps open (see the `liveness` module): a worker recorded there whose name
+//! `CLIENT LIST` (asked of every node of a cluster) no longer shows is gone, and the others
+//! rescue its jobs at once.
+//!
+//! A fetch names the job names its worker runs. While the head of the ready set holds only
+//! those (the usual case), the fetch takes it as before; a job of another name is left in its
+//! place, and the fetch looks past it, examining at most 1,000 ready jobs per call. During a
+//! rolling deploy the newer release's jobs so wait for a newer worker; an older worker that
+//! found nothing it runs sleeps until a wake-up or its poll interval, and since an enqueue into
+//! a ready set that is not empty publishes no wake-up, it may pick up its own jobs only at the
+//! poll interval while stranded jobs wait ahead of them.
 //!
 //! # Round trips
 //!
@@ -67,7 +78,8 @@
 //!   ready or delayed, `HINCRBY` of the counts, and `ZCARD` of ready with `PUBLISH` only if it
 //!   was empty (see below);
 //! - fetch: per job `HGETALL` and `HSET` (the lease); per call the due delayed jobs'
-//!   `ZRANGEBYSCORE`, `ZPOPMIN`, `ZADD` to running, `MGET` of the payloads, `HINCRBY`;
+//!   `ZRANGEBYSCORE`, `ZRANGE` and `ZREM` of the ready jobs taken (`ZPOPMIN` for a fetch that
+//!   names no job names), `ZADD` to running, `MGET` of the payloads, `HINCRBY`;
 //! - complete: per job `HMGET` (the fence) and `HSET`; per call `ZREM` from running, `ZADD` to
 //!   done, `HINCRBY`; a refused job one more `HMGET` (whether it repeats the completion that
 //!   applied).

@@ -3,15 +3,16 @@
 //! client the moment its socket closes, which the kernel does when the process dies, so a
 //! recorded worker whose name `CLIENT LIST` no longer shows is gone.
 //!
-//! The holding task pings every second and, when the connection breaks, makes a new one (a
-//! new name, recorded again), retrying with a backoff of up to a second. On a cluster the
+//! The connection is pinged every second; when it breaks, jobs-core's
+//! [`LivenessKeeper::keep`](jobs_core::LivenessKeeper::keep) makes a new one (a new name,
+//! recorded again). On a cluster the
 //! connection goes to one of the nodes given (the next one after a failure) and `CLIENT LIST`
 //! is asked of every node, so a failover moves nothing.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use jobs_core::{liveness, Error, Liveness, LivenessKeeper};
+use jobs_core::{liveness, Error, Hold, Liveness};
 use redis::aio::MultiplexedConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::{AsyncConnectionConfig, Client};
@@ -22,8 +23,6 @@ use crate::RedisBackend;
 
 /// How often the held connection is checked, and how long a check may take.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
-/// The longest pause between attempts to make the connection again.
-const MAX_PAUSE: Duration = Duration::from_secs(1);
 
 impl RedisBackend {
     /// Starts holding `worker`'s liveness on a connection of its own; the hold ends when the
@@ -34,13 +33,14 @@ impl RedisBackend {
             return Liveness::unsupported();
         }
         let (keeper, liveness) = liveness();
-        let holder = Holder {
+        let name = Name {
             clients: inner.subscribers.clone(),
+            next: 0,
             conn: inner.conn.clone(),
             key: inner.keys.liveness(),
-            worker,
+            worker: worker.clone(),
         };
-        tokio::spawn(holder.keep(keeper));
+        tokio::spawn(keeper.keep(worker, name));
         liveness
     }
 
@@ -84,84 +84,55 @@ impl RedisBackend {
     }
 }
 
-/// What holds one worker's liveness.
-struct Holder {
-    /// The servers to connect to, tried in turn.
+/// A worker's named connection.
+struct Name {
+    /// The servers to connect to, each in turn.
     clients: Vec<Client>,
+    /// The one to connect to next.
+    next: usize,
     /// The backend's connection, for the record in the prefix's hash.
     conn: Conn,
     key: String,
     worker: String,
 }
 
-impl Holder {
-    /// Holds a named connection until the worker lets go, making it again whenever it breaks.
-    async fn keep(self, keeper: LivenessKeeper) {
-        let worker = &self.worker;
-        let mut pause = Duration::from_millis(50);
-        for attempt in 0.. {
-            let client = &self.clients[attempt % self.clients.len()];
-            let taken = tokio::select! {
-                _ = keeper.released() => return,
-                taken = self.take(client) => taken,
-            };
-            match taken {
-                Ok(mut conn) => {
-                    keeper.held();
-                    pause = Duration::from_millis(50);
-                    tokio::select! {
-                        // Dropping the connection closes it, and Redis forgets the client.
-                        _ = keeper.released() => return,
-                        _ = broken(&mut conn) => {}
-                    }
-                    keeper.lost();
-                    tracing::warn!(
-                        worker,
-                        "lost the worker's liveness connection; making it again"
-                    );
-                }
-                Err(e) => {
-                    tracing::debug!(worker, error = %e, "could not hold the worker's liveness")
-                }
-            }
-            tokio::select! {
-                _ = keeper.released() => return,
-                _ = tokio::time::sleep(pause) => {}
-            }
-            pause = (pause * 2).min(MAX_PAUSE);
-        }
-    }
+impl Hold for Name {
+    type Conn = MultiplexedConnection;
 
-    /// A new connection to `client`'s server, named, its name recorded for the worker.
-    async fn take(&self, client: &Client) -> Result<MultiplexedConnection, redis::RedisError> {
+    /// A new connection to the next server, named, its name recorded for the worker.
+    async fn take(&mut self) -> Result<MultiplexedConnection, Error> {
+        let client = &self.clients[self.next % self.clients.len()];
+        self.next += 1;
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(CHECK_EVERY))
             .set_response_timeout(Some(CHECK_EVERY));
         let mut conn = client
             .get_multiplexed_async_connection_with_config(&config)
-            .await?;
+            .await
+            .map_err(Error::backend)?;
         let name = format!("jobs-live-{}", Uuid::new_v4().simple());
         redis::cmd("CLIENT")
             .arg("SETNAME")
             .arg(&name)
             .query_async::<()>(&mut conn)
-            .await?;
+            .await
+            .map_err(Error::backend)?;
         redis::cmd("HSET")
             .arg(&self.key)
             .arg(&self.worker)
             .arg(&name)
             .query_async::<()>(&mut self.conn.clone())
-            .await?;
+            .await
+            .map_err(Error::backend)?;
         Ok(conn)
     }
-}
 
-/// Resolves when `conn` stops answering.
-async fn broken(conn: &mut MultiplexedConnection) {
-    loop {
-        tokio::time::sleep(CHECK_EVERY).await;
-        if redis::cmd("PING").query_async::<()>(conn).await.is_err() {
-            return;
+    async fn broken(conn: &mut MultiplexedConnection) {
+        loop {
+            tokio::time::sleep(CHECK_EVERY).await;
+            if redis::cmd("PING").query_async::<()>(conn).await.is_err() {
+                return;
+            }
         }
     }
 }

@@ -20,6 +20,8 @@ pub mod checks;
 mod jobs;
 pub mod poison;
 pub mod processes;
+/// A server killed and restarted mid-run: no acknowledged enqueue is lost, the worker resumes.
+pub mod restart;
 mod support;
 
 use std::future::Future;

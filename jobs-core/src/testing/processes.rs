@@ -99,12 +99,7 @@ pub fn sibling(module_path: &str, name: &str) -> String {
 }
 
 /// In a child (its environment names a store), runs a worker until SIGTERM; otherwise nothing.
-pub fn child<B, F, Fut>(connect: F)
-where
-    B: Backend,
-    F: FnOnce(String) -> Fut,
-    Fut: std::future::Future<Output = B>,
-{
+pub fn child(connect: impl Connect) {
     let Ok(store) = std::env::var(STORE_ENV) else {
         return;
     };
@@ -114,7 +109,7 @@ where
         .unwrap_or(5_000);
     let old_release = std::env::var_os(OLD_RELEASE_ENV).is_some();
     runtime().block_on(async {
-        let backend = AnyBackend::new(connect(store).await);
+        let backend = connect.connect(store).await;
         let worker = worker(&backend).register::<Tally>();
         let worker = if old_release {
             worker
@@ -191,6 +186,66 @@ impl Process {
     }
 }
 
+/// Enqueues `n` jobs of `ms` milliseconds each, numbered from 0, in batches of 500.
+async fn enqueue_tallies(backend: &AnyBackend, n: u64, ms: u64) {
+    for start in (0..n).step_by(500) {
+        let batch = (start..(start + 500).min(n)).map(|n| Tally {
+            n,
+            stall: false,
+            ms,
+        });
+        Tally::enqueue_many(backend, batch).await.expect("enqueue");
+    }
+}
+
+/// Enqueues a job returning `n` whose first attempt never ends.
+async fn enqueue_stalling(backend: &AnyBackend, n: u64) -> JobHandle<Tally> {
+    let job = Tally {
+        n,
+        stall: true,
+        ms: 0,
+    };
+    job.enqueue(backend).await.expect("enqueue")
+}
+
+/// The counts of the processes' queue.
+async fn counts(backend: &AnyBackend) -> QueueCounts {
+    backend
+        .counts(CountsParams {
+            queue: QUEUE.into(),
+        })
+        .await
+        .expect("counts")
+}
+
+/// What a backend crate passes: an `async fn(String) -> impl Backend` connecting to the store
+/// that a name selects.
+pub trait Connect {
+    /// Connects to the store `name` selects.
+    fn connect(self, name: String) -> impl std::future::Future<Output = AnyBackend>;
+}
+
+impl<B, F, Fut> Connect for F
+where
+    B: Backend,
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = B>,
+{
+    async fn connect(self, name: String) -> AnyBackend {
+        AnyBackend::new(self(name).await)
+    }
+}
+
+/// Runs `check` in a runtime of its own with a fresh store: its name (for the worker
+/// processes) and a backend on it.
+fn on_fresh_store(connect: impl Connect, check: impl AsyncFnOnce(String, AnyBackend)) {
+    let store = store_name();
+    runtime().block_on(async {
+        let backend = connect.connect(store.clone()).await;
+        check(store, backend).await;
+    });
+}
+
 fn store_name() -> String {
     format!(
         "conformance_{}",
@@ -199,42 +254,16 @@ fn store_name() -> String {
 }
 
 /// Four worker processes drain 10,000 jobs: every job completes, and runs exactly once.
-pub fn exactly_once<B, F, Fut>(connect: F, child_test: &str)
-where
-    B: Backend,
-    F: FnOnce(String) -> Fut,
-    Fut: std::future::Future<Output = B>,
-{
+pub fn exactly_once(connect: impl Connect, child_test: &str) {
     const N: u64 = 10_000;
-    let store = store_name();
-    runtime().block_on(async {
-        let backend = AnyBackend::new(connect(store.clone()).await);
+    on_fresh_store(connect, async |store, backend| {
         let processes: Vec<Process> = (0..4)
             .map(|_| Process::spawn(child_test, &store, 5_000))
             .collect();
-        for start in (0..N).step_by(1_000) {
-            Tally::enqueue_many(
-                &backend,
-                (start..start + 1_000).map(|n| Tally {
-                    n,
-                    stall: false,
-                    ms: 0,
-                }),
-            )
-            .await
-            .expect("enqueue");
-        }
-        let counts = || async {
-            backend
-                .counts(CountsParams {
-                    queue: QUEUE.into(),
-                })
-                .await
-                .expect("counts")
-        };
+        enqueue_tallies(&backend, N, 0).await;
         let (within, every) = (Duration::from_secs(120), Duration::from_millis(20));
         poll_until("every job completed", within, every, || async {
-            counts().await.completed == N
+            counts(&backend).await.completed == N
         })
         .await;
         let per_process: Vec<Vec<String>> = processes.into_iter().map(Process::stop).collect();
@@ -247,30 +276,16 @@ where
         );
         let working = per_process.iter().filter(|ran| !ran.is_empty()).count();
         assert!(working >= 2, "only {working} of 4 processes ran jobs");
-        let c = counts().await;
+        let c = counts(&backend).await;
         assert_eq!((c.completed, c.pending, c.running, c.dead), (N, 0, 0, 0));
     });
 }
 
 /// A worker process killed with SIGKILL mid-job: once its lease lapses, another process runs
 /// the job to completion.
-pub fn killed_worker_job_runs_again<B, F, Fut>(connect: F, child_test: &str)
-where
-    B: Backend,
-    F: FnOnce(String) -> Fut,
-    Fut: std::future::Future<Output = B>,
-{
-    let store = store_name();
-    runtime().block_on(async {
-        let backend = AnyBackend::new(connect(store.clone()).await);
-        let handle = Tally {
-            n: 7,
-            stall: true,
-            ms: 0,
-        }
-        .enqueue(&backend)
-        .await
-        .expect("enqueue");
+pub fn killed_worker_job_runs_again(connect: impl Connect, child_test: &str) {
+    on_fresh_store(connect, async |store, backend| {
+        let handle = enqueue_stalling(&backend, 7).await;
         let mut first = Process::spawn(child_test, &store, 500);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         let holder = loop {
@@ -320,43 +335,17 @@ where
 /// again in the other within a second or so, long before the leases lapse, since the other
 /// sees the process gone; no job is lost. Prints the figures: jobs claimed, lost, run twice,
 /// and the seconds until every claimed job ran again.
-pub fn killed_worker_jobs_run_again_at_once<B, F, Fut>(connect: F, child_test: &str)
-where
-    B: Backend,
-    F: FnOnce(String) -> Fut,
-    Fut: std::future::Future<Output = B>,
-{
+pub fn killed_worker_jobs_run_again_at_once(connect: impl Connect, child_test: &str) {
     const N: u64 = 2_000;
-    let store = store_name();
-    runtime().block_on(async {
-        let backend = AnyBackend::new(connect(store.clone()).await);
+    on_fresh_store(connect, async |store, backend| {
         let doomed = Process::spawn(child_test, &store, 5_000);
         let survivor = Process::spawn(child_test, &store, 5_000);
         // A worker judges others only once its own liveness has stood for a while.
         tokio::time::sleep(Duration::from_millis(2_500)).await;
-        for start in (0..N).step_by(500) {
-            Tally::enqueue_many(
-                &backend,
-                (start..start + 500).map(|n| Tally {
-                    n,
-                    stall: false,
-                    ms: 50,
-                }),
-            )
-            .await
-            .expect("enqueue");
-        }
-        let counts = || async {
-            backend
-                .counts(CountsParams {
-                    queue: QUEUE.into(),
-                })
-                .await
-                .expect("counts")
-        };
+        enqueue_tallies(&backend, N, 50).await;
         let (within, every) = (Duration::from_secs(120), Duration::from_millis(5));
         poll_until("a third of the jobs ran", within, every, || async {
-            counts().await.completed >= N / 3
+            counts(&backend).await.completed >= N / 3
         })
         .await;
         let mut doomed = doomed;
@@ -394,7 +383,7 @@ where
         .await;
         let recovered = killed_at.elapsed();
         poll_until("every job completed", within, every, || async {
-            counts().await.completed == N
+            counts(&backend).await.completed == N
         })
         .await;
         let ran_doomed: Vec<String> = doomed.lines.try_iter().collect();
@@ -404,7 +393,7 @@ where
             *runs.entry(id).or_default() += 1;
         }
         let twice = runs.values().filter(|&&n| n > 1).count();
-        let c = counts().await;
+        let c = counts(&backend).await;
         let lost = N - c.completed;
         eprintln!(
             "experiment K: {} claimed by the killed process; lost {lost}, ran twice {twice}, \
@@ -424,23 +413,9 @@ where
 /// A stopped (SIGSTOP) worker process keeps its connections, so it is not taken for dead: its
 /// job is rescued only when the lease lapses, recorded as such, and runs once elsewhere; resumed,
 /// the stopped process carries on and stops cleanly.
-pub fn stopped_worker_is_fenced_not_taken_for_dead<B, F, Fut>(connect: F, child_test: &str)
-where
-    B: Backend,
-    F: FnOnce(String) -> Fut,
-    Fut: std::future::Future<Output = B>,
-{
-    let store = store_name();
-    runtime().block_on(async {
-        let backend = AnyBackend::new(connect(store.clone()).await);
-        let handle = Tally {
-            n: 9,
-            stall: true,
-            ms: 0,
-        }
-        .enqueue(&backend)
-        .await
-        .expect("enqueue");
+pub fn stopped_worker_is_fenced_not_taken_for_dead(connect: impl Connect, child_test: &str) {
+    on_fresh_store(connect, async |store, backend| {
+        let handle = enqueue_stalling(&backend, 9).await;
         let stopped = Process::spawn(child_test, &store, 1_000);
         poll_until(
             "the first process runs the job",
@@ -479,42 +454,18 @@ where
 /// runs its own jobs and leaves the newer ones waiting, listed as stranded, without spending
 /// an attempt on them; once a process of the newer release starts, it runs every one of them
 /// at attempt 1.
-pub fn rolling_deploy<B, F, Fut>(connect: F, child_test: &str)
-where
-    B: Backend,
-    F: FnOnce(String) -> Fut,
-    Fut: std::future::Future<Output = B>,
-{
+pub fn rolling_deploy(connect: impl Connect, child_test: &str) {
     const N: u64 = 100;
-    let store = store_name();
-    runtime().block_on(async {
-        let backend = AnyBackend::new(connect(store.clone()).await);
+    on_fresh_store(connect, async |store, backend| {
         let old = Process::spawn_release(child_test, &store, 5_000, true);
         // The newer jobs first, so the old worker meets them at the head of the queue.
         let newer = Newer::enqueue_many(&backend, (0..N).map(|n| Newer { n }))
             .await
             .expect("enqueue");
-        Tally::enqueue_many(
-            &backend,
-            (0..N).map(|n| Tally {
-                n,
-                stall: false,
-                ms: 0,
-            }),
-        )
-        .await
-        .expect("enqueue");
-        let counts = || async {
-            backend
-                .counts(CountsParams {
-                    queue: QUEUE.into(),
-                })
-                .await
-                .expect("counts")
-        };
+        enqueue_tallies(&backend, N, 0).await;
         let (within, every) = (Duration::from_secs(60), Duration::from_millis(20));
         poll_until("the old worker ran its jobs", within, every, || async {
-            counts().await.completed == N
+            counts(&backend).await.completed == N
         })
         .await;
         let stranded = backend.stranded().await.expect("stranded");
@@ -532,7 +483,7 @@ where
             "the new worker ran the newer jobs",
             within,
             every,
-            || async { counts().await.completed == 2 * N },
+            || async { counts(&backend).await.completed == 2 * N },
         )
         .await;
         let ran_old = old.stop();
