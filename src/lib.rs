@@ -54,8 +54,9 @@ pub use jobs_core::{
 };
 // Operating them.
 pub use jobs_core::{
-    AttemptError, DeadReason, JobFilter, Operations, Page, PageRequest, QueueCounts, QueueSummary,
-    ScheduleInfo, ScheduleSummary, Stranded, WorkerInfo, WorkerSummary, STRANDED_SCAN,
+    AttemptError, DeadReason, EventKind, EventStream, JobFilter, Operations, Page, PageRequest,
+    QueueCounts, QueueSummary, Received, ScheduleInfo, ScheduleSummary, Stranded, WorkerInfo,
+    WorkerSummary, STRANDED_SCAN,
 };
 
 /// The PostgreSQL backend (feature `postgres`).
@@ -66,6 +67,11 @@ pub use jobs_postgres as postgres;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use jobs_redis as redis;
+
+/// The metrics the worker records, and their names (feature `metrics`).
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub use jobs_core::metrics;
 
 /// Helpers for an application's tests, on the memory backend: [`MemoryBackend::enqueued`],
 /// [`Worker::drain`] and [`perform`](testing::perform).

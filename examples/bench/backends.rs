@@ -1,7 +1,10 @@
 //! The backends the bench runs on, each reset to a fresh state before a workload.
 
 use jobs::AnyBackend;
-use jobs_core::{Backend, Clock, CompleteParams, Completion, EnqueueParams, FetchParams};
+use jobs_core::{
+    Backend, Clock, CompleteParams, Completion, EnqueueParams, ErrorKind, ErrorReport, FailParams,
+    Failure, FetchParams,
+};
 
 /// Which backend, from `--backend`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +77,19 @@ pub(crate) async fn fresh_backend(kind: BackendKind) -> AnyBackend {
 
 /// Stores `n` completed jobs in the bench's queue, through the backend's own batched API.
 pub(crate) async fn retain_finished(kind: BackendKind, backend: &AnyBackend, n: u64) {
+    load(backend, n, false).await;
+    settle(kind).await;
+}
+
+/// Stores `n` dead jobs in the bench's queue (each failed once with no retry), as
+/// [`retain_finished`] stores completed ones.
+pub(crate) async fn retain_dead(kind: BackendKind, backend: &AnyBackend, n: u64) {
+    load(backend, n, true).await;
+    settle(kind).await;
+}
+
+/// Enqueues, fetches and then completes (or fails to dead) `n` jobs, in batches.
+async fn load(backend: &AnyBackend, n: u64, dead: bool) {
     const BATCH: u64 = 10_000;
     let mut left = n;
     while left > 0 {
@@ -102,20 +118,35 @@ pub(crate) async fn retain_finished(kind: BackendKind, backend: &AnyBackend, n: 
             })
             .await
             .expect("fetch");
-        let items = leased
-            .iter()
-            .map(|j| Completion {
-                lease: j.lease(),
-                result: serde_json::value::RawValue::from_string("null".into()).expect("JSON"),
-            })
-            .collect();
-        backend
-            .complete(CompleteParams { items, now })
-            .await
-            .expect("complete");
+        if dead {
+            let items = leased
+                .iter()
+                .map(|j| Failure {
+                    lease: j.lease(),
+                    error: ErrorReport {
+                        kind: ErrorKind::Fatal,
+                        message: "bench: dead on purpose".into(),
+                        chain: Vec::new(),
+                    },
+                    retry_at: None,
+                })
+                .collect();
+            backend.fail(FailParams { items, now }).await.expect("fail");
+        } else {
+            let items = leased
+                .iter()
+                .map(|j| Completion {
+                    lease: j.lease(),
+                    result: serde_json::value::RawValue::from_string("null".into()).expect("JSON"),
+                })
+                .collect();
+            backend
+                .complete(CompleteParams { items, now })
+                .await
+                .expect("complete");
+        }
         left -= size;
     }
-    settle(kind).await;
 }
 
 /// Lets the store reach the steady state a long-running one would be in after a bulk load.

@@ -1,5 +1,5 @@
-//! The benchmark of ../shared/bench/PROTOCOL.md: workloads W1a, W1b, W2, W3, W4 and W5, one JSON
-//! line each.
+//! The benchmark of ../shared/bench/PROTOCOL.md: workloads W1a, W1b, W2, W3, W4, W5, W8 and W9,
+//! one JSON line each.
 //!
 //! ```text
 //! cargo run --release --example bench -- --backend memory
@@ -7,8 +7,8 @@
 //! cargo run --release --example bench --features redis -- --backend redis -n 500
 //! ```
 //!
-//! W3's producer and W5's four workers are child processes (this binary re-executed with
-//! `--role`), except on the memory backend, which lives in one process.
+//! W3's producer, W5's four workers and W9's subscriber are child processes (this binary
+//! re-executed with `--role`), except on the memory backend, which lives in one process.
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
@@ -24,6 +24,8 @@ use jobs_core::{Backend as _, Clock as _, CountsParams};
 use tokio::sync::Notify;
 
 mod backends;
+mod events;
+mod operations;
 use backends::{fresh_backend, BackendKind};
 
 /// Handler-side records: pickup latencies (µs) and, in worker children, the ids run.
@@ -485,21 +487,20 @@ fn cli() -> clap::Command {
                 .long("retained")
                 .default_value("1000000")
                 .value_parser(clap::value_parser!(u64))
-                .help("finished jobs retained for W4"),
+                .help("completed jobs retained for W4 and W8"),
         )
         .arg(
             Arg::new("workload")
                 .long("workload")
                 .action(ArgAction::Append)
-                .value_parser(["W1a", "W1b", "W2", "W3", "W4", "W5"])
+                .value_parser(["W1a", "W1b", "W2", "W3", "W4", "W5", "W8", "W9"])
                 .help("run only these (repeatable)"),
         )
-        .arg(
-            Arg::new("role")
-                .long("role")
-                .hide(true)
-                .value_parser(["producer", "worker"]),
-        )
+        .arg(Arg::new("role").long("role").hide(true).value_parser([
+            "producer",
+            "worker",
+            "subscriber",
+        ]))
 }
 
 fn main() {
@@ -518,13 +519,15 @@ fn main() {
 }
 
 async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
-    if args.get_one::<String>("role").map(String::as_str) == Some("worker") {
-        return worker_child(kind, concurrency).await;
+    match args.get_one::<String>("role").map(String::as_str) {
+        Some("worker") => return worker_child(kind, concurrency).await,
+        Some("subscriber") => return events::subscriber_child(kind, n).await,
+        _ => {}
     }
     let wanted: Vec<&str> = args
         .get_many::<String>("workload")
         .map(|w| w.map(String::as_str).collect())
-        .unwrap_or_else(|| vec!["W1a", "W1b", "W2", "W3", "W4", "W5"]);
+        .unwrap_or_else(|| vec!["W1a", "W1b", "W2", "W3", "W4", "W5", "W8", "W9"]);
     let retained = *args.get_one::<u64>("retained").expect("default");
     let mut w2_rate = None;
     for workload in wanted {
@@ -554,6 +557,8 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
                 };
                 w5(kind, n, concurrency, &args, base).await
             }
+            "W8" => operations::w8(kind, retained).await,
+            "W9" => events::w9(kind, n, concurrency, &args).await,
             _ => unreachable!("clap checked the names"),
         }
     }

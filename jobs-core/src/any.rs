@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::backend::*;
+use crate::event::{EventStream, JobEvent};
 use crate::liveness::Liveness;
 use crate::model::{Enqueued, JobId, JobRecord, LeasedJob, QueueCounts};
 use crate::presence::{StoredSchedule, WorkerInfo};
@@ -116,6 +117,12 @@ impl Backend for AnyBackend {
     }
     async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
         self.0.subscribe(p).await
+    }
+    fn publish(&self, events: Vec<JobEvent>) {
+        self.0.publish(events)
+    }
+    async fn events(&self, p: EventsParams) -> Result<EventStream, Error> {
+        self.0.events(p).await
     }
     fn as_any(&self) -> &dyn Any {
         self.0.as_any()

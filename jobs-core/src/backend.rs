@@ -12,6 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::ErrorKind;
+use crate::event::{EventStream, JobEvent};
 use crate::filter::JobFilter;
 use crate::liveness::Liveness;
 pub(crate) use crate::model::LeaseRef;
@@ -262,6 +263,13 @@ pub enum RescueTarget {
     Workers(Vec<String>),
 }
 
+/// Subscribes to job events (see [`Backend::events`]).
+#[derive(Clone, Debug, Default)]
+pub struct EventsParams {
+    /// The queues whose events to receive; every queue when empty.
+    pub queues: Vec<String>,
+}
+
 /// Holds a worker's liveness (see [`Backend::hold_liveness`]).
 #[derive(Clone, Debug)]
 pub struct HoldParams {
@@ -433,6 +441,14 @@ pub trait Backend: Send + Sync + 'static {
 
     /// A signal that fires when jobs may have become ready in one of the queues.
     async fn subscribe(&self, params: SubscribeParams) -> Result<Wakeup, Error>;
+
+    /// Publishes job events to their queues' subscribers in every process, over the store's
+    /// own channel. Returns at once: the backend sends them in the background, coalesced, and
+    /// at most once (see [`EventStream`]).
+    fn publish(&self, events: Vec<JobEvent>);
+
+    /// The job events of `params.queues`, published by any process from now on.
+    async fn events(&self, params: EventsParams) -> Result<EventStream, Error>;
 
     /// The backend itself, so extensions can reach backend-specific features.
     fn as_any(&self) -> &dyn Any;

@@ -9,6 +9,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use crate::any::AnyBackend;
 use crate::backend::{Backend, Completion, LeaseRef, ProgressParams};
 use crate::clock::{Clock, SystemClock};
+use crate::event::{EventKind, JobEvent};
 use crate::model::{JobId, LeasedJob, Timestamp};
 use crate::Error;
 
@@ -104,6 +105,16 @@ impl JobContext {
             now: SystemClock.now(),
         };
         if self.inner.backend.progress(params).await? {
+            let kind = EventKind::Progress(params.progress);
+            let event = JobEvent::new(
+                self.inner.id,
+                &self.inner.name,
+                &self.inner.queue,
+                kind,
+                self.inner.attempt,
+                params.now,
+            );
+            self.inner.backend.publish(vec![event]);
             Ok(())
         } else {
             Err(Error::LeaseLost(self.inner.id))

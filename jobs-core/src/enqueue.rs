@@ -5,9 +5,10 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use crate::backend::{Backend, EnqueueParams, ReadParams};
+use crate::backend::{Backend, EnqueueParams, EventsParams, ReadParams};
 use crate::backoff::Backoff;
 use crate::clock::{self, Clock, SystemClock};
+use crate::event::{EventKind, EventStream, JobEvent, Received};
 use crate::job::Job;
 use crate::model::{Enqueued, JobId, JobRecord, JobStatus, NewJob, Timestamp};
 use crate::Error;
@@ -31,23 +32,52 @@ pub trait Producer<M>: Send {
     ) -> impl Future<Output = Result<Vec<Enqueued>, Error>> + Send;
     /// Reads one job.
     fn read_job(self, id: JobId) -> impl Future<Output = Result<Option<JobRecord>, Error>> + Send;
+
+    /// The job events of every queue, where this producer can subscribe to them (a backend
+    /// can); `None` otherwise, and [`JobHandle::wait`] polls.
+    fn job_events(self) -> impl Future<Output = Option<EventStream>> + Send
+    where
+        Self: Sized,
+    {
+        std::future::ready(None)
+    }
 }
+
+/// How often [`JobHandle::wait`] reads the job again while waiting for its events.
+pub const WAIT_CHECK: Duration = Duration::from_secs(5);
 
 /// The [`Producer`] marker of backends themselves.
 #[doc(hidden)]
 pub enum ViaBackend {}
 
 impl<B: Backend> Producer<ViaBackend> for &B {
-    fn enqueue_jobs(
-        self,
-        jobs: Vec<NewJob>,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Vec<Enqueued>, Error>> + Send {
-        self.enqueue(EnqueueParams { jobs, now })
+    async fn enqueue_jobs(self, jobs: Vec<NewJob>, now: Timestamp) -> Result<Vec<Enqueued>, Error> {
+        let events: Vec<JobEvent> = jobs
+            .iter()
+            .map(|job| JobEvent::new(job.id, &job.name, &job.queue, EventKind::Enqueued, 0, now))
+            .collect();
+        let stored = self.enqueue(EnqueueParams { jobs, now }).await?;
+        let new = events
+            .into_iter()
+            .zip(&stored)
+            .filter(|(_, stored)| !stored.duplicate)
+            .map(|(event, _)| event);
+        self.publish(new.collect());
+        Ok(stored)
     }
 
     fn read_job(self, id: JobId) -> impl Future<Output = Result<Option<JobRecord>, Error>> + Send {
         self.read(ReadParams { id })
+    }
+
+    async fn job_events(self) -> Option<EventStream> {
+        match self.events(EventsParams::default()).await {
+            Ok(stream) => Some(stream),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot subscribe to job events; polling instead");
+                None
+            }
+        }
     }
 }
 
@@ -123,7 +153,12 @@ macro_rules! overrides {
                     .map(|job| job.into().to_new_job(now))
                     .collect();
                 async move {
-                    let stored = producer.enqueue_jobs(built?, now).await?;
+                    let built = built?;
+                    #[cfg(feature = "metrics")]
+                    let counting = crate::metrics::EnqueueCount::of(Self::NAME, &built);
+                    let stored = store(producer, built, now).await?;
+                    #[cfg(feature = "metrics")]
+                    counting.stored(&stored);
                     Ok(stored.into_iter().map(JobHandle::new).collect())
                 }
             }
@@ -208,8 +243,12 @@ impl<J: Job> Enqueue<J> {
     /// Stores the job; returns its typed handle.
     pub async fn enqueue<M, P: Producer<M>>(self, producer: P) -> Result<JobHandle<J>, Error> {
         let now = SystemClock.now();
-        let new_job = self.to_new_job(now)?;
-        let stored = producer.enqueue_jobs(vec![new_job], now).await?;
+        let new_job = vec![self.to_new_job(now)?];
+        #[cfg(feature = "metrics")]
+        let counting = crate::metrics::EnqueueCount::of(J::NAME, &new_job);
+        let stored = store(producer, new_job, now).await?;
+        #[cfg(feature = "metrics")]
+        counting.stored(&stored);
         let first = stored
             .into_iter()
             .next()
@@ -219,6 +258,30 @@ impl<J: Job> Enqueue<J> {
 }
 
 impl<J: Job> JobExt for J {}
+
+/// Stores `jobs` through `producer`; with the `otel` feature, within a producer span whose trace
+/// context the jobs carry (see [`otel`](crate::otel)).
+async fn store<M, P: Producer<M>>(
+    producer: P,
+    jobs: Vec<NewJob>,
+    now: Timestamp,
+) -> Result<Vec<Enqueued>, Error> {
+    #[cfg(feature = "otel")]
+    {
+        use tracing::Instrument;
+        let mut jobs = jobs;
+        let queue = jobs.first().map_or("", |j| j.queue.as_str());
+        let span = crate::otel::send_span(queue, jobs.len());
+        if let Some(traceparent) = crate::otel::traceparent(&span) {
+            for job in &mut jobs {
+                job.trace_context.get_or_insert_with(|| traceparent.clone());
+            }
+        }
+        producer.enqueue_jobs(jobs, now).instrument(span).await
+    }
+    #[cfg(not(feature = "otel"))]
+    producer.enqueue_jobs(jobs, now).await
+}
 
 /// A typed reference to an enqueued job: read its status, or await its typed result.
 #[derive(Debug)]
@@ -284,9 +347,45 @@ impl<J: Job> JobHandle<J> {
         Self::outcome(record)
     }
 
-    /// Waits until the job finishes and returns its typed result, polling with a growing interval
+    /// Waits until the job finishes and returns its typed result.
+    ///
+    /// Through a backend, it waits for the job's events (reading the job again when it
+    /// completes or dies, when events may have been missed, and every [`WAIT_CHECK`] in case
+    /// its worker died between writing the outcome and publishing it); through a producer that
+    /// cannot subscribe (a Postgres pool or transaction), it polls with a growing interval
     /// (1 ms up to 250 ms).
     pub async fn wait<M, P>(&self, producer: P) -> Result<J::Output, Error>
+    where
+        P: Producer<M> + Copy,
+    {
+        // Subscribed before the first read, so an outcome in between is not missed.
+        let Some(mut events) = producer.job_events().await else {
+            return self.poll(producer).await;
+        };
+        loop {
+            if let Some(output) = self.result(producer).await? {
+                return Ok(output);
+            }
+            let finished = async {
+                loop {
+                    match events.recv().await {
+                        Some(Received::Event(e)) if e.id == self.id && e.kind.is_final() => {
+                            return true
+                        }
+                        Some(Received::Event(_)) => {}
+                        Some(Received::Missed) => return true,
+                        None => return false,
+                    }
+                }
+            };
+            if let Ok(false) = tokio::time::timeout(WAIT_CHECK, finished).await {
+                return self.poll(producer).await;
+            }
+        }
+    }
+
+    /// Polls until the job finishes, with a growing interval (1 ms up to 250 ms).
+    async fn poll<M, P>(&self, producer: P) -> Result<J::Output, Error>
     where
         P: Producer<M> + Copy,
     {

@@ -23,6 +23,9 @@
 //! ```
 //!
 //! A backend crate's own tests can write `#[job(crate = "jobs_core")]`.
+//!
+//! Feature `metrics` records counters, histograms and queue-depth gauges through the `metrics`
+//! facade: see [`metrics`] for their names, labels and meaning.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -35,14 +38,18 @@ mod context;
 mod cron;
 mod enqueue;
 mod error;
+mod event;
 mod filter;
 mod ids;
 mod inject;
 mod job;
 mod liveness;
 mod memory;
+pub mod metrics;
 mod model;
 mod operations;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod payload;
 mod presence;
 mod registry;
@@ -63,8 +70,11 @@ pub use backoff::{parse_duration, Backoff, BackoffKind, MAX_DELAY};
 pub use clock::{later, Clock, ManualClock, SystemClock, Timestamp};
 pub use context::{BackendContext, CompletionHook, JobContext};
 pub use cron::Schedule;
-pub use enqueue::{Enqueue, JobExt, JobHandle, Producer, ViaBackend};
+pub use enqueue::{Enqueue, JobExt, JobHandle, Producer, ViaBackend, WAIT_CHECK};
 pub use error::{BoxError, Error, ErrorKind, ErrorReport, JobError, StartProblem};
+pub use event::{
+    encode_events, EventHub, EventKind, EventStream, JobEvent, Publisher, Received, SendEvents,
+};
 pub use filter::JobFilter;
 pub use ids::{JobId, LeaseToken};
 pub use job::{
@@ -85,8 +95,8 @@ pub use registry::{registered, BoxFuture, JobType, Registration};
 pub use state::{JobState, State, StateKey, StateMap};
 pub use status::{JobStatus, UnknownStatus};
 pub use url_options::UrlOptions;
-pub use wake::{WakeHub, Wakeup};
-pub use worker::{shutdown_signal, JobEvent, Retention, Worker};
+pub use wake::{Relay, WakeHub, Wakeup};
+pub use worker::{shutdown_signal, Retention, Worker};
 
 #[doc(hidden)]
 #[path = "private.rs"]

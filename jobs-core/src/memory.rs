@@ -12,6 +12,7 @@ use async_trait::async_trait;
 
 use crate::backend::*;
 use crate::clock;
+use crate::event::{EventHub, EventStream, JobEvent};
 use crate::filter::JobFilter;
 use crate::liveness::{liveness, Liveness};
 use crate::model::{
@@ -37,6 +38,7 @@ use crate::Error;
 pub struct MemoryBackend {
     store: Arc<Mutex<Store>>,
     hub: Arc<WakeHub>,
+    events: Arc<EventHub>,
 }
 
 impl MemoryBackend {
@@ -702,6 +704,14 @@ impl Backend for MemoryBackend {
 
     async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
         Ok(self.hub.subscribe(&p.queues))
+    }
+
+    fn publish(&self, events: Vec<JobEvent>) {
+        self.events.send(events);
+    }
+
+    async fn events(&self, p: EventsParams) -> Result<EventStream, Error> {
+        Ok(self.events.subscribe(p.queues))
     }
 
     fn as_any(&self) -> &dyn Any {

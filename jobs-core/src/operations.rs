@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::*;
 use crate::clock::{Clock, SystemClock};
 use crate::cron::Schedule;
+use crate::event::EventStream;
 use crate::filter::JobFilter;
 use crate::model::{JobId, JobRecord, JobStatus, QueueCounts, Timestamp};
 use crate::presence::{ScheduleInfo, WorkerInfo};
@@ -190,6 +191,10 @@ pub trait Operations {
     /// the workers serving their queue knows. Such jobs are never fetched, so they are the
     /// oldest pending ones; each queue's oldest [`STRANDED_SCAN`] pending jobs are examined.
     async fn stranded(&self) -> Result<Vec<Stranded>, Error>;
+
+    /// The events of the jobs of `queues` (of every queue when empty), published by any
+    /// process from now on: enqueued, started, progress, completed, failed, dead.
+    async fn job_events(&self, queues: &[&str]) -> Result<EventStream, Error>;
 }
 
 #[async_trait]
@@ -255,6 +260,8 @@ impl<B: Backend + ?Sized> Operations for B {
         {
             return Err(refusal(self, id, "cancel").await);
         }
+        #[cfg(feature = "metrics")]
+        count_cancelled(self, id).await;
         Ok(())
     }
 
@@ -333,6 +340,11 @@ impl<B: Backend + ?Sized> Operations for B {
             .collect())
     }
 
+    async fn job_events(&self, queues: &[&str]) -> Result<EventStream, Error> {
+        let queues = queues.iter().map(|q| q.to_string()).collect();
+        self.events(EventsParams { queues }).await
+    }
+
     async fn stranded(&self) -> Result<Vec<Stranded>, Error> {
         let now = SystemClock.now();
         let workers = self.live_workers(WorkersParams { now }).await?;
@@ -405,11 +417,27 @@ async fn manage_matching<B: Backend + ?Sized>(
             })
             .await?;
         total += managed.changed.len() as u64;
+        #[cfg(feature = "metrics")]
+        if matches!(action, Action::Cancel) {
+            let queue = filter.queue.as_deref().unwrap_or_default();
+            let n = managed.changed.len() as u64;
+            crate::metrics::count_by_queue(crate::metrics::CANCELLED, queue, n);
+        }
         match managed.last {
             Some(last) => after = Some(last),
             None => return Ok(total),
         }
     }
+}
+
+/// Counts a job just cancelled, under the queue its record names (`""` if gone meanwhile).
+#[cfg(feature = "metrics")]
+async fn count_cancelled<B: Backend + ?Sized>(backend: &B, id: JobId) {
+    let queue = match backend.read(ReadParams { id }).await {
+        Ok(Some(job)) => job.queue,
+        _ => String::new(),
+    };
+    crate::metrics::count_by_queue(crate::metrics::CANCELLED, &queue, 1);
 }
 
 /// Why an operation on one job changed nothing: it is gone, or in the wrong status.

@@ -4,6 +4,15 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::Notify;
 
+/// Where a backend's listener hands the messages of a channel: wake-ups ([`WakeHub`]: a
+/// message names a queue) or job events ([`EventHub`](crate::EventHub)).
+pub trait Relay: Send + Sync + 'static {
+    /// One message as published.
+    fn deliver(&self, message: &str);
+    /// The listener was away (its connection lost and made again): messages may be missed.
+    fn missed(&self);
+}
+
 /// The listening side: a worker awaits [`Wakeup::wait`] while idle.
 ///
 /// A signal sent while nobody waits is kept (once), so none is lost between a fetch that found
@@ -75,5 +84,17 @@ impl WakeHub {
         subscribers
             .iter()
             .any(|(queues, weak)| weak.strong_count() > 0 && queues.iter().any(|q| q == queue))
+    }
+}
+
+impl Relay for WakeHub {
+    /// A message names the queue whose subscribers to wake.
+    fn deliver(&self, message: &str) {
+        self.notify(message);
+    }
+
+    /// Wakes everyone: a missed signal would leave a worker asleep.
+    fn missed(&self) {
+        self.notify_all();
     }
 }

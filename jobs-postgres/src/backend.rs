@@ -13,6 +13,7 @@ use jobs_core::{
     SaveSchedulesParams, SchedulesParams, StoredSchedule, SubscribeParams, WakeHub, Wakeup,
     WorkerInfo, WorkersParams,
 };
+use jobs_core::{EventHub, EventStream, EventsParams, JobEvent, Publisher};
 use sqlx::PgPool;
 use tokio::sync::Mutex;
 
@@ -22,7 +23,9 @@ use crate::listen::{self, Listening};
 use crate::pools::{self, Registration};
 use crate::schema::{Schema, DEFAULT_SCHEMA};
 use crate::sql::Sql;
-use crate::{enqueue, fetch, liveness, maintenance, manage, migrate, presence, reads, writes};
+use crate::{
+    enqueue, events, fetch, liveness, maintenance, manage, migrate, presence, reads, writes,
+};
 
 /// A job store in PostgreSQL. Cheap to clone: clones share the pool and the listener.
 ///
@@ -53,6 +56,10 @@ struct Inner {
     hub: Arc<WakeHub>,
     /// The LISTEN task, started by the first `subscribe`.
     listening: Mutex<Option<Listening>>,
+    events: Arc<EventHub>,
+    /// The LISTEN task of job events, started by the first `events`.
+    hearing: Mutex<Option<Listening>>,
+    publisher: Publisher,
     /// Tells bare pools and connections this backend's schema.
     _registration: Registration,
 }
@@ -72,10 +79,13 @@ impl PgBackend {
         PgBackend {
             inner: Arc::new(Inner {
                 _registration: pools::register(&pool, &sql),
+                publisher: events::publisher(pool.clone(), sql.events_channel()),
                 pool,
                 sql,
                 hub: Arc::default(),
                 listening: Mutex::new(None),
+                events: Arc::default(),
+                hearing: Mutex::new(None),
             }),
             durable_completions: false,
         }
@@ -139,6 +149,13 @@ impl PgBackend {
     /// it at once (see [the schema module](crate::schema)).
     pub async fn migrate(&self) -> Result<(), Error> {
         migrate::migrate(&self.inner.pool, &self.inner.sql.schema).await
+    }
+
+    /// The latest migration applied to the schema (the highest version its `_jobs_migrations`
+    /// records), or `None` if the schema was never migrated. After [`migrate`](Self::migrate)
+    /// (which [`connect`](Self::connect) runs) it is the latest migration this release embeds.
+    pub async fn schema_version(&self) -> Result<Option<i64>, Error> {
+        migrate::applied_version(&self.inner.pool, &self.inner.sql.schema).await
     }
 
     /// The pool, for the application's own queries and transactions; jobs enqueued through it
@@ -273,6 +290,22 @@ impl Backend for PgBackend {
             *listening = Some(listen::start(&self.inner.pool, self.inner.sql.channel(), hub).await);
         }
         Ok(self.inner.hub.subscribe(&p.queues))
+    }
+
+    fn publish(&self, events: Vec<JobEvent>) {
+        self.inner.publisher.publish(events);
+    }
+
+    /// Starts (once per backend) the task that LISTENs on the schema's events channel, then
+    /// subscribes.
+    async fn events(&self, p: EventsParams) -> Result<EventStream, Error> {
+        let mut hearing = self.inner.hearing.lock().await;
+        if hearing.is_none() {
+            let hub = self.inner.events.clone();
+            let channel = self.inner.sql.events_channel();
+            *hearing = Some(listen::start(&self.inner.pool, &channel, hub).await);
+        }
+        Ok(self.inner.events.subscribe(p.queues))
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -96,6 +96,7 @@ mod backend;
 mod connect;
 mod enqueue;
 mod error;
+mod events;
 mod fetch;
 mod listen;
 mod liveness;

@@ -1,9 +1,11 @@
-//! LISTEN/NOTIFY wake-ups: one task per backend turns notifications into [`WakeHub`] signals.
+//! LISTEN/NOTIFY: one task per channel and backend relays notifications to a hub: wake-ups on
+//! the schema's channel to its [`WakeHub`](jobs_core::WakeHub), job events on its events channel
+//! to its [`EventHub`](jobs_core::EventHub).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobs_core::WakeHub;
+use jobs_core::Relay;
 use sqlx::postgres::{PgListener, PgPoolOptions};
 use sqlx::PgPool;
 use tokio::task::JoinHandle;
@@ -25,7 +27,7 @@ impl Drop for Listening {
 /// Starts listening on `channel`. Waits for the first `LISTEN` so that no notification sent
 /// after this returns is missed; if it fails, the task keeps trying in the background while
 /// workers poll.
-pub(crate) async fn start(pool: &PgPool, channel: &str, hub: Arc<WakeHub>) -> Listening {
+pub(crate) async fn start(pool: &PgPool, channel: &str, hub: Arc<dyn Relay>) -> Listening {
     // A dedicated connection, outside the caller's pool, so it takes none of its slots.
     let options = (*pool.connect_options())
         .clone()
@@ -38,7 +40,7 @@ pub(crate) async fn start(pool: &PgPool, channel: &str, hub: Arc<WakeHub>) -> Li
     let first = match connect(&own, channel).await {
         Ok(listener) => Some(listener),
         Err(e) => {
-            tracing::warn!(error = %e, channel, "cannot LISTEN yet; workers poll until it can");
+            tracing::warn!(error = %e, channel, "cannot LISTEN yet; retrying in the background");
             None
         }
     };
@@ -51,9 +53,9 @@ async fn connect(pool: &PgPool, channel: &str) -> Result<PgListener, sqlx::Error
     Ok(listener)
 }
 
-/// Forwards notifications; on a lost connection, reconnects with backoff, then wakes every
-/// subscriber, since signals sent meanwhile were missed.
-async fn run(pool: PgPool, channel: String, hub: Arc<WakeHub>, mut listener: Option<PgListener>) {
+/// Forwards notifications; on a lost connection, reconnects with backoff, then tells the hub
+/// that notifications sent meanwhile were missed.
+async fn run(pool: PgPool, channel: String, hub: Arc<dyn Relay>, mut listener: Option<PgListener>) {
     let mut pause = Duration::from_millis(50);
     loop {
         let Some(active) = listener.as_mut() else {
@@ -62,7 +64,7 @@ async fn run(pool: PgPool, channel: String, hub: Arc<WakeHub>, mut listener: Opt
                     tracing::info!(channel, "listening again");
                     listener = Some(reconnected);
                     pause = Duration::from_millis(50);
-                    hub.notify_all();
+                    hub.missed();
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, channel, retry_in_ms = pause.as_millis() as u64, "cannot LISTEN");
@@ -73,16 +75,16 @@ async fn run(pool: PgPool, channel: String, hub: Arc<WakeHub>, mut listener: Opt
             continue;
         };
         match active.try_recv().await {
-            Ok(Some(notification)) => hub.notify(notification.payload()),
+            Ok(Some(notification)) => hub.deliver(notification.payload()),
             // The connection dropped and sqlx re-established it (and its LISTEN).
             Ok(None) => {
                 tracing::info!(channel, "listener reconnected");
-                hub.notify_all();
+                hub.missed();
             }
             Err(e) => {
                 tracing::warn!(error = %e, channel, "listener connection lost");
                 listener = None;
-                hub.notify_all();
+                hub.missed();
             }
         }
     }

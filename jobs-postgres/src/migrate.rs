@@ -83,6 +83,37 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &Schema) -> Result<(), Error>
     tx.commit().await.map_err(db)
 }
 
+/// The latest migration recorded in `schema`'s `_jobs_migrations`; `None` when the schema or its
+/// history table does not exist (never migrated).
+pub(crate) async fn applied_version(pool: &PgPool, schema: &Schema) -> Result<Option<i64>, Error> {
+    let exists: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = '_jobs_migrations')",
+    )
+    .bind(schema.name())
+    .fetch_one(pool)
+    .await
+    .map_err(db)?;
+    if !exists {
+        return Ok(None);
+    }
+    let sql = format!(
+        "SELECT max(version) FROM {}._jobs_migrations",
+        schema.quoted()
+    );
+    sqlx::query_scalar(&sql).fetch_one(pool).await.map_err(db)
+}
+
+/// The version of the latest embedded migration: what [`migrate`] brings a schema to.
+#[cfg(test)]
+fn latest() -> i64 {
+    MIGRATOR
+        .iter()
+        .filter(|m| !m.migration_type.is_down_migration())
+        .map(|m| m.version)
+        .max()
+        .expect("migrations are embedded")
+}
+
 /// The advisory lock of one schema's migrations: FNV-1a of a fixed prefix and the name.
 fn lock_key(schema: &str) -> i64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -91,4 +122,33 @@ fn lock_key(schema: &str) -> i64 {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     i64::from_ne_bytes(hash.to_ne_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PgBackend;
+
+    fn url() -> String {
+        std::env::var("JOBS_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string())
+    }
+
+    /// A fresh schema reads as never migrated, then as the latest embedded migration.
+    #[tokio::test]
+    async fn schema_version_is_none_before_migrating_and_the_latest_after() {
+        let pool = PgPool::connect(&url()).await.expect("the test database");
+        let random = uuid::Uuid::new_v4().simple().to_string();
+        let name = format!("jobs_test_version_{}", &random[..12]);
+        let backend = PgBackend::from_pool(pool.clone()).schema(&name).unwrap();
+        assert_eq!(backend.schema_version().await.unwrap(), None);
+        backend.migrate().await.unwrap();
+        assert_eq!(backend.schema_version().await.unwrap(), Some(latest()));
+        backend.migrate().await.unwrap();
+        assert_eq!(backend.schema_version().await.unwrap(), Some(latest()));
+        sqlx::query(&format!("DROP SCHEMA \"{name}\" CASCADE"))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
 }

@@ -104,4 +104,11 @@ impl Sql {
     pub(crate) fn channel(&self) -> &str {
         self.schema.name()
     }
+
+    /// The LISTEN/NOTIFY channel of this schema's job events: `<schema>:events`, the schema's
+    /// name cut to keep it within PostgreSQL's 63 bytes.
+    pub(crate) fn events_channel(&self) -> String {
+        let name = self.schema.name();
+        format!("{}:events", &name[..name.len().min(56)])
+    }
 }

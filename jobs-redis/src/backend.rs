@@ -10,14 +10,16 @@ use jobs_core::{
     Enqueued, Error, FailParams, FetchParams, GoneParams, HeartbeatParams, HoldParams, JobId,
     JobRecord, LeasedJob, ListParams, Liveness, ManageParams, Managed, ProgressParams, PruneParams,
     QueueCounts, QueueNamesParams, ReadParams, ReleaseParams, RenewParams, RescueParams,
-    SaveSchedulesParams, SchedulesParams, StoredSchedule, SubscribeParams, Timestamp, Wakeup,
-    WorkerInfo, WorkersParams,
+    SaveSchedulesParams, SchedulesParams, StoredSchedule, SubscribeParams, Timestamp, WakeHub,
+    Wakeup, WorkerInfo, WorkersParams,
 };
+use jobs_core::{EventHub, EventStream, EventsParams, JobEvent, Publisher};
 use redis::{Client, Cmd, FromRedisValue, Script};
 
 use crate::connect::{self, Conn, Connected};
+use crate::events;
 use crate::keys::{Keys, DEFAULT_PREFIX};
-use crate::listen::Wake;
+use crate::listen::Listener;
 use crate::options::{Options, Timeouts};
 use crate::queues::KnownQueues;
 use crate::record::micros;
@@ -45,7 +47,9 @@ pub(crate) struct Inner {
     /// One client per server: the wake-up listener subscribes through them, and the liveness
     /// connection is made through the one of a single server.
     pub subscribers: Vec<Client>,
-    wake: Wake,
+    wake: Listener<WakeHub>,
+    events: Listener<EventHub>,
+    publisher: Publisher,
 }
 
 impl RedisBackend {
@@ -95,9 +99,11 @@ impl RedisBackend {
         let channel = keys.channel();
         RedisBackend {
             inner: Arc::new(Inner {
+                publisher: events::publisher(conn.clone(), keys.events()),
                 conn,
                 queues: KnownQueues::default(),
-                wake: Wake::new(subscribers.clone(), channel.clone()),
+                wake: Listener::new(subscribers.clone(), channel.clone()),
+                events: Listener::new(subscribers.clone(), keys.events()),
                 channel,
                 subscribers,
                 keys,
@@ -327,7 +333,19 @@ impl Backend for RedisBackend {
         self.inner
             .queues
             .remember(p.queues.iter().map(String::as_str));
-        self.inner.wake.subscribe(&p.queues).await
+        let wakeup = self.inner.wake.hub().subscribe(&p.queues);
+        self.inner.wake.ready().await?;
+        Ok(wakeup)
+    }
+
+    fn publish(&self, events: Vec<JobEvent>) {
+        self.inner.publisher.publish(events);
+    }
+
+    async fn events(&self, p: EventsParams) -> Result<EventStream, Error> {
+        let stream = self.inner.events.hub().subscribe(p.queues);
+        self.inner.events.ready().await?;
+        Ok(stream)
     }
 
     fn as_any(&self) -> &dyn Any {

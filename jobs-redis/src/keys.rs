@@ -87,6 +87,11 @@ impl Keys {
     pub(crate) fn channel(&self) -> String {
         format!("{}:wake", self.prefix)
     }
+
+    /// The pub/sub channel of job events.
+    pub(crate) fn events(&self) -> String {
+        format!("{}:events", self.prefix)
+    }
 }
 
 /// The one-letter code a status is stored as.

@@ -50,6 +50,7 @@
 mod backend;
 mod connect;
 mod enqueue;
+mod events;
 mod keys;
 mod layout;
 mod leases;

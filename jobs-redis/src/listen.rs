@@ -1,18 +1,19 @@
-//! Wake-ups: one pub/sub listener per backend turns the scripts' `PUBLISH`es into
-//! `WakeHub::notify` calls, so idle workers fetch within a round trip of a job becoming ready.
+//! Pub/sub listeners: one per channel and backend, relaying each message to a hub. Wake-ups:
+//! scripts publish the queue's name on `<prefix>:wake` when they make a job ready (enqueue,
+//! retry, release, rescue, a failure retried at once), and the [`WakeHub`] wakes that queue's
+//! idle workers within a round trip. Job events: publishers send JSON arrays of events on
+//! `<prefix>:events`, and the [`EventHub`](jobs_core::EventHub) hands them to subscribers.
 //!
-//! Scripts publish the queue's name on `<prefix>:wake` when they make a job ready (enqueue,
-//! retry, release, rescue, a failure retried at once). In a cluster, a `PUBLISH` reaches the
-//! subscribers of every node, so the listener subscribes on any one of them. The listener
-//! reconnects by itself, with a growing pause, and then wakes every subscriber, since signals
-//! may have been missed while it was away. A `PING` every [`HEARTBEAT`] notices a connection
-//! that died without closing.
+//! In a cluster, a `PUBLISH` reaches the subscribers of every node, so a listener subscribes on
+//! any one of them. A listener reconnects by itself, with a growing pause, and then tells its
+//! hub that messages may have been missed while it was away. A `PING` every [`HEARTBEAT`]
+//! notices a connection that died without closing.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use jobs_core::{Error, WakeHub, Wakeup};
+use jobs_core::{Error, Relay};
 use redis::Client;
 use tokio::sync::{oneshot, watch};
 
@@ -25,10 +26,10 @@ const MAX_PAUSE: Duration = Duration::from_secs(2);
 /// How long `subscribe` waits for the first subscription.
 const READY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The wake-up side of a backend: its hub and its listener task (started on first use, stopped
-/// when the backend is dropped).
-pub(crate) struct Wake {
-    hub: Arc<WakeHub>,
+/// A channel's listener and its hub: the listener task starts on first use and stops when this
+/// is dropped.
+pub(crate) struct Listener<H> {
+    hub: Arc<H>,
     clients: Vec<Client>,
     channel: String,
     started: Mutex<Option<Started>>,
@@ -40,10 +41,10 @@ struct Started {
     _stop: oneshot::Sender<()>,
 }
 
-impl Wake {
-    /// Wake-ups for `channel`, heard through the first reachable of `clients`.
+impl<H: Relay + Default> Listener<H> {
+    /// A listener for `channel`, heard through the first reachable of `clients`.
     pub(crate) fn new(clients: Vec<Client>, channel: String) -> Self {
-        Wake {
+        Listener {
             hub: Arc::default(),
             clients,
             channel,
@@ -51,13 +52,18 @@ impl Wake {
         }
     }
 
-    /// A subscription to `queues`, once the listener is listening.
-    pub(crate) async fn subscribe(&self, queues: &[String]) -> Result<Wakeup, Error> {
-        let wakeup = self.hub.subscribe(queues);
+    /// The hub messages go to.
+    pub(crate) fn hub(&self) -> &H {
+        &self.hub
+    }
+
+    /// Returns once the listener is subscribed (starting it unless it runs): a message
+    /// published from then on reaches the hub.
+    pub(crate) async fn ready(&self) -> Result<(), Error> {
         let mut ready = self.start();
         let listening = tokio::time::timeout(READY_TIMEOUT, ready.wait_for(|r| *r)).await;
         match listening {
-            Ok(Ok(_)) => Ok(wakeup),
+            Ok(Ok(_)) => Ok(()),
             _ => Err(Error::Connect {
                 target: format!("the Redis channel `{}`", self.channel),
                 source: format!("no subscription within {READY_TIMEOUT:?}").into(),
@@ -71,10 +77,11 @@ impl Wake {
         let started = started.get_or_insert_with(|| {
             let (ready_tx, ready) = watch::channel(false);
             let (stop, stopped) = oneshot::channel();
+            let hub: Arc<dyn Relay> = self.hub.clone();
             tokio::spawn(listen(
                 self.clients.clone(),
                 self.channel.clone(),
-                self.hub.clone(),
+                hub,
                 ready_tx,
                 stopped,
             ));
@@ -87,7 +94,7 @@ impl Wake {
 async fn listen(
     clients: Vec<Client>,
     channel: String,
-    hub: Arc<WakeHub>,
+    hub: Arc<dyn Relay>,
     ready: watch::Sender<bool>,
     mut stop: oneshot::Receiver<()>,
 ) {
@@ -97,15 +104,15 @@ async fn listen(
         let client = &clients[node % clients.len()];
         tokio::select! {
             _ = &mut stop => return,
-            outcome = listen_once(client, &channel, &hub, &ready) => match outcome {
+            outcome = listen_once(client, &channel, &*hub, &ready) => match outcome {
                 Ok(()) => {
                     pause = MIN_PAUSE;
-                    tracing::warn!(channel, "wake-up subscription lost; reconnecting");
+                    tracing::warn!(channel, "subscription lost; reconnecting");
                 }
                 Err(e) => {
                     node += 1;
                     tracing::warn!(channel, error = %e, retry_in_ms = pause.as_millis() as u64,
-                        "cannot subscribe to wake-ups");
+                        "cannot subscribe");
                 }
             },
         }
@@ -121,7 +128,7 @@ async fn listen(
 async fn listen_once(
     client: &Client,
     channel: &str,
-    hub: &WakeHub,
+    hub: &dyn Relay,
     ready: &watch::Sender<bool>,
 ) -> redis::RedisResult<()> {
     let mut pubsub = client.get_async_pubsub().await?;
@@ -129,7 +136,7 @@ async fn listen_once(
     let (mut sink, mut messages) = pubsub.split();
     if ready.send_replace(true) {
         // A reconnection: whatever was published meanwhile was missed.
-        hub.notify_all();
+        hub.missed();
     }
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.reset();
@@ -137,8 +144,8 @@ async fn listen_once(
         tokio::select! {
             message = messages.next() => match message {
                 Some(message) => {
-                    if let Ok(queue) = std::str::from_utf8(message.get_payload_bytes()) {
-                        hub.notify(queue);
+                    if let Ok(text) = std::str::from_utf8(message.get_payload_bytes()) {
+                        hub.deliver(text);
                     }
                 }
                 None => return Ok(()),

@@ -11,8 +11,9 @@ use crate::job::Job;
 use crate::registry::JobType;
 use crate::state::StateMap;
 
-use super::events::{Hook, Hooks, JobEvent};
+use super::events::{Hook, Hooks};
 use super::maintenance::Retention;
+use crate::event::JobEvent;
 
 /// A worker: runs every registered job of its queues.
 ///

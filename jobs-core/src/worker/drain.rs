@@ -14,8 +14,8 @@ use crate::model::JobStatus;
 use crate::Error;
 
 use super::config::Worker;
-use super::events::JobEvent;
 use super::start::plan;
+use crate::event::JobEvent;
 
 /// How often a draining worker's queues are checked for work left.
 const CHECK_EVERY: Duration = Duration::from_millis(5);

@@ -30,14 +30,25 @@ pub(crate) async fn execute(
     sink: Sink,
 ) {
     let record = job.record;
+    // Named and attributed for OpenTelemetry's messaging conventions (see `crate::otel`).
     let span = tracing::info_span!(
         "job",
+        otel.name = format!("process {}", record.queue),
+        otel.kind = "consumer",
+        messaging.system = "jobs",
+        messaging.operation.type = "process",
+        messaging.destination.name = %record.queue,
+        messaging.message.id = %record.id,
         job.id = %record.id,
         job.name = %record.name,
         job.queue = %record.queue,
         job.attempt = record.attempt,
         trace_context = record.trace_context.as_deref(),
     );
+    #[cfg(feature = "otel")]
+    if let Some(traceparent) = &record.trace_context {
+        crate::otel::restore(&span, traceparent, record.attempt);
+    }
     async move {
         let outcome = run_handler(&shared, &record, &ctx, turn).await;
         shared.leases.finishing(record.id);
@@ -73,6 +84,8 @@ async fn run_handler(
         );
         return Outcome::Snoozed(UNKNOWN_NAME_BACKOFF);
     };
+    let metrics = shared.metrics.job(&record.queue, &record.name);
+    let timer = metrics.started(shared.clock.as_ref(), record.run_at);
     let handler = job_type.run(&record.payload, ctx.clone(), shared.state.clone());
     let deadline = async {
         match record.timeout {
@@ -98,6 +111,7 @@ async fn run_handler(
             Err(panic) => Outcome::Failed(JobError::of_kind(ErrorKind::Panic, panic_message(&*panic))),
         },
     };
+    metrics.ran(timer);
     if matches!(outcome, Outcome::Interrupted | Outcome::Abandoned) {
         ctx.cancel();
     }

@@ -126,6 +126,7 @@ pub(super) async fn rescue(
         match shared.backend.rescue(params).await {
             Ok(ids) => {
                 total += ids.len();
+                super::metrics::rescued(shared, &ids).await;
                 if ids.len() < CHUNK {
                     return Some(total);
                 }

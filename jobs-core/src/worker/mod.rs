@@ -5,7 +5,8 @@
 //! `run` drives it all: it starts from the checks of `start`, spawns the background tasks
 //! (`renew`, `maintenance` with `gone`, `cron`, `heartbeat`) and one task per leased job (`execute`), which
 //! hands each attempt's outcome to the one sink that writes it (`outcome`). They share `shared`,
-//! `leases`, `gate` and `events`, which depend on none of them.
+//! `leases`, `gate` and `events`, which depend on none of them; `metrics` holds the metric handles
+//! they record through (feature `metrics`; empty without it).
 
 mod config;
 mod cron;
@@ -17,6 +18,7 @@ mod gone;
 mod heartbeat;
 mod leases;
 mod maintenance;
+mod metrics;
 mod outcome;
 mod renew;
 mod run;
@@ -30,6 +32,5 @@ mod tests;
 
 pub use config::Worker;
 pub use drain::Drained;
-pub use events::JobEvent;
 pub use maintenance::Retention;
 pub use shutdown::shutdown_signal;

@@ -21,7 +21,9 @@ use crate::error::Next;
 use crate::model::{JobId, JobRecord, Json};
 use crate::{Error, JobError};
 
-use super::events::{call, JobEvent};
+use crate::event::{EventKind, JobEvent};
+
+use super::events::call;
 use super::shared::{with_retries, Shared};
 
 /// The most writes of one kind in one call.
@@ -83,10 +85,16 @@ impl Sink {
         let lease = ctx.lease();
         match outcome {
             Outcome::Completed(result) => {
+                let metrics = self.shared.metrics.job(&record.queue, &record.name);
+                metrics.finished(self.shared.clock.as_ref(), record.created_at);
                 let completion = Completion { lease, result };
                 match ctx.take_completion_hook() {
                     Some(hook) => self.complete_by(hook, completion, record).await,
-                    None => self.send(Write::Complete(completion, JobEvent::of(record))),
+                    None => {
+                        let event =
+                            JobEvent::of(record, EventKind::Completed, self.shared.clock.now());
+                        self.send(Write::Complete(completion, event))
+                    }
                 }
             }
             Outcome::Failed(error) => self.send(self.failure(record, lease, error)),
@@ -116,7 +124,12 @@ impl Sink {
     ) {
         let shared = &self.shared;
         match hook.complete(completion, shared.clock.now()).await {
-            Ok(true) => call(&shared.hooks.completed, &JobEvent::of(record)),
+            Ok(true) => {
+                shared.metrics.job(&record.queue, &record.name).completed();
+                let event = JobEvent::of(record, EventKind::Completed, shared.clock.now());
+                call(&shared.hooks.completed, &event);
+                shared.backend.publish(vec![event]);
+            }
             Ok(false) => tracing::warn!("completion refused: the lease was lost"),
             Err(e) => tracing::error!(error = %e, "could not record completion"),
         }
@@ -135,9 +148,11 @@ impl Sink {
             };
             clock::later(now, delay)
         });
-        let mut event = JobEvent::of(record);
-        event.error = Some(report.message.clone());
-        event.retry_at = retry_at;
+        if retry_at.is_none() {
+            let metrics = self.shared.metrics.job(&record.queue, &record.name);
+            metrics.finished(self.shared.clock.as_ref(), record.created_at);
+        }
+        let event = JobEvent::of(record, EventKind::Failed, now).failed(&report.message, retry_at);
         let failure = Failure {
             lease,
             error: report,
@@ -239,9 +254,13 @@ async fn complete(shared: &Shared, items: Vec<Completion>, events: Vec<JobEvent>
         })
     })
     .await;
+    let mut accepted = Vec::with_capacity(events.len());
     for event in settle(shared, &events, written) {
+        shared.metrics.job(&event.queue, &event.name).completed();
         call(&shared.hooks.completed, event);
+        accepted.push(event.clone());
     }
+    shared.backend.publish(accepted);
 }
 
 async fn fail(shared: &Shared, items: Vec<Failure>, events: Vec<JobEvent>) {
@@ -255,7 +274,10 @@ async fn fail(shared: &Shared, items: Vec<Failure>, events: Vec<JobEvent>) {
         })
     })
     .await;
+    let mut accepted = Vec::with_capacity(events.len());
     for event in settle(shared, &events, written) {
+        let metrics = shared.metrics.job(&event.queue, &event.name);
+        metrics.failed(event.retry_at.is_some());
         let error = event.error.as_deref().unwrap_or_default();
         match event.retry_at {
             Some(at) => {
@@ -265,10 +287,14 @@ async fn fail(shared: &Shared, items: Vec<Failure>, events: Vec<JobEvent>) {
             None => tracing::error!(job.id = %event.id, error, "job is dead"),
         }
         call(&shared.hooks.failed, event);
+        accepted.push(event.clone());
         if event.retry_at.is_none() {
-            call(&shared.hooks.dead, event);
+            let dead = event.as_kind(EventKind::Dead);
+            call(&shared.hooks.dead, &dead);
+            accepted.push(dead);
         }
     }
+    shared.backend.publish(accepted);
 }
 
 /// Hands jobs back; a snoozed one is due again at its `run_at`.

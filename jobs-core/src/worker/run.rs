@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, FetchParams, HoldParams, SubscribeParams};
 use crate::context::JobContext;
+use crate::event::{EventKind, JobEvent};
 use crate::liveness::Liveness;
 use crate::wake::Wakeup;
 use crate::Error;
@@ -20,6 +21,7 @@ use super::gate::RunGate;
 use super::heartbeat::Presence;
 use super::leases::Leases;
 use super::maintenance::Retention;
+use super::metrics::WorkerMetrics;
 use super::outcome::Sink;
 use super::renew::keep_alive;
 use super::shared::{Retries, Shared};
@@ -54,6 +56,7 @@ impl Worker {
             .await?;
         let liveness = Arc::new(self.hold_liveness().await);
         let mut presence = Presence::of(&self, &plan, self.clock.now());
+        let metrics = WorkerMetrics::new(&plan.queues, plan.types.keys());
         let shared = Arc::new(Shared {
             backend: self.backend.clone(),
             types: plan.types,
@@ -64,6 +67,7 @@ impl Worker {
             stopping: CancellationToken::new(),
             hard_stop: CancellationToken::new(),
             retries: Retries::default(),
+            metrics,
         });
         presence.announce(&shared).await;
         let queues = plan.queues;
@@ -83,6 +87,12 @@ impl Worker {
             self.retention_of(&queues),
             self.rescue_interval,
             self.prune_interval,
+            background_stop.clone(),
+        ));
+        #[cfg(feature = "metrics")]
+        background.spawn(super::metrics::keep_queue_depth(
+            shared.clone(),
+            queues.clone(),
             background_stop.clone(),
         ));
         if self.cron {
@@ -202,6 +212,11 @@ impl Worker {
                 }
                 Ok(leased) => {
                     pause = Duration::from_millis(50);
+                    let now = shared.clock.now();
+                    let started = leased
+                        .iter()
+                        .map(|j| JobEvent::of(&j.record, EventKind::Started, now));
+                    shared.backend.publish(started.collect());
                     let turns = gate.admit(leased.iter().map(|j| &j.record));
                     for ((job, slot), turn) in leased.into_iter().zip(permits).zip(turns) {
                         let ctx = JobContext::new(shared.backend.clone(), &job);

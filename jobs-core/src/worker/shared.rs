@@ -20,6 +20,7 @@ use crate::Error;
 
 use super::events::Hooks;
 use super::leases::Leases;
+use super::metrics::WorkerMetrics;
 
 /// What every task of a running worker shares.
 pub(crate) struct Shared {
@@ -41,6 +42,8 @@ pub(crate) struct Shared {
     pub hard_stop: CancellationToken,
     /// When recorded retries become due.
     pub retries: Retries,
+    /// The metric handles of its jobs (feature `metrics`).
+    pub metrics: WorkerMetrics,
 }
 
 /// When the retries and snoozes this worker recorded become due, so that it fetches them on

@@ -37,6 +37,8 @@ enum Flaw {
     IgnoresNames,
     /// Never names a worker gone.
     SeesNoneGone,
+    /// Publishes no events.
+    Mute,
 }
 
 struct Broken {
@@ -180,6 +182,14 @@ impl Backend for Broken {
     async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
         self.inner.deregister(p).await
     }
+    fn publish(&self, events: Vec<JobEvent>) {
+        if !matches!(self.flaw, Flaw::Mute) {
+            self.inner.publish(events)
+        }
+    }
+    async fn events(&self, p: EventsParams) -> Result<EventStream, Error> {
+        self.inner.events(p).await
+    }
     async fn hold_liveness(&self, p: HoldParams) -> Result<Liveness, Error> {
         self.inner.hold_liveness(p).await
     }
@@ -276,6 +286,9 @@ caught! {
         workers_show_the_jobs_they_run;
     names_check_catches_a_fetch_that_ignores_names: IgnoresNames =>
         fetch_takes_only_the_names_given;
+    event_checks_catch_a_store_that_publishes_nothing: Mute =>
+        events_reach_the_subscribers_of_their_queue,
+        worker_publishes_each_jobs_events;
     liveness_checks_catch_a_store_that_sees_no_death: SeesNoneGone =>
         liveness_ends_when_its_holder_lets_go,
         worker_reruns_jobs_of_a_gone_worker_at_once;

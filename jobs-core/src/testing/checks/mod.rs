@@ -101,6 +101,10 @@ macro_rules! __conformance_checks {
                 worker_leaves_a_job_of_an_unknown_name_waiting,
                 worker_times_out_slow_attempts,
             }
+            worker::events {
+                events_reach_the_subscribers_of_their_queue,
+                worker_publishes_each_jobs_events,
+            }
             worker::leases {
                 worker_reruns_jobs_of_a_dead_worker,
                 worker_reruns_jobs_of_a_gone_worker_at_once,

@@ -1,6 +1,7 @@
 //! Checks of the worker on top of the backend: outcomes and their recorded errors, leases,
 //! start and shutdown, what the worker records about itself, and its maintenance timers.
 
+pub(super) mod events;
 pub(super) mod leases;
 pub(super) mod lifecycle;
 pub(super) mod maintenance;
