@@ -490,6 +490,12 @@ fn cli() -> clap::Command {
                 .help("completed jobs retained for W4 and W8"),
         )
         .arg(
+            Arg::new("metrics")
+                .long("metrics")
+                .action(ArgAction::SetTrue)
+                .help("record the worker's metrics into a Prometheus recorder (build with --features metrics)"),
+        )
+        .arg(
             Arg::new("workload")
                 .long("workload")
                 .action(ArgAction::Append)
@@ -518,7 +524,22 @@ fn main() {
         .block_on(run(args, kind, n, concurrency))
 }
 
+/// Installs a Prometheus recorder for the worker's metrics, when asked to.
+fn record_metrics(args: &ArgMatches) {
+    if !args.get_flag("metrics") {
+        return;
+    }
+    if !cfg!(feature = "metrics") {
+        panic!("--metrics needs the bench built with --features metrics");
+    }
+    metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .expect("a Prometheus recorder");
+    eprintln!("bench: the worker's metrics go to a Prometheus recorder");
+}
+
 async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
+    record_metrics(&args);
     match args.get_one::<String>("role").map(String::as_str) {
         Some("worker") => return worker_child(kind, concurrency).await,
         Some("subscriber") => return events::subscriber_child(kind, n).await,

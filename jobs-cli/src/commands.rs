@@ -103,12 +103,16 @@ pub(crate) async fn stats(backend: &AnyBackend, json_out: bool) -> Result<String
         "COMPLETED",
         "DEAD",
         "CANCELLED",
+        "DONE/MIN",
+        "PAUSED",
         "OLDEST PENDING",
     ])
-    .right(&[1, 2, 3, 4, 5, 6]);
+    .right(&[1, 2, 3, 4, 5, 6, 7]);
     for s in &stats {
         let mut row = vec![s.summary.name.clone()];
         row.extend(counts_cells(&s.summary.counts));
+        row.push(s.summary.finished_last_minute.to_string());
+        row.push(if s.summary.paused { "yes" } else { "no" }.into());
         row.push(
             s.oldest_pending_age_secs
                 .map(|secs| format::duration(Duration::from_secs(secs)))
@@ -117,6 +121,25 @@ pub(crate) async fn stats(backend: &AnyBackend, json_out: bool) -> Result<String
         table.row(row);
     }
     Ok(table.render())
+}
+
+/// Pauses (`paused`) or resumes `queue`.
+pub(crate) async fn pause(
+    backend: &AnyBackend,
+    queue: &str,
+    paused: bool,
+    json_out: bool,
+) -> Result<String, Failure> {
+    if paused {
+        backend.pause_queue(queue).await?;
+    } else {
+        backend.resume_queue(queue).await?;
+    }
+    if json_out {
+        return json(&serde_json::json!({ "queue": queue, "paused": paused }));
+    }
+    let state = if paused { "paused" } else { "resumed" };
+    Ok(format!("queue {queue} {state}\n"))
 }
 
 /// The counts in the columns' order: pending, scheduled, running, completed, dead, cancelled.

@@ -40,7 +40,8 @@ struct Cli {
 /// What to do.
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Each queue's jobs by status, and how long its oldest pending job has waited.
+    /// Each queue's jobs by status, its jobs finished in the last minute, whether it is
+    /// paused, and how long its oldest pending job has waited.
     Stats,
     /// The queues and how many jobs each holds.
     Queues,
@@ -63,6 +64,16 @@ enum Command {
     Schedules,
     /// The live workers and the jobs each runs.
     Workers,
+    /// Pauses a queue: workers in every process start none of its jobs until it is resumed.
+    Pause {
+        /// The queue.
+        queue: String,
+    },
+    /// Resumes a paused queue.
+    Resume {
+        /// The queue.
+        queue: String,
+    },
     /// Pending jobs that no live worker can run (their name is unknown to their queue's workers).
     Stranded,
     /// Creates or upgrades the job tables (PostgreSQL) and prints the schema's version.
@@ -306,6 +317,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Schedules => commands::schedules(&backend, json).await?,
         Command::Workers => commands::workers(&backend, json).await?,
         Command::Stranded => commands::stranded(&backend, json).await?,
+        Command::Pause { queue } => commands::pause(&backend, &queue, true, json).await?,
+        Command::Resume { queue } => commands::pause(&backend, &queue, false, json).await?,
         Command::Migrate => commands::migrate(&backend, json).await?,
         Command::Watch { .. } => unreachable!("handled above"),
     };

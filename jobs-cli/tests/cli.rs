@@ -352,15 +352,37 @@ fn stats_and_queues(s: Store) {
             "COMPLETED",
             "DEAD",
             "CANCELLED",
+            "DONE/MIN",
+            "PAUSED",
             "OLDEST",
             "PENDING"
         ]
     );
     let email_row: Vec<&str> = lines[1].split_whitespace().collect();
-    assert_eq!(email_row[..7], ["email", "2", "1", "0", "0", "0", "0"]);
-    assert!(email_row[7].ends_with('s'), "an age: {table}");
+    assert_eq!(
+        email_row[..9],
+        ["email", "2", "1", "0", "0", "0", "0", "0", "no"]
+    );
+    assert!(email_row[9].ends_with('s'), "an age: {table}");
     let pdf_row: Vec<&str> = lines[2].split_whitespace().collect();
-    assert_eq!(pdf_row, ["pdf", "0", "0", "1", "0", "1", "1", "-"]);
+    // The cancelled job finished within the last minute.
+    assert_eq!(
+        pdf_row,
+        ["pdf", "0", "0", "1", "0", "1", "1", "1", "no", "-"]
+    );
+    assert_eq!(pdf["finished_last_minute"], 1);
+
+    // Pause and resume: the state shows in stats, and survives in the store.
+    assert_eq!(s.ok(&["pause", "email"]), "queue email paused\n");
+    let stats: Vec<Value> = s.json(&["stats"]);
+    let paused: Vec<(&str, bool)> = stats
+        .iter()
+        .map(|q| (q["name"].as_str().unwrap(), q["paused"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(paused, [("email", true), ("pdf", false)]);
+    assert_eq!(s.ok(&["resume", "email"]), "queue email resumed\n");
+    let stats: Vec<Value> = s.json(&["stats"]);
+    assert_eq!(stats[0]["paused"], false);
 
     let queues = s.ok(&["queues"]);
     assert_eq!(queues, "QUEUE  JOBS\nemail     3\npdf       3\n");

@@ -94,6 +94,15 @@ impl Backend for AnyBackend {
     async fn queue_names(&self, p: QueueNamesParams) -> Result<Vec<String>, Error> {
         self.0.queue_names(p).await
     }
+    async fn pause(&self, p: PauseParams) -> Result<(), Error> {
+        self.0.pause(p).await
+    }
+    async fn paused_queues(&self, p: PausedParams) -> Result<Vec<String>, Error> {
+        self.0.paused_queues(p).await
+    }
+    async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {
+        self.0.finished_since(p).await
+    }
     async fn heartbeat(&self, p: HeartbeatParams) -> Result<(), Error> {
         self.0.heartbeat(p).await
     }

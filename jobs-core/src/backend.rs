@@ -307,6 +307,28 @@ pub struct CountsParams {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QueueNamesParams {}
 
+/// Pauses or resumes a queue (see [`Backend::pause`]).
+#[derive(Clone, Debug)]
+pub struct PauseParams {
+    /// The queue.
+    pub queue: String,
+    /// Paused (`true`) or running again (`false`).
+    pub paused: bool,
+}
+
+/// Lists the paused queues.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PausedParams {}
+
+/// Counts the jobs of a queue finished (completed or cancelled) at or after `since`.
+#[derive(Clone, Debug)]
+pub struct FinishedParams {
+    /// The queue.
+    pub queue: String,
+    /// The earliest finish time counted.
+    pub since: Timestamp,
+}
+
 /// Records that a worker is alive.
 #[derive(Clone, Debug)]
 pub struct HeartbeatParams {
@@ -412,6 +434,17 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Names every queue that holds jobs or whose jobs were ever enqueued, sorted.
     async fn queue_names(&self, params: QueueNamesParams) -> Result<Vec<String>, Error>;
+
+    /// Pauses a queue (its jobs stay, no worker starts them) or resumes it. The state is kept
+    /// in the store, so it holds across restarts and for every worker process.
+    async fn pause(&self, params: PauseParams) -> Result<(), Error>;
+
+    /// The paused queues, sorted.
+    async fn paused_queues(&self, params: PausedParams) -> Result<Vec<String>, Error>;
+
+    /// How many of a queue's jobs finished (completed or cancelled) at or after
+    /// `params.since` and are still retained: the queue's recent throughput.
+    async fn finished_since(&self, params: FinishedParams) -> Result<u64, Error>;
 
     /// Records a worker's heartbeat.
     async fn heartbeat(&self, params: HeartbeatParams) -> Result<(), Error>;

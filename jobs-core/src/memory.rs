@@ -97,6 +97,8 @@ struct Store {
     schedules: BTreeMap<String, (crate::presence::ScheduleInfo, Timestamp)>,
     /// Workers that hold their liveness, and whether the hold still stands.
     liveness: HashMap<String, bool>,
+    /// The paused queues.
+    paused: BTreeSet<String>,
 }
 
 /// Every index of the stored jobs, kept in step with their records.
@@ -704,6 +706,30 @@ impl Backend for MemoryBackend {
 
     async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
         Ok(self.hub.subscribe(&p.queues))
+    }
+
+    async fn pause(&self, p: PauseParams) -> Result<(), Error> {
+        let mut store = self.store();
+        if p.paused {
+            store.paused.insert(p.queue);
+        } else {
+            store.paused.remove(&p.queue);
+        }
+        Ok(())
+    }
+
+    async fn paused_queues(&self, _: PausedParams) -> Result<Vec<String>, Error> {
+        Ok(self.store().paused.iter().cloned().collect())
+    }
+
+    async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {
+        let store = self.store();
+        let Some(finished) = store.idx.finished.get(&p.queue) else {
+            return Ok(0);
+        };
+        Ok(finished
+            .range((p.since, JobId(uuid::Uuid::nil()))..)
+            .count() as u64)
     }
 
     fn publish(&self, events: Vec<JobEvent>) {

@@ -89,6 +89,10 @@ pub struct QueueSummary {
     pub name: String,
     /// Its jobs by status.
     pub counts: QueueCounts,
+    /// Whether it is paused (see [`Operations::pause_queue`]).
+    pub paused: bool,
+    /// Its jobs finished (completed or cancelled) in the last minute.
+    pub finished_last_minute: u64,
 }
 
 /// A cron schedule with its last stored tick and its next ones.
@@ -145,8 +149,17 @@ pub struct Stranded {
 /// ```
 #[async_trait]
 pub trait Operations {
-    /// Every queue with its counts, by name.
+    /// Every queue with its counts, paused state and last minute's throughput, by name
+    /// (a paused queue is listed even while it holds no jobs).
     async fn queues(&self) -> Result<Vec<QueueSummary>, Error>;
+
+    /// Pauses `queue`: workers in every process take none of its jobs from within a second
+    /// (running ones finish), until [`resume_queue`](Operations::resume_queue). Kept in the store, so it
+    /// holds across restarts.
+    async fn pause_queue(&self, queue: &str) -> Result<(), Error>;
+
+    /// Resumes a paused queue.
+    async fn resume_queue(&self, queue: &str) -> Result<(), Error>;
 
     /// A page of the jobs matching `filter`, oldest first.
     async fn jobs(&self, filter: &JobFilter, page: PageRequest) -> Result<Page, Error>;
@@ -200,7 +213,12 @@ pub trait Operations {
 #[async_trait]
 impl<B: Backend + ?Sized> Operations for B {
     async fn queues(&self) -> Result<Vec<QueueSummary>, Error> {
-        let names = self.queue_names(QueueNamesParams {}).await?;
+        let paused = self.paused_queues(PausedParams {}).await?;
+        let mut names = self.queue_names(QueueNamesParams {}).await?;
+        names.extend(paused.iter().cloned());
+        names.sort_unstable();
+        names.dedup();
+        let minute_ago = SystemClock.now() - chrono::Duration::seconds(60);
         let mut queues = Vec::with_capacity(names.len());
         for name in names {
             let counts = self
@@ -208,9 +226,44 @@ impl<B: Backend + ?Sized> Operations for B {
                     queue: name.clone(),
                 })
                 .await?;
-            queues.push(QueueSummary { name, counts });
+            let finished_last_minute = self
+                .finished_since(FinishedParams {
+                    queue: name.clone(),
+                    since: minute_ago,
+                })
+                .await?;
+            queues.push(QueueSummary {
+                paused: paused.contains(&name),
+                name,
+                counts,
+                finished_last_minute,
+            });
         }
         Ok(queues)
+    }
+
+    async fn pause_queue(&self, queue: &str) -> Result<(), Error> {
+        let queue = queue.to_string();
+        Backend::pause(
+            self,
+            PauseParams {
+                queue,
+                paused: true,
+            },
+        )
+        .await
+    }
+
+    async fn resume_queue(&self, queue: &str) -> Result<(), Error> {
+        let queue = queue.to_string();
+        Backend::pause(
+            self,
+            PauseParams {
+                queue,
+                paused: false,
+            },
+        )
+        .await
     }
 
     async fn jobs(&self, filter: &JobFilter, page: PageRequest) -> Result<Page, Error> {

@@ -13,7 +13,10 @@ use jobs_core::{
     SaveSchedulesParams, SchedulesParams, StoredSchedule, SubscribeParams, WakeHub, Wakeup,
     WorkerInfo, WorkersParams,
 };
-use jobs_core::{EventHub, EventStream, EventsParams, JobEvent, Publisher};
+use jobs_core::{
+    EventHub, EventStream, EventsParams, FinishedParams, JobEvent, PauseParams, PausedParams,
+    Publisher,
+};
 use sqlx::PgPool;
 use tokio::sync::Mutex;
 
@@ -24,7 +27,7 @@ use crate::pools::{self, Registration};
 use crate::schema::{Schema, DEFAULT_SCHEMA};
 use crate::sql::Sql;
 use crate::{
-    enqueue, events, fetch, liveness, maintenance, manage, migrate, presence, reads, writes,
+    enqueue, events, fetch, liveness, maintenance, manage, migrate, presence, queues, reads, writes,
 };
 
 /// A job store in PostgreSQL. Cheap to clone: clones share the pool and the listener.
@@ -251,6 +254,18 @@ impl Backend for PgBackend {
 
     async fn queue_names(&self, _: QueueNamesParams) -> Result<Vec<String>, Error> {
         reads::queue_names(&self.inner.sql, &self.inner.pool).await
+    }
+
+    async fn pause(&self, p: PauseParams) -> Result<(), Error> {
+        queues::pause(&self.inner.sql, &self.inner.pool, p).await
+    }
+
+    async fn paused_queues(&self, _: PausedParams) -> Result<Vec<String>, Error> {
+        queues::paused_queues(&self.inner.sql, &self.inner.pool).await
+    }
+
+    async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {
+        reads::finished_since(&self.inner.sql, &self.inner.pool, p).await
     }
 
     async fn heartbeat(&self, p: HeartbeatParams) -> Result<(), Error> {

@@ -107,6 +107,7 @@ mod notifier;
 mod pools;
 mod presence;
 mod producer;
+mod queues;
 mod reads;
 mod record;
 pub mod schema;

@@ -1,7 +1,7 @@
 //! Reading jobs back: one by id, a page of the jobs matching a filter, a queue's counts, the
 //! queues' names.
 
-use jobs_core::{CountsParams, Error, JobId, JobRecord, ListParams, QueueCounts};
+use jobs_core::{CountsParams, Error, FinishedParams, JobId, JobRecord, ListParams, QueueCounts};
 use sqlx::{PgExecutor, Row};
 
 use crate::error::db;
@@ -57,6 +57,21 @@ pub(crate) async fn counts<'e>(
         *counts.get_mut(status.parse()?) = u64::try_from(n).unwrap_or(0);
     }
     Ok(counts)
+}
+
+/// How many of a queue's jobs finished at or after `p.since`.
+pub(crate) async fn finished_since<'e>(
+    sql: &Sql,
+    exec: impl PgExecutor<'e>,
+    p: FinishedParams,
+) -> Result<u64, Error> {
+    let n: i64 = sqlx::query_scalar(&sql.finished_since)
+        .bind(p.queue)
+        .bind(p.since)
+        .fetch_one(exec)
+        .await
+        .map_err(db)?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 /// Every queue that holds jobs or that jobs were deleted from, sorted.

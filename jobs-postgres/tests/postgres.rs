@@ -8,6 +8,8 @@ mod support;
 mod bad_input;
 #[path = "postgres/completion.rs"]
 mod completion;
+#[path = "postgres/counts.rs"]
+mod counts;
 #[path = "postgres/durability.rs"]
 mod durability;
 #[path = "postgres/enqueue.rs"]

@@ -13,7 +13,10 @@ use jobs_core::{
     SaveSchedulesParams, SchedulesParams, StoredSchedule, SubscribeParams, Timestamp, WakeHub,
     Wakeup, WorkerInfo, WorkersParams,
 };
-use jobs_core::{EventHub, EventStream, EventsParams, JobEvent, Publisher};
+use jobs_core::{
+    EventHub, EventStream, EventsParams, FinishedParams, JobEvent, PauseParams, PausedParams,
+    Publisher,
+};
 use redis::{Client, Cmd, FromRedisValue, Script};
 
 use crate::connect::{self, Conn, Connected};
@@ -299,6 +302,18 @@ impl Backend for RedisBackend {
 
     async fn queue_names(&self, _: QueueNamesParams) -> Result<Vec<String>, Error> {
         self.registered_queues().await
+    }
+
+    async fn pause(&self, p: PauseParams) -> Result<(), Error> {
+        self.set_paused(p).await
+    }
+
+    async fn paused_queues(&self, _: PausedParams) -> Result<Vec<String>, Error> {
+        self.read_paused().await
+    }
+
+    async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {
+        self.count_finished(p).await
     }
 
     async fn heartbeat(&self, p: HeartbeatParams) -> Result<(), Error> {

@@ -78,6 +78,16 @@ impl Keys {
         format!("{}liveness", self.global())
     }
 
+    /// The set of paused queues.
+    pub(crate) fn paused(&self) -> String {
+        format!("{}paused", self.global())
+    }
+
+    /// The sorted set of a queue's finished (completed and cancelled) jobs, by finish time.
+    pub(crate) fn done(&self, queue: &str) -> String {
+        format!("{}done", self.queue(queue))
+    }
+
     /// The hash of the recorded cron schedules: name -> schedule and when it was recorded.
     pub(crate) fn schedules(&self) -> String {
         format!("{}schedules", self.global())

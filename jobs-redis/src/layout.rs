@@ -49,7 +49,8 @@
 //! hash of its queue. The hash `{p}:liveness` maps each worker to the client name of the
 //! connection it keeps open (see the `liveness` module): a worker recorded there whose name
 //! `CLIENT LIST` (asked of every node of a cluster) no longer shows is gone, and the others
-//! rescue its jobs at once.
+//! rescue its jobs at once. The set `{p}:paused` names the paused queues, which every worker
+//! reads every half second.
 //!
 //! A fetch names the job names its worker runs. While the head of the ready set holds only
 //! those (the usual case), the fetch takes it as before; a job of another name is left in its

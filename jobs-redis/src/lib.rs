@@ -59,6 +59,7 @@ mod liveness;
 mod maintenance;
 mod manage;
 mod options;
+mod paused;
 mod presence;
 mod queues;
 mod read;

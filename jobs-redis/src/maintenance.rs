@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 use jobs_core::{
-    CountsParams, Error, JobId, JobStatus, PruneParams, QueueCounts, RescueParams, RescueTarget,
+    CountsParams, Error, FinishedParams, JobId, JobStatus, PruneParams, QueueCounts, RescueParams,
+    RescueTarget,
 };
 
 use crate::keys::status_code;
@@ -46,6 +47,17 @@ impl RedisBackend {
             )
             .arg(p.limit);
         self.run(&inv).await
+    }
+
+    pub(crate) async fn count_finished(&self, p: FinishedParams) -> Result<u64, Error> {
+        let key = self.inner().keys.done(&p.queue);
+        self.query(
+            redis::cmd("ZCOUNT")
+                .arg(key)
+                .arg(micros(p.since))
+                .arg("+inf"),
+        )
+        .await
     }
 
     pub(crate) async fn count_jobs(&self, p: CountsParams) -> Result<QueueCounts, Error> {

@@ -23,6 +23,7 @@ use super::leases::Leases;
 use super::maintenance::Retention;
 use super::metrics::WorkerMetrics;
 use super::outcome::Sink;
+use super::pause::{watch_paused, Paused};
 use super::renew::keep_alive;
 use super::shared::{Retries, Shared};
 use super::start::{plan, Periodic};
@@ -107,8 +108,9 @@ impl Worker {
         }
         let (sink, flusher) = Sink::start(shared.clone());
 
+        let mut paused = watch_paused(&shared, background_stop.clone()).await;
         let mut jobs = JoinSet::new();
-        let fetching = self.fetch_loop(&shared, &queues, &wakeup, &mut jobs, &sink);
+        let fetching = self.fetch_loop(&shared, &queues, &wakeup, &mut paused, &mut jobs, &sink);
         tokio::select! {
             _ = signal => {}
             _ = fetching => {}
@@ -174,6 +176,7 @@ impl Worker {
         shared: &Arc<Shared>,
         queues: &[String],
         wakeup: &Wakeup,
+        paused: &mut Paused,
         jobs: &mut JoinSet<()>,
         sink: &Sink,
     ) {
@@ -190,9 +193,25 @@ impl Worker {
         loop {
             while jobs.try_join_next().is_some() {}
             let permits = take_slots(&slots, batch).await;
+            let open: Vec<String> = {
+                let paused = paused.borrow_and_update();
+                queues
+                    .iter()
+                    .filter(|q| !paused.contains(*q))
+                    .cloned()
+                    .collect()
+            };
+            if open.is_empty() {
+                drop(permits);
+                // Every queue is paused: wait for a resume.
+                if paused.changed().await.is_err() {
+                    tokio::time::sleep(self.poll_interval).await;
+                }
+                continue;
+            }
             let params = FetchParams {
                 names: Some(names.clone()),
-                queues: queues.to_vec(),
+                queues: open,
                 limit: permits.len(),
                 worker: self.id.clone(),
                 lease_for: self.lease_for,
@@ -207,6 +226,7 @@ impl Worker {
                     tokio::select! {
                         _ = wakeup.wait() => {}
                         _ = shared.retries.scheduled() => {}
+                        _ = paused.changed() => {}
                         _ = tokio::time::sleep(idle) => {}
                     }
                 }

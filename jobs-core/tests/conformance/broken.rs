@@ -39,6 +39,8 @@ enum Flaw {
     SeesNoneGone,
     /// Publishes no events.
     Mute,
+    /// Forgets that queues were paused.
+    NeverPauses,
 }
 
 struct Broken {
@@ -182,6 +184,18 @@ impl Backend for Broken {
     async fn deregister(&self, p: DeregisterParams) -> Result<(), Error> {
         self.inner.deregister(p).await
     }
+    async fn pause(&self, p: PauseParams) -> Result<(), Error> {
+        self.inner.pause(p).await
+    }
+    async fn paused_queues(&self, p: PausedParams) -> Result<Vec<String>, Error> {
+        match self.flaw {
+            Flaw::NeverPauses => Ok(Vec::new()),
+            _ => self.inner.paused_queues(p).await,
+        }
+    }
+    async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {
+        self.inner.finished_since(p).await
+    }
     fn publish(&self, events: Vec<JobEvent>) {
         if !matches!(self.flaw, Flaw::Mute) {
             self.inner.publish(events)
@@ -286,6 +300,9 @@ caught! {
         workers_show_the_jobs_they_run;
     names_check_catches_a_fetch_that_ignores_names: IgnoresNames =>
         fetch_takes_only_the_names_given;
+    pause_checks_catch_a_store_that_never_pauses: NeverPauses =>
+        pause_marks_queues_until_resumed,
+        worker_takes_nothing_from_a_paused_queue;
     event_checks_catch_a_store_that_publishes_nothing: Mute =>
         events_reach_the_subscribers_of_their_queue,
         worker_publishes_each_jobs_events;

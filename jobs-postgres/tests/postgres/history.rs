@@ -178,7 +178,7 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     // Back to what migration 1 alone made, with a job stored then.
     sqlx::raw_sql(&format!(
         "SET search_path TO \"{schema}\";
-         DROP TABLE workers, schedules, queues, liveness;
+         DROP TABLE workers, schedules, queues, liveness, paused_queues;
          ALTER TABLE jobs DROP COLUMN tags;
          DELETE FROM _jobs_migrations WHERE version > 1;
          RESET search_path;"
@@ -207,5 +207,5 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     .fetch_all(backend.pool())
     .await
     .unwrap();
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(versions, [1, 2, 3, 4]);
 }

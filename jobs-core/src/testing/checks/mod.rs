@@ -77,6 +77,10 @@ macro_rules! __conformance_checks {
                 tags_read_back_as_enqueued,
                 tags_forget_deleted_and_pruned_jobs,
             }
+            store::pause {
+                pause_marks_queues_until_resumed,
+                finished_since_counts_recent_finishes,
+            }
             store::prune {
                 prune_keeps_by_count_and_age,
             }
@@ -118,6 +122,7 @@ macro_rules! __conformance_checks {
                 worker_records_its_heartbeat,
                 worker_listing_lapses_when_the_worker_dies,
                 worker_records_its_cron_schedules,
+                worker_takes_nothing_from_a_paused_queue,
             }
             worker::maintenance {
                 worker_prunes_by_retention,

@@ -9,6 +9,7 @@ pub(super) mod lease;
 pub(super) mod list;
 pub(super) mod liveness;
 pub(super) mod manage;
+pub(super) mod pause;
 pub(super) mod presence;
 pub(super) mod prune;
 pub(super) mod tags;

@@ -255,3 +255,36 @@ impl Job for BadCron {
         Ok(())
     }
 }
+
+/// A paused queue: a worker takes none of its jobs (one started while it was paused, and one
+/// that was running when it was paused within a second) until it is resumed, then runs them.
+pub async fn worker_takes_nothing_from_a_paused_queue(b: AnyBackend) {
+    b.pause_queue(QUEUE).await.unwrap();
+    let running = Running::start(worker(&b).register::<Echo>());
+    let waiting = Echo { n: 1 }.enqueue(&b).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let r = waiting.record(&b).await.unwrap();
+    assert_eq!(
+        (r.status, r.attempt),
+        (JobStatus::Pending, 0),
+        "started while paused"
+    );
+
+    b.resume_queue(QUEUE).await.unwrap();
+    assert_eq!(waiting.wait(&b).await.unwrap(), 2, "run once resumed");
+
+    b.pause_queue(QUEUE).await.unwrap();
+    // A worker sees the pause within a second.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let later = Echo { n: 3 }.enqueue(&b).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let r = later.record(&b).await.unwrap();
+    assert_eq!(
+        (r.status, r.attempt),
+        (JobStatus::Pending, 0),
+        "paused while running"
+    );
+    b.resume_queue(QUEUE).await.unwrap();
+    assert_eq!(later.wait(&b).await.unwrap(), 6);
+    running.stop().await.unwrap();
+}
