@@ -130,6 +130,9 @@ impl Backend for AnyBackend {
     fn publish(&self, events: Vec<JobEvent>) {
         self.0.publish(events)
     }
+    fn events_heard(&self) -> bool {
+        self.0.events_heard()
+    }
     async fn events(&self, p: EventsParams) -> Result<EventStream, Error> {
         self.0.events(p).await
     }

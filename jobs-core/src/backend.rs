@@ -480,6 +480,10 @@ pub trait Backend: Send + Sync + 'static {
     /// at most once (see [`EventStream`]).
     fn publish(&self, events: Vec<JobEvent>);
 
+    /// Whether any process subscribes to this store's job events, as last checked (a backend
+    /// checks every 200 ms, or always says yes): a publisher skips building events nobody hears.
+    fn events_heard(&self) -> bool;
+
     /// The job events of `params.queues`, published by any process from now on.
     async fn events(&self, params: EventsParams) -> Result<EventStream, Error>;
 

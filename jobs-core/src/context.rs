@@ -104,7 +104,11 @@ impl JobContext {
             progress: percent.min(100),
             now: SystemClock.now(),
         };
-        if self.inner.backend.progress(params).await? {
+        let backend = &self.inner.backend;
+        if backend.progress(params).await? {
+            if !backend.events_heard() {
+                return Ok(());
+            }
             let kind = EventKind::Progress(params.progress);
             let event = JobEvent::new(
                 self.inner.id,
@@ -114,7 +118,7 @@ impl JobContext {
                 self.inner.attempt,
                 params.now,
             );
-            self.inner.backend.publish(vec![event]);
+            backend.publish(vec![event]);
             Ok(())
         } else {
             Err(Error::LeaseLost(self.inner.id))

@@ -52,6 +52,9 @@ pub enum ViaBackend {}
 
 impl<B: Backend> Producer<ViaBackend> for &B {
     async fn enqueue_jobs(self, jobs: Vec<NewJob>, now: Timestamp) -> Result<Vec<Enqueued>, Error> {
+        if !self.events_heard() {
+            return self.enqueue(EnqueueParams { jobs, now }).await;
+        }
         let events: Vec<JobEvent> = jobs
             .iter()
             .map(|job| JobEvent::new(job.id, &job.name, &job.queue, EventKind::Enqueued, 0, now))
@@ -362,6 +365,8 @@ impl<J: Job> JobHandle<J> {
         let Some(mut events) = producer.job_events().await else {
             return self.poll(producer).await;
         };
+        // Publishers learn of a new subscriber within 200 ms: read again soon after subscribing.
+        let mut check = Duration::from_millis(250);
         loop {
             if let Some(output) = self.result(producer).await? {
                 return Ok(output);
@@ -378,9 +383,10 @@ impl<J: Job> JobHandle<J> {
                     }
                 }
             };
-            if let Ok(false) = tokio::time::timeout(WAIT_CHECK, finished).await {
+            if let Ok(false) = tokio::time::timeout(check, finished).await {
                 return self.poll(producer).await;
             }
+            check = WAIT_CHECK;
         }
     }
 

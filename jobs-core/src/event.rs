@@ -19,6 +19,7 @@
 //! # });
 //! ```
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
@@ -235,11 +236,21 @@ impl Relay for EventHub {
 /// How a backend sends a batch of events over its channel.
 pub type SendEvents = Arc<dyn Fn(Vec<JobEvent>) -> BoxFuture<()> + Send + Sync>;
 
+/// Tells whether any process subscribes to a backend's job events.
+pub type ProbeListeners = Arc<dyn Fn() -> BoxFuture<bool> + Send + Sync>;
+
+/// How often a [`Publisher`] asks whether anyone listens.
+const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// A backend's sending side: [`publish`](Publisher::publish) returns at once, and a task (started
 /// on first use, ended with the publisher) sends what was published, one send at a time, each
-/// with everything published while the previous one was under way.
+/// with everything published while the previous one was under way. With a probe, another task
+/// asks every 200 ms whether any process listens, and while none does, events are dropped
+/// unsent ([`is_heard`](Publisher::is_heard) lets the caller skip building them).
 pub struct Publisher {
     send: SendEvents,
+    probe: Option<ProbeListeners>,
+    heard: Arc<AtomicBool>,
     queue: OnceLock<mpsc::UnboundedSender<Vec<JobEvent>>>,
 }
 
@@ -251,25 +262,55 @@ impl std::fmt::Debug for Publisher {
 
 impl Publisher {
     /// A publisher sending through `send` (which reports its own failures: events are at most
-    /// once).
-    pub fn new(send: SendEvents) -> Self {
+    /// once), and, with `probe`, only while someone listens.
+    pub fn new(send: SendEvents, probe: Option<ProbeListeners>) -> Self {
         Publisher {
             send,
+            probe,
+            heard: Arc::new(AtomicBool::new(true)),
             queue: OnceLock::new(),
         }
     }
 
-    /// Queues `events` for the next send. Call it within a Tokio runtime.
+    /// Whether anyone listened at the last probe (always, without a probe). Call it within a
+    /// Tokio runtime: the first call starts the publisher's tasks.
+    pub fn is_heard(&self) -> bool {
+        self.start();
+        self.heard.load(Ordering::Relaxed)
+    }
+
+    /// Queues `events` for the next send, unless nobody listens. Call it within a Tokio
+    /// runtime.
     pub fn publish(&self, events: Vec<JobEvent>) {
-        if events.is_empty() {
+        if events.is_empty() || !self.is_heard() {
             return;
         }
-        let queue = self.queue.get_or_init(|| {
+        let _ = self.start().send(events);
+    }
+
+    /// The sending task's queue, starting the tasks on first use.
+    fn start(&self) -> &mpsc::UnboundedSender<Vec<JobEvent>> {
+        self.queue.get_or_init(|| {
             let (tx, rx) = mpsc::unbounded_channel();
             tokio::spawn(send_all(rx, self.send.clone()));
+            if let Some(probe) = &self.probe {
+                tokio::spawn(probe_listeners(probe.clone(), Arc::downgrade(&self.heard)));
+            }
             tx
-        });
-        let _ = queue.send(events);
+        })
+    }
+}
+
+/// Probes for listeners every [`PROBE_EVERY`] until the publisher is dropped.
+async fn probe_listeners(probe: ProbeListeners, heard: std::sync::Weak<AtomicBool>) {
+    loop {
+        let listening = probe().await;
+        let Some(heard) = heard.upgrade() else {
+            return;
+        };
+        heard.store(listening, Ordering::Relaxed);
+        drop(heard);
+        tokio::time::sleep(PROBE_EVERY).await;
     }
 }
 

@@ -73,7 +73,8 @@ pub use cron::Schedule;
 pub use enqueue::{Enqueue, JobExt, JobHandle, Producer, ViaBackend, WAIT_CHECK};
 pub use error::{BoxError, Error, ErrorKind, ErrorReport, JobError, StartProblem};
 pub use event::{
-    encode_events, EventHub, EventKind, EventStream, JobEvent, Publisher, Received, SendEvents,
+    encode_events, EventHub, EventKind, EventStream, JobEvent, ProbeListeners, Publisher, Received,
+    SendEvents,
 };
 pub use filter::JobFilter;
 pub use ids::{JobId, LeaseToken};

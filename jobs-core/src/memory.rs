@@ -736,6 +736,10 @@ impl Backend for MemoryBackend {
         self.events.send(events);
     }
 
+    fn events_heard(&self) -> bool {
+        self.events.has_subscribers()
+    }
+
     async fn events(&self, p: EventsParams) -> Result<EventStream, Error> {
         Ok(self.events.subscribe(p.queues))
     }

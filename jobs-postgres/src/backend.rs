@@ -311,6 +311,10 @@ impl Backend for PgBackend {
         self.inner.publisher.publish(events);
     }
 
+    fn events_heard(&self) -> bool {
+        self.inner.publisher.is_heard()
+    }
+
     /// Starts (once per backend) the task that LISTENs on the schema's events channel, then
     /// subscribes.
     async fn events(&self, p: EventsParams) -> Result<EventStream, Error> {

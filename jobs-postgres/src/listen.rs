@@ -14,6 +14,11 @@ use tokio::task::JoinHandle;
 /// told apart in `pg_stat_activity`.
 const APPLICATION_NAME: &str = "jobs-listener";
 
+/// The `application_name` of the listener of `channel` (PostgreSQL keeps its first 63 bytes).
+pub(crate) fn application_name(channel: &str) -> String {
+    format!("{APPLICATION_NAME}:{channel}")
+}
+
 /// The running listener task; stopped when dropped.
 #[derive(Debug)]
 pub(crate) struct Listening(JoinHandle<()>);
@@ -31,7 +36,7 @@ pub(crate) async fn start(pool: &PgPool, channel: &str, hub: Arc<dyn Relay>) -> 
     // A dedicated connection, outside the caller's pool, so it takes none of its slots.
     let options = (*pool.connect_options())
         .clone()
-        .application_name(&format!("{APPLICATION_NAME}:{channel}"));
+        .application_name(&application_name(channel));
     let own = PgPoolOptions::new()
         .max_connections(1)
         .idle_timeout(None)

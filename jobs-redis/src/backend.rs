@@ -357,6 +357,10 @@ impl Backend for RedisBackend {
         self.inner.publisher.publish(events);
     }
 
+    fn events_heard(&self) -> bool {
+        self.inner.publisher.is_heard()
+    }
+
     async fn events(&self, p: EventsParams) -> Result<EventStream, Error> {
         let stream = self.inner.events.hub().subscribe(p.queues);
         self.inner.events.ready().await?;

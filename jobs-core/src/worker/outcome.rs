@@ -254,11 +254,14 @@ async fn complete(shared: &Shared, items: Vec<Completion>, events: Vec<JobEvent>
         })
     })
     .await;
-    let mut accepted = Vec::with_capacity(events.len());
+    let heard = shared.backend.events_heard();
+    let mut accepted = Vec::new();
     for event in settle(shared, &events, written) {
         shared.metrics.job(&event.queue, &event.name).completed();
         call(&shared.hooks.completed, event);
-        accepted.push(event.clone());
+        if heard {
+            accepted.push(event.clone());
+        }
     }
     shared.backend.publish(accepted);
 }
@@ -274,7 +277,8 @@ async fn fail(shared: &Shared, items: Vec<Failure>, events: Vec<JobEvent>) {
         })
     })
     .await;
-    let mut accepted = Vec::with_capacity(events.len());
+    let heard = shared.backend.events_heard();
+    let mut accepted = Vec::new();
     for event in settle(shared, &events, written) {
         let metrics = shared.metrics.job(&event.queue, &event.name);
         metrics.failed(event.retry_at.is_some());
@@ -287,11 +291,15 @@ async fn fail(shared: &Shared, items: Vec<Failure>, events: Vec<JobEvent>) {
             None => tracing::error!(job.id = %event.id, error, "job is dead"),
         }
         call(&shared.hooks.failed, event);
-        accepted.push(event.clone());
+        if heard {
+            accepted.push(event.clone());
+        }
         if event.retry_at.is_none() {
             let dead = event.as_kind(EventKind::Dead);
             call(&shared.hooks.dead, &dead);
-            accepted.push(dead);
+            if heard {
+                accepted.push(dead);
+            }
         }
     }
     shared.backend.publish(accepted);

@@ -232,11 +232,13 @@ impl Worker {
                 }
                 Ok(leased) => {
                     pause = Duration::from_millis(50);
-                    let now = shared.clock.now();
-                    let started = leased
-                        .iter()
-                        .map(|j| JobEvent::of(&j.record, EventKind::Started, now));
-                    shared.backend.publish(started.collect());
+                    if shared.backend.events_heard() {
+                        let now = shared.clock.now();
+                        let started = leased
+                            .iter()
+                            .map(|j| JobEvent::of(&j.record, EventKind::Started, now));
+                        shared.backend.publish(started.collect());
+                    }
                     let turns = gate.admit(leased.iter().map(|j| &j.record));
                     for ((job, slot), turn) in leased.into_iter().zip(permits).zip(turns) {
                         let ctx = JobContext::new(shared.backend.clone(), &job);

@@ -201,6 +201,9 @@ impl Backend for Broken {
             self.inner.publish(events)
         }
     }
+    fn events_heard(&self) -> bool {
+        self.inner.events_heard()
+    }
     async fn events(&self, p: EventsParams) -> Result<EventStream, Error> {
         self.inner.events(p).await
     }
