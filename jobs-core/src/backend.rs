@@ -281,7 +281,10 @@ pub struct HoldParams {
 #[derive(Clone, Copy, Debug)]
 pub struct GoneParams {}
 
-/// Removes finished jobs that the retention policy no longer keeps.
+/// Removes finished jobs that the retention policy no longer keeps. The worker calls it for
+/// each of its queues on its prune timer, with neither limit for a queue that keeps every
+/// finished job: nothing is removed then, but a store may do its upkeep (PostgreSQL folds the
+/// queue's finished counts).
 #[derive(Clone, Debug)]
 pub struct PruneParams {
     /// The queue.

@@ -34,13 +34,16 @@ pub(crate) async fn rescue<'e>(
     Ok(ids.into_iter().map(JobId).collect())
 }
 
-/// Removes finished jobs beyond the retention policy, oldest first.
+/// Removes finished jobs beyond the retention policy, oldest first, and folds the queue's
+/// `finished_counts` rows into one per status (see `sql/prune.sql`), so that table stays at
+/// about one row per queue and status plus one per write since the last prune.
 pub(crate) async fn prune<'e>(
     sql: &Sql,
     exec: impl PgExecutor<'e>,
     p: PruneParams,
 ) -> Result<u64, Error> {
-    if p.limit == 0 || (p.keep_count.is_none() && p.finished_before.is_none()) {
+    // Without limits it removes nothing, but still folds the queue's finished counts.
+    if p.limit == 0 {
         return Ok(0);
     }
     let pruned: i64 = sqlx::query_scalar(&sql.prune)

@@ -25,6 +25,17 @@
 //! - `queues`: the queues that jobs were deleted from, so that a queue emptied by deletes or
 //!   retention is still named; queues that hold jobs are found in `jobs` through its indexes
 //!   (a skip scan, one probe per queue), so enqueueing writes nothing here.
+//! - `finished_counts`: each queue's completed and cancelled jobs (the statuses that grow with
+//!   retention) as delta rows `(queue, status, n)`, a count being the sum of its rows, so that
+//!   counting a queue reads none of its finished rows. Each statement that makes jobs completed
+//!   or cancelled, or takes them out of those statuses (complete, cancel, retry, delete,
+//!   prune), appends one row per queue and status it changed, in the same statement, so
+//!   concurrent writers never wait on each other and the statements that cannot change these
+//!   statuses write nothing here; prune, which the worker runs for each of its queues on its
+//!   prune timer (with or without retention), folds the queue's rows into one per status. A
+//!   TRUNCATE of `jobs` empties it (a trigger on TRUNCATE only). The other statuses are counted
+//!   in `jobs`, through their partial indexes. Workers of a release before migration 0005 add
+//!   no rows: upgrade with them stopped.
 //!
 //! Indexes are partial, so each covers only the rows its operation looks at and fetching stays
 //! flat however many finished rows are retained:
@@ -53,7 +64,8 @@
 //!   LIMIT n FOR UPDATE SKIP LOCKED`, then `UPDATE … RETURNING` the leased rows;
 //! - complete, fail, release, renew: one `UPDATE … FROM unnest(ids, tokens, …)` whose
 //!   `WHERE lease_token = token AND status = 'running'` fences out stale workers, returning the
-//!   ids it accepted (complete also accepts, unchanged, a completed row under its token).
+//!   ids it accepted (complete also accepts, unchanged, a completed row under its token, and
+//!   adds the jobs it completed to `finished_counts`).
 //!
 //! Time is always a parameter (`now`), never the server's `now()`, so tests control it.
 //! Wake-ups go through `pg_notify` on a channel named like the schema, with the queue name as

@@ -50,11 +50,16 @@ impl Worker {
             .on_completed(count(0))
             .on_failed(count(1))
             .on_dead(count(2));
+        // Twice in a row: a job moving between statuses while one check reads them could be
+        // missed by it.
         let idle = async move {
-            loop {
+            let mut empty_checks = 0;
+            while empty_checks < 2 {
                 tokio::time::sleep(CHECK_EVERY).await;
                 if nothing_left(&backend, &queues, clock.now()).await {
-                    return;
+                    empty_checks += 1;
+                } else {
+                    empty_checks = 0;
                 }
             }
         };
@@ -76,7 +81,8 @@ async fn nothing_left<B: Backend + ?Sized>(
     now: crate::Timestamp,
 ) -> bool {
     for queue in queues {
-        for status in [JobStatus::Running, JobStatus::Pending, JobStatus::Scheduled] {
+        // Running last: a job leased between the reads is then seen running.
+        for status in [JobStatus::Scheduled, JobStatus::Pending, JobStatus::Running] {
             let params = ListParams {
                 filter: JobFilter::new().queue(queue.clone()).status(status),
                 after: None,

@@ -140,10 +140,9 @@ pub(super) async fn rescue(
 }
 
 async fn prune_finished(shared: &Shared, queues: &[(String, Retention)], stop: &CancellationToken) {
+    // Every queue, even one that keeps all its finished jobs: a store may do its upkeep then
+    // (PostgreSQL folds the queue's finished counts).
     for (queue, policy) in queues {
-        if policy.keep_count.is_none() && policy.keep_for.is_none() {
-            continue;
-        }
         let now = shared.clock.now();
         let finished_before = policy
             .keep_for

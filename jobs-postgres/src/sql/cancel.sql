@@ -1,7 +1,8 @@
 -- Cancels, in one statement, the scheduled, pending and running jobs among up to $1 jobs
 -- selected in id order (NULL: every selected job) by the conditions spliced in for
 -- {selection}, which bind $3 onwards (see `select.rs`). A running job's lease is revoked, so
--- its worker's later writes are refused. $2 now (the finish time).
+-- its worker's later writes are refused, and the queues' cancelled counts in
+-- `finished_counts` gain the jobs cancelled. $2 now (the finish time).
 WITH picked AS (
     SELECT j.id, j.status
     FROM {schema}.jobs j
@@ -20,7 +21,11 @@ cancelled AS (
     FROM picked p
     WHERE j.id = p.id
       AND p.status IN ('scheduled', 'pending', 'running')
-    RETURNING j.id
+    RETURNING j.id, j.queue
+),
+counted AS (
+    INSERT INTO {schema}.finished_counts (queue, status, n)
+    SELECT queue, 'cancelled', count(*) FROM cancelled GROUP BY queue
 )
 SELECT ARRAY(SELECT id FROM cancelled ORDER BY id) AS changed,
        '{}'::uuid[] AS held,

@@ -19,19 +19,48 @@
 -- the server (the next fetch, enqueue, …) flushes these commit records with its own. In
 -- exchange the completion does not wait for an fsync (one per batch, the hot path's only
 -- other flush besides the fetch's).
--- The plan, custom or generic, is a nested loop over the items with a primary-key lookup each
--- (no other index serves `status IN ('running', 'completed')`: see the migration's
--- `jobs_leased`), linear in the batch whatever the statistics say. The durability switch is an
--- uncorrelated sub-select, so it runs once per statement, not once per row.
-UPDATE {schema}.jobs j
-SET status = 'completed',
-    result = CASE WHEN j.status = 'running' THEN c.result::json ELSE j.result END,
-    finished_at = CASE WHEN j.status = 'running' THEN $4 ELSE j.finished_at END,
-    lease_worker = NULL,
-    lease_expires_at = NULL
-FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS c(id, token, result)
-WHERE j.id = c.id
-  AND j.lease_token = c.token
-  AND j.status IN ('running', 'completed')
-  AND (SELECT NOT $5::boolean OR set_config('synchronous_commit', 'off', true) IS NOT NULL)
-RETURNING j.id, j.lease_token
+--
+-- The completion runs as two updates so that the jobs it completes are told from those it
+-- completes again, and counted in `finished_counts` (one delta row per queue): `completed`
+-- takes the rows still running, and `repeated` rewrites, as they are, the rows of the items
+-- `completed` did not take that are completed under the presented token. A repeat that meets
+-- a first completion still being committed waits for it in `completed`, finds the row no longer
+-- running (PostgreSQL re-checks the condition on the committed row) and is left to `repeated`,
+-- whose snapshot still shows the row running (hence its `IN`): it too waits, re-checks the
+-- committed row and finds it completed, so no job is counted twice. The plan, custom or
+-- generic, is a nested loop over the items with a primary-key lookup each (no other index
+-- serves `status = 'running'` or `'completed'`: see the migration's `jobs_leased`), linear in
+-- the batch whatever the statistics say; `repeated` looks up only the items `completed` did
+-- not take, usually none. The durability switch is an uncorrelated sub-select, so it runs once
+-- per statement, not once per row.
+WITH completed AS (
+    UPDATE {schema}.jobs j
+    SET status = 'completed',
+        result = c.result::json,
+        finished_at = $4,
+        lease_worker = NULL,
+        lease_expires_at = NULL
+    FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS c(id, token, result)
+    WHERE j.id = c.id
+      AND j.lease_token = c.token
+      AND j.status = 'running'
+      AND (SELECT NOT $5::boolean OR set_config('synchronous_commit', 'off', true) IS NOT NULL)
+    RETURNING j.id, j.lease_token, j.queue
+),
+counted AS (
+    INSERT INTO {schema}.finished_counts (queue, status, n)
+    SELECT queue, 'completed', count(*) FROM completed GROUP BY queue
+),
+repeated AS (
+    UPDATE {schema}.jobs j
+    SET status = 'completed'
+    FROM unnest($1::uuid[], $2::uuid[]) AS c(id, token)
+    WHERE j.id = c.id
+      AND NOT EXISTS (SELECT 1 FROM completed d WHERE d.id = c.id)
+      AND j.lease_token = c.token
+      AND j.status IN ('running', 'completed')
+    RETURNING j.id, j.lease_token
+)
+SELECT id, lease_token FROM completed
+UNION ALL
+SELECT id, lease_token FROM repeated

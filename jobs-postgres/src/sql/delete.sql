@@ -1,6 +1,7 @@
 -- Deletes, in one statement, up to $1 jobs selected in id order (NULL: every selected job) by
 -- the conditions spliced in for {selection}, which bind $2 onwards (see `select.rs`), whatever
--- their status. Their queues are remembered, so that a queue emptied so is still named.
+-- their status. Their queues are remembered, so that a queue emptied so is still named, and the
+-- completed and cancelled jobs deleted are taken off their counts in `finished_counts`.
 WITH picked AS (
     SELECT j.id
     FROM {schema}.jobs j
@@ -13,7 +14,14 @@ deleted AS (
     DELETE FROM {schema}.jobs j
     USING picked p
     WHERE j.id = p.id
-    RETURNING j.id, j.queue
+    RETURNING j.id, j.queue, j.status
+),
+counted AS (
+    INSERT INTO {schema}.finished_counts (queue, status, n)
+    SELECT queue, status, -count(*)
+    FROM deleted
+    WHERE status IN ('completed', 'cancelled')
+    GROUP BY queue, status
 ),
 remembered AS (
     INSERT INTO {schema}.queues (name)

@@ -3,6 +3,12 @@
 -- Both sets are prefixes of the finished index's order, so the delete walks it from the start.
 -- The queue is remembered once anything is removed, so that it is still named when emptied.
 -- Answers how many jobs it removed.
+--
+-- It also folds the queue's rows of `finished_counts` into one per status, with the removed
+-- jobs taken off: the rows this statement sees are deleted and their sum, less the jobs pruned,
+-- inserted in their place, so every snapshot sums to the exact count. A row a concurrent fold
+-- deletes first is skipped here (its sum is that fold's to insert), and a row added after this
+-- statement's snapshot stays for the next fold.
 WITH cutoff AS (
     SELECT finished_at, id
     FROM {schema}.jobs
@@ -25,7 +31,21 @@ pruned AS (
     DELETE FROM {schema}.jobs j
     USING doomed
     WHERE j.id = doomed.id
-    RETURNING j.id
+    RETURNING j.id, j.status
+),
+unfolded AS (
+    DELETE FROM {schema}.finished_counts
+    WHERE queue = $1
+    RETURNING status, n
+),
+folded AS (
+    INSERT INTO {schema}.finished_counts (queue, status, n)
+    SELECT $1, status, sum(n)
+    FROM (SELECT status, n FROM unfolded
+          UNION ALL
+          SELECT status, -count(*) FROM pruned GROUP BY status) t
+    GROUP BY status
+    HAVING sum(n) <> 0
 ),
 remembered AS (
     INSERT INTO {schema}.queues (name)

@@ -5,7 +5,8 @@
 -- A job whose unique key is held by an active job of its queue, or by an earlier job of this
 -- batch that this statement retries, is left alone and reported with that holder. A concurrent
 -- enqueue that takes a key after this statement's snapshot makes it fail on the unique index
--- (the caller runs it again, and the new snapshot sees that holder).
+-- (the caller runs it again, and the new snapshot sees that holder). The cancelled jobs
+-- retried are taken off their queues' counts in `finished_counts`.
 WITH picked AS (
     SELECT j.id, j.queue, j.unique_key, j.status
     FROM {schema}.jobs j
@@ -15,7 +16,7 @@ WITH picked AS (
     FOR UPDATE
 ),
 retryable AS (
-    SELECT p.id, p.queue, p.unique_key,
+    SELECT p.id, p.queue, p.unique_key, p.status,
            (SELECT h.id
             FROM {schema}.jobs h
             WHERE h.queue = p.queue
@@ -27,7 +28,7 @@ retryable AS (
     WHERE p.status IN ('dead', 'cancelled')
 ),
 decided AS (
-    SELECT id, queue, unique_key,
+    SELECT id, queue, unique_key, status,
            CASE WHEN unique_key IS NOT NULL THEN COALESCE(active, NULLIF(first, id)) END AS holder
     FROM retryable
 ),
@@ -42,7 +43,11 @@ retried AS (
         lease_expires_at = NULL
     FROM decided d
     WHERE j.id = d.id AND d.holder IS NULL
-    RETURNING j.id, j.queue
+    RETURNING j.id, j.queue, d.status AS was
+),
+counted AS (
+    INSERT INTO {schema}.finished_counts (queue, status, n)
+    SELECT queue, 'cancelled', -count(*) FROM retried WHERE was = 'cancelled' GROUP BY queue
 ),
 notified AS (
     SELECT count(pg_notify($3, q.queue)) AS queues

@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, ErrorKind, ErrorReport, FailParams, Failure, FetchParams, JobId, JobRecord, JobStatus,
-    LeasedJob, ReadParams, Release, ReleaseParams, RescueParams, RescueTarget,
+    Backend, CountsParams, ErrorKind, ErrorReport, FailParams, Failure, FetchParams, JobId,
+    JobRecord, JobStatus, LeasedJob, ReadParams, Release, ReleaseParams, RescueParams,
+    RescueTarget,
 };
 use jobs_postgres::PgBackend;
 
@@ -175,10 +176,11 @@ async fn release_keeps_run_at_unless_given_a_new_one() {
 async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     let backend = fresh_backend().await;
     let schema = backend.schema_name().to_string();
-    // Back to what migration 1 alone made, with a job stored then.
+    // Back to what migration 1 alone made, with a pending and a completed job stored then.
     sqlx::raw_sql(&format!(
         "SET search_path TO \"{schema}\";
-         DROP TABLE workers, schedules, queues, liveness, paused_queues;
+         DROP TABLE workers, schedules, queues, liveness, paused_queues, finished_counts;
+         DROP FUNCTION finished_counts_clear CASCADE;
          ALTER TABLE jobs DROP COLUMN tags;
          DELETE FROM _jobs_migrations WHERE version > 1;
          RESET search_path;"
@@ -198,6 +200,15 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     .execute(backend.pool())
     .await
     .expect("an old row");
+    sqlx::query(&format!(
+        "INSERT INTO \"{schema}\".jobs (id, name, queue, payload, priority, run_at, status,
+             max_attempts, backoff, created_at, finished_at)
+         VALUES (gen_random_uuid(), 'e', 'h', '{{}}', 0, $1, 'completed', 3, '{{}}', $1, $1)"
+    ))
+    .bind(t0())
+    .execute(backend.pool())
+    .await
+    .expect("an old completed row");
     backend.migrate().await.expect("upgrade");
     let record = read(&backend, old.id).await;
     assert!(record.tags.is_empty());
@@ -207,5 +218,11 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     .fetch_all(backend.pool())
     .await
     .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
+    // Migration 5 counted the completed job it found.
+    let counts = backend
+        .counts(CountsParams { queue: "h".into() })
+        .await
+        .expect("counts");
+    assert_eq!((counts.pending, counts.completed), (1, 1));
 }

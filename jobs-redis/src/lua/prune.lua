@@ -1,6 +1,9 @@
 -- Removes the oldest finished (completed or cancelled) jobs beyond the retention: ARGV[4] keep
 -- at most this many ('' for no count limit), ARGV[5] remove those finished before this time
 -- ('' for no age limit), ARGV[6] at most this many per call. Returns how many were removed.
+if ARGV[4] == '' and ARGV[5] == '' then
+  return 0
+end
 local over = 0
 if ARGV[4] ~= '' then
   over = math.max(redis.call('ZCARD', DONE) - tonumber(ARGV[4]), 0)
