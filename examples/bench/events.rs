@@ -59,12 +59,13 @@ pub(crate) async fn w9(kind: BackendKind, n: u64, concurrency: usize, args: &cla
         let mut lines = BufReader::new(sub.stdout.take().expect("piped")).lines();
         let ready = lines.next().expect("a line").expect("readable");
         assert_eq!(ready, "ready");
-        produce_paced(&backend, n).await;
+        // Read while producing: a full pipe would hold the subscriber up.
         let collect = tokio::task::spawn_blocking(move || {
             let lines: Vec<String> = lines.map_while(Result::ok).collect();
             sub.wait().expect("the subscriber exits");
             lines
         });
+        produce_paced(&backend, n).await;
         let lines = tokio::time::timeout(Duration::from_secs(60), collect)
             .await
             .expect("the subscriber got every event")
