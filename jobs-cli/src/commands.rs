@@ -49,6 +49,19 @@ impl Action {
 }
 
 /// A value as pretty JSON, ending in a newline.
+/// `items` as JSON, or the line `none` when there are none; `None` when the caller renders
+/// them as a table.
+fn json_or_none<T: Serialize>(
+    items: &[T],
+    json_out: bool,
+    none: &str,
+) -> Option<Result<String, Failure>> {
+    if json_out {
+        return Some(json(&items));
+    }
+    items.is_empty().then(|| Ok(format!("{none}\n")))
+}
+
 fn json<T: Serialize>(value: &T) -> Result<String, Failure> {
     let mut text = serde_json::to_string_pretty(value).map_err(jobs::Error::from)?;
     text.push('\n');
@@ -89,11 +102,8 @@ pub(crate) async fn stats(backend: &AnyBackend, json_out: bool) -> Result<String
             summary,
         });
     }
-    if json_out {
-        return json(&stats);
-    }
-    if stats.is_empty() {
-        return Ok("no queues\n".into());
+    if let Some(out) = json_or_none(&stats, json_out, "no queues") {
+        return out;
     }
     let mut table = Table::new([
         "QUEUE",
@@ -182,11 +192,8 @@ pub(crate) async fn queues(backend: &AnyBackend, json_out: bool) -> Result<Strin
             summary,
         })
         .collect();
-    if json_out {
-        return json(&queues);
-    }
-    if queues.is_empty() {
-        return Ok("no queues\n".into());
+    if let Some(out) = json_or_none(&queues, json_out, "no queues") {
+        return out;
     }
     let mut table = Table::new(["QUEUE", "JOBS"]).right(&[1]);
     for q in &queues {
@@ -425,11 +432,8 @@ pub(crate) async fn purge(
 /// `schedules`: the recorded cron schedules.
 pub(crate) async fn schedules(backend: &AnyBackend, json_out: bool) -> Result<String, Failure> {
     let schedules = backend.schedules().await?;
-    if json_out {
-        return json(&schedules);
-    }
-    if schedules.is_empty() {
-        return Ok("no schedules\n".into());
+    if let Some(out) = json_or_none(&schedules, json_out, "no schedules") {
+        return out;
     }
     let mut table = Table::new([
         "NAME",
@@ -456,11 +460,8 @@ pub(crate) async fn schedules(backend: &AnyBackend, json_out: bool) -> Result<St
 /// `workers`: the live workers and what each runs.
 pub(crate) async fn workers(backend: &AnyBackend, json_out: bool) -> Result<String, Failure> {
     let workers = backend.workers().await?;
-    if json_out {
-        return json(&workers);
-    }
-    if workers.is_empty() {
-        return Ok("no workers\n".into());
+    if let Some(out) = json_or_none(&workers, json_out, "no workers") {
+        return out;
     }
     let mut table = Table::new([
         "ID",
@@ -494,11 +495,8 @@ pub(crate) async fn workers(backend: &AnyBackend, json_out: bool) -> Result<Stri
 /// `stranded`: pending jobs no live worker runs.
 pub(crate) async fn stranded(backend: &AnyBackend, json_out: bool) -> Result<String, Failure> {
     let stranded = backend.stranded().await?;
-    if json_out {
-        return json(&stranded);
-    }
-    if stranded.is_empty() {
-        return Ok("no stranded jobs\n".into());
+    if let Some(out) = json_or_none(&stranded, json_out, "no stranded jobs") {
+        return out;
     }
     let mut table = Table::new(["QUEUE", "NAME", "JOBS", "OLDEST", "SINCE"]).right(&[2]);
     for s in &stranded {

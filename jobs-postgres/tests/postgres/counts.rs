@@ -11,7 +11,7 @@ use jobs_core::{
 };
 use jobs_postgres::PgBackend;
 
-use crate::support::{at, fresh_backend, new_job, put, t0};
+use crate::support::{at, fetch, fresh_backend, new_job, put, t0};
 
 /// The counts the backend answers for `queue`.
 async fn kept(backend: &PgBackend, queue: &str) -> QueueCounts {
@@ -50,20 +50,6 @@ async fn exact(backend: &PgBackend, step: &str) -> QueueCounts {
         );
     }
     kept(backend, "c").await
-}
-
-async fn fetch(backend: &PgBackend, queue: &str, limit: usize, now_ms: i64) -> Vec<LeasedJob> {
-    backend
-        .fetch(FetchParams {
-            names: None,
-            queues: vec![queue.into()],
-            limit,
-            worker: "w".into(),
-            lease_for: Duration::from_secs(60),
-            now: at(now_ms),
-        })
-        .await
-        .expect("fetch")
 }
 
 async fn complete(backend: &PgBackend, leased: &[LeasedJob], now_ms: i64) -> Vec<bool> {

@@ -5,28 +5,14 @@ use std::time::Duration;
 
 use jobs_core::{
     Action, Backend, CompleteParams, Completion, ErrorKind, ErrorReport, FailParams, Failure,
-    FetchParams, HeldKey, JobFilter, JobId, JobRecord, JobStatus, LeasedJob, ListParams,
-    ManageParams, Managed, PruneParams, QueueNamesParams, ReadParams, Target,
+    HeldKey, JobFilter, JobId, JobRecord, JobStatus, LeasedJob, ListParams, ManageParams, Managed,
+    PruneParams, QueueNamesParams, ReadParams, Target,
 };
 use jobs_postgres::PgBackend;
 
 use jobs_core::JobExt;
 
-use crate::support::{at, fresh_backend, new_job, put, t0, Record};
-
-async fn fetch(backend: &PgBackend, queue: &str, limit: usize, now_ms: i64) -> Vec<LeasedJob> {
-    backend
-        .fetch(FetchParams {
-            names: None,
-            queues: vec![queue.to_string()],
-            limit,
-            worker: "w".into(),
-            lease_for: Duration::from_secs(60),
-            now: at(now_ms),
-        })
-        .await
-        .expect("fetch")
-}
+use crate::support::{at, fetch, fresh_backend, new_job, put, t0, Record};
 
 async fn complete(backend: &PgBackend, leased: &LeasedJob, now_ms: i64) {
     let result = serde_json::value::to_raw_value(&1).unwrap();

@@ -3,7 +3,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use jobs_core::{Backend, Backoff, EnqueueParams, JobError, JobId, NewJob, Timestamp};
+use jobs_core::{
+    Backend, Backoff, EnqueueParams, FetchParams, JobError, JobId, LeasedJob, NewJob, Timestamp,
+};
 use jobs_macros::job;
 use jobs_postgres::PgBackend;
 use sqlx::postgres::PgPoolOptions;
@@ -125,6 +127,26 @@ pub(crate) async fn put(backend: &impl Backend, jobs: Vec<NewJob>, now: Timestam
 }
 
 /// The number of jobs stored in the `jobs` table of `schema`.
+/// Leases up to `limit` jobs of `queue` at `now_ms` as worker `w`, with a 60 s lease.
+pub(crate) async fn fetch(
+    backend: &PgBackend,
+    queue: &str,
+    limit: usize,
+    now_ms: i64,
+) -> Vec<LeasedJob> {
+    backend
+        .fetch(FetchParams {
+            names: None,
+            queues: vec![queue.to_string()],
+            limit,
+            worker: "w".into(),
+            lease_for: Duration::from_secs(60),
+            now: at(now_ms),
+        })
+        .await
+        .expect("fetch")
+}
+
 pub(crate) async fn rows_in(pool: &PgPool, schema: &str) -> i64 {
     sqlx::query_scalar(&format!("SELECT count(*) FROM \"{schema}\".jobs"))
         .fetch_one(pool)
