@@ -450,6 +450,39 @@ pub fn stopped_worker_is_fenced_not_taken_for_dead(connect: impl Connect, child_
     });
 }
 
+/// A paused queue starts nothing in any of four worker processes, and once resumed its jobs
+/// all run, each exactly once.
+pub fn paused_queue_starts_nothing_across_processes(connect: impl Connect, child_test: &str) {
+    const N: u64 = 400;
+    on_fresh_store(connect, async |store, backend| {
+        backend.pause_queue(QUEUE).await.expect("pause");
+        let processes: Vec<Process> = (0..4)
+            .map(|_| Process::spawn(child_test, &store, 5_000))
+            .collect();
+        enqueue_tallies(&backend, N, 0).await;
+        // Longer than a worker takes to start and to read the paused queues twice.
+        tokio::time::sleep(Duration::from_millis(2_000)).await;
+        let c = counts(&backend).await;
+        assert_eq!(
+            (c.pending, c.running, c.completed),
+            (N, 0, 0),
+            "a paused queue started a job"
+        );
+        backend.resume_queue(QUEUE).await.expect("resume");
+        let (within, every) = (Duration::from_secs(60), Duration::from_millis(20));
+        poll_until(
+            "every job completed once resumed",
+            within,
+            every,
+            || async { counts(&backend).await.completed == N },
+        )
+        .await;
+        let runs: Vec<String> = processes.into_iter().flat_map(Process::stop).collect();
+        let distinct: std::collections::HashSet<&String> = runs.iter().collect();
+        assert_eq!((runs.len(), distinct.len()), (N as usize, N as usize));
+    });
+}
+
 /// A rolling deploy: a worker process of the older release (which does not know [`Newer`])
 /// runs its own jobs and leaves the newer ones waiting, listed as stranded, without spending
 /// an attempt on them; once a process of the newer release starts, it runs every one of them
@@ -537,6 +570,14 @@ macro_rules! conformance_processes {
         fn a_stopped_worker_process_is_fenced_not_taken_for_dead() {
             let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
             $crate::testing::processes::stopped_worker_is_fenced_not_taken_for_dead(
+                $connect, &child,
+            );
+        }
+
+        #[test]
+        fn a_paused_queue_starts_nothing_across_processes() {
+            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
+            $crate::testing::processes::paused_queue_starts_nothing_across_processes(
                 $connect, &child,
             );
         }
