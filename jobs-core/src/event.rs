@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::model::{JobId, JobRecord, Timestamp};
-use crate::registry::BoxFuture;
 use crate::wake::Relay;
 
 /// Events a subscriber may fall behind by before it is told it missed some.
@@ -233,11 +232,14 @@ impl Relay for EventHub {
     }
 }
 
+/// A boxed future, as the backends' send and probe functions return.
+type Boxed<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'static>>;
+
 /// How a backend sends a batch of events over its channel.
-pub type SendEvents = Arc<dyn Fn(Vec<JobEvent>) -> BoxFuture<()> + Send + Sync>;
+pub type SendEvents = Arc<dyn Fn(Vec<JobEvent>) -> Boxed<()> + Send + Sync>;
 
 /// Tells whether any process subscribes to a backend's job events.
-pub type ProbeListeners = Arc<dyn Fn() -> BoxFuture<bool> + Send + Sync>;
+pub type ProbeListeners = Arc<dyn Fn() -> Boxed<bool> + Send + Sync>;
 
 /// How often a [`Publisher`] asks whether anyone listens.
 const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(200);

@@ -16,7 +16,7 @@ use crate::backend::{Backend, DeregisterParams, GoneParams, RescueTarget};
 use crate::liveness::Liveness;
 use crate::model::ErrorReport;
 
-use super::maintenance::rescue;
+use super::rescue::rescue;
 use super::shared::Shared;
 
 /// How often a worker looks for gone workers.

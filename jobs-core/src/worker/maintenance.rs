@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, PruneParams, RescueParams, RescueTarget};
+use crate::backend::{Backend, PruneParams, RescueTarget};
 use crate::liveness::Liveness;
 use crate::model::ErrorReport;
 
 use super::gone::{GoneWatch, WATCH_EVERY};
+use super::rescue::rescue;
 use super::shared::Shared;
 
 /// How many finished (completed or cancelled) jobs a queue keeps; dead jobs are kept until
@@ -70,7 +71,7 @@ impl Default for Retention {
     }
 }
 
-/// Jobs rescued or pruned per call, so no call holds the store for long.
+/// Jobs pruned per call, so no call holds the store for long.
 const CHUNK: usize = 1_000;
 
 /// Rescues lapsed leases every `rescue_every`, the jobs of gone workers as soon as they are seen
@@ -105,37 +106,6 @@ async fn rescue_lapsed(shared: &Shared) {
     let rescued = rescue(shared, RescueTarget::Lapsed, ErrorReport::lease_expired()).await;
     if let Some(jobs @ 1..) = rescued {
         tracing::warn!(jobs, "rescued jobs whose worker stopped renewing its lease");
-    }
-}
-
-/// Rescues every job `target` names, [`CHUNK`] per call, recording `error`: how many, or
-/// `None` (after a warning) when the store failed.
-pub(super) async fn rescue(
-    shared: &Shared,
-    target: RescueTarget,
-    error: ErrorReport,
-) -> Option<usize> {
-    let mut total = 0;
-    loop {
-        let params = RescueParams {
-            target: target.clone(),
-            now: shared.clock.now(),
-            limit: CHUNK,
-            error: error.clone(),
-        };
-        match shared.backend.rescue(params).await {
-            Ok(ids) => {
-                total += ids.len();
-                super::metrics::rescued(shared, &ids).await;
-                if ids.len() < CHUNK {
-                    return Some(total);
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, ?target, "could not rescue jobs");
-                return None;
-            }
-        }
     }
 }
 

@@ -10,7 +10,7 @@ mod imp {
     use std::borrow::Cow;
     use std::collections::HashMap;
     use std::hash::{BuildHasherDefault, Hasher};
-    use std::sync::{Arc, OnceLock};
+    use std::sync::OnceLock;
     use std::time::Instant;
 
     use ::metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
@@ -21,7 +21,7 @@ mod imp {
     use crate::metrics::*;
     use crate::model::{JobId, JobStatus, QueueCounts, Timestamp};
 
-    use super::super::shared::Shared;
+    use crate::any::AnyBackend;
 
     /// FNV-1a: the keys are the worker's own queues and names, short and fixed at start.
     #[derive(Default)]
@@ -159,10 +159,10 @@ mod imp {
 
     /// Counts the jobs a rescue took back, by the queue each one's record names (`""` for one
     /// already deleted or unreadable).
-    pub(crate) async fn rescued(shared: &Shared, ids: &[JobId]) {
+    pub(crate) async fn rescued(backend: &AnyBackend, ids: &[JobId]) {
         let mut by_queue: Vec<(String, u64)> = Vec::new();
         for &id in ids {
-            let queue = match shared.backend.read(ReadParams { id }).await {
+            let queue = match backend.read(ReadParams { id }).await {
                 Ok(Some(job)) => job.queue,
                 _ => String::new(),
             };
@@ -179,7 +179,7 @@ mod imp {
     /// Sets `jobs_queue_depth` for `queues` from the store's counts, now and every
     /// [`QUEUE_DEPTH_EVERY`], until `stop`.
     pub(crate) async fn keep_queue_depth(
-        shared: Arc<Shared>,
+        backend: AnyBackend,
         queues: Vec<String>,
         stop: CancellationToken,
     ) {
@@ -212,7 +212,7 @@ mod imp {
                 let params = CountsParams {
                     queue: queue.clone(),
                 };
-                match shared.backend.counts(params).await {
+                match backend.counts(params).await {
                     Ok(counts) => set_depth(of_status, &counts),
                     Err(e) => {
                         tracing::debug!(error = %e, queue, "could not count the queue's jobs")
@@ -234,7 +234,7 @@ mod imp {
     use crate::clock::Clock;
     use crate::model::{JobId, Timestamp};
 
-    use super::super::shared::Shared;
+    use crate::any::AnyBackend;
 
     /// Nothing: the feature `metrics` is off.
     pub(crate) struct WorkerMetrics;
@@ -277,5 +277,5 @@ mod imp {
     pub(crate) struct RunTimer;
 
     #[inline(always)]
-    pub(crate) async fn rescued(_: &Shared, _: &[JobId]) {}
+    pub(crate) async fn rescued(_: &AnyBackend, _: &[JobId]) {}
 }

@@ -3,7 +3,7 @@
 //! records itself and its schedules in the store.
 //!
 //! `run` drives it all: it starts from the checks of `start`, spawns the background tasks
-//! (`renew`, `maintenance` with `gone`, `pause`, `cron`, `heartbeat`) and one task per leased job (`execute`), which
+//! (`renew`, `maintenance` with `rescue` and `gone`, `pause`, `cron`, `heartbeat`) and one task per leased job (`execute`), which
 //! hands each attempt's outcome to the one sink that writes it (`outcome`). They share `shared`,
 //! `leases`, `gate` and `events`, which depend on none of them; `metrics` holds the metric handles
 //! they record through (feature `metrics`; empty without it).
@@ -22,6 +22,7 @@ mod metrics;
 mod outcome;
 mod pause;
 mod renew;
+mod rescue;
 mod run;
 mod shared;
 mod shutdown;

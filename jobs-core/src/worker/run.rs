@@ -92,7 +92,7 @@ impl Worker {
         ));
         #[cfg(feature = "metrics")]
         background.spawn(super::metrics::keep_queue_depth(
-            shared.clone(),
+            shared.backend.clone(),
             queues.clone(),
             background_stop.clone(),
         ));
