@@ -517,16 +517,26 @@ pub(crate) async fn stranded(backend: &AnyBackend, json_out: bool) -> Result<Str
 struct Migrated {
     schema: String,
     version: Option<i64>,
+    recounted: bool,
 }
 
-/// `migrate`: applies the PostgreSQL migrations and prints the schema's version.
-pub(crate) async fn migrate(backend: &AnyBackend, json_out: bool) -> Result<String, Failure> {
+/// `migrate`: applies the PostgreSQL migrations, counts the finished jobs again when asked,
+/// and prints the schema's version.
+pub(crate) async fn migrate(
+    backend: &AnyBackend,
+    recount: bool,
+    json_out: bool,
+) -> Result<String, Failure> {
     #[cfg(feature = "postgres")]
     if let Some(pg) = backend.downcast_ref::<jobs::postgres::PgBackend>() {
         pg.migrate().await?;
+        if recount {
+            pg.recount().await?;
+        }
         let migrated = Migrated {
             schema: pg.schema_name().to_string(),
             version: pg.schema_version().await?,
+            recounted: recount,
         };
         if json_out {
             return json(&migrated);
@@ -534,12 +544,17 @@ pub(crate) async fn migrate(backend: &AnyBackend, json_out: bool) -> Result<Stri
         let version = migrated
             .version
             .map_or_else(|| NONE.to_string(), |v| v.to_string());
+        let recounted = if recount {
+            "; finished jobs counted again"
+        } else {
+            ""
+        };
         return Ok(format!(
-            "schema {} is at version {version}\n",
+            "schema {} is at version {version}{recounted}\n",
             migrated.schema
         ));
     }
-    let _ = (backend, json_out);
+    let _ = (backend, recount, json_out);
     Err(Failure::Refused(
         "migrations are a PostgreSQL matter: this backend keeps no schema to migrate".into(),
     ))

@@ -77,7 +77,12 @@ enum Command {
     /// Pending jobs that no live worker can run (their name is unknown to their queue's workers).
     Stranded,
     /// Creates or upgrades the job tables (PostgreSQL) and prints the schema's version.
-    Migrate,
+    Migrate {
+        /// Also count the finished jobs again from their rows (after workers of an older
+        /// release ran beside this one; holds writes back while it reads).
+        #[arg(long)]
+        recount: bool,
+    },
     /// Redraws the queues' counts until Ctrl-C (with --json: one line per refresh).
     Watch {
         /// How often to refresh.
@@ -319,7 +324,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Stranded => commands::stranded(&backend, json).await?,
         Command::Pause { queue } => commands::pause(&backend, &queue, true, json).await?,
         Command::Resume { queue } => commands::pause(&backend, &queue, false, json).await?,
-        Command::Migrate => commands::migrate(&backend, json).await?,
+        Command::Migrate { recount } => commands::migrate(&backend, recount, json).await?,
         Command::Watch { .. } => unreachable!("handled above"),
     };
     print(&out);

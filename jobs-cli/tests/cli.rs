@@ -804,8 +804,35 @@ fn migrate_applies_and_shows_the_version_on_postgres() {
     let out: Value = s.json(&["migrate"]);
     assert_eq!(
         out,
-        serde_json::json!({"schema": s.space, "version": version})
+        serde_json::json!({"schema": s.space, "version": version, "recounted": false})
     );
+
+    // Counts gone wrong (as after an older release's workers ran beside this one) are
+    // counted again from the rows.
+    s.mail("a@example.com");
+    let pg = s
+        .backend
+        .downcast_ref::<jobs::postgres::PgBackend>()
+        .expect("a PostgreSQL backend");
+    let skew = format!(
+        "INSERT INTO \"{}\".finished_counts (queue, status, n) VALUES ('email', 'completed', 7)",
+        s.space
+    );
+    s.block(jobs::postgres::sqlx::query(&skew).execute(pg.pool()))
+        .unwrap();
+    let completed = |s: &Store| -> u64 {
+        let stats: Vec<Value> = s.json(&["stats"]);
+        stats[0]["counts"]["completed"].as_u64().unwrap()
+    };
+    assert_eq!(completed(&s), 7);
+    assert_eq!(
+        s.ok(&["migrate", "--recount"]),
+        format!(
+            "schema {} is at version {version}; finished jobs counted again\n",
+            s.space
+        )
+    );
+    assert_eq!(completed(&s), 0);
 }
 
 #[test]

@@ -22,8 +22,8 @@ CREATE INDEX finished_counts_queue ON finished_counts (queue);
 -- count what follows: the lock (held until this migration commits) waits for the writers in
 -- flight and holds back new ones; reads go on. A process of an earlier release, whose
 -- statements add no deltas, must not run beside this one: the jobs it finished would go
--- uncounted for good (and be subtracted when pruned). Upgrade to this release with the older
--- workers stopped.
+-- uncounted (and be subtracted when pruned). Upgrade to this release with the older workers
+-- stopped, or repair the counts afterwards with `PgBackend::recount` (`jobs migrate --recount`).
 LOCK TABLE jobs IN SHARE ROW EXCLUSIVE MODE;
 
 INSERT INTO finished_counts (queue, status, n)

@@ -35,7 +35,8 @@
 //!   prune timer (with or without retention), folds the queue's rows into one per status. A
 //!   TRUNCATE of `jobs` empties it (a trigger on TRUNCATE only). The other statuses are counted
 //!   in `jobs`, through their partial indexes. Workers of a release before migration 0005 add
-//!   no rows: upgrade with them stopped.
+//!   no rows: upgrade with them stopped, or repair with
+//!   [`PgBackend::recount`](crate::PgBackend::recount) afterwards.
 //!
 //! Indexes are partial, so each covers only the rows its operation looks at and fetching stays
 //! flat however many finished rows are retained:
