@@ -212,4 +212,17 @@ fn a_job_continues_its_enqueuers_trace_in_the_worker_process() {
         assert_eq!(span.attribute("messaging.destination.name"), Some("traced"));
         assert!(span.attribute("messaging.message.id").is_some());
     }
+    forget_keys(&redis, &format!("*traces-{}*", std::process::id()));
+}
+
+/// Deletes the test's keys from the shared server.
+fn forget_keys(url: &str, pattern: &str) {
+    use jobs::redis::redis::Commands;
+    let mut conn = jobs::redis::redis::Client::open(url)
+        .and_then(|client| client.get_connection())
+        .expect("a connection");
+    let keys: Vec<String> = conn.keys(pattern).expect("KEYS");
+    if !keys.is_empty() {
+        let _: () = conn.del(keys).expect("DEL");
+    }
 }
