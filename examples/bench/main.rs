@@ -425,7 +425,8 @@ async fn wait_all_completed(backend: &AnyBackend, n: u64, started: Instant) {
         if c.completed >= n {
             return;
         }
-        // Counting scans the queue, so it is asked rarely while the end is far off: after half
+        // Counting costs the store a read on every call, so it is asked rarely while the end is
+        // far off (on PostgreSQL it reads the waiting and running rows): after half
         // the time the rest should take at the rate so far, at most 100 ms and at least 2 ms,
         // which ends within a few ms of the last completion.
         let rest = match c.completed {

@@ -51,11 +51,16 @@ impl Job for Tally {
             std::future::pending::<()>().await;
         }
         tokio::time::sleep(Duration::from_millis(self.ms)).await;
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "ran {}", ctx.id())?;
-        out.flush()?;
+        say_ran(&ctx)?;
         Ok(self.n)
     }
+}
+
+/// Prints `ran <id>`, the line the parent reads to tell which process ran which job.
+fn say_ran(ctx: &JobContext) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ran {}", ctx.id())?;
+    out.flush()
 }
 
 /// A job type only the newer release knows: prints `ran <id>` when it runs.
@@ -75,9 +80,7 @@ impl Job for Newer {
         }
     }
     async fn run(self, ctx: JobContext, _state: StateMap) -> Result<u64, JobError> {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "ran {}", ctx.id())?;
-        out.flush()?;
+        say_ran(&ctx)?;
         Ok(self.n)
     }
 }
