@@ -90,13 +90,13 @@ pub(crate) async fn w9(kind: BackendKind, n: u64, concurrency: usize, args: &cla
     stop.notify_one();
     running.await.expect("worker task");
     let acked = acked.lock().unwrap();
-    let latencies: Vec<u64> = received
+    let latencies: Vec<Duration> = received
         .iter()
         .filter_map(|line| {
             let (id, at) = line.split_once(' ')?;
             let id: JobId = id.parse().ok()?;
             let at: i64 = at.parse().ok()?;
-            Some((at - acked.get(&id)?).max(0) as u64)
+            Some(Duration::from_micros((at - acked.get(&id)?).max(0) as u64))
         })
         .collect();
     assert_eq!(

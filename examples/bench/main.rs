@@ -75,7 +75,8 @@ struct Line {
 
 fn print(kind: BackendKind, line: Line) {
     let (p50, p99, max) = match line.latency_ms {
-        Some((a, b, c)) => (format!("{a:.3}"), format!("{b:.3}"), format!("{c:.3}")),
+        // To the nanosecond: the memory backend answers some calls in well under a µs.
+        Some((a, b, c)) => (format!("{a:.6}"), format!("{b:.6}"), format!("{c:.6}")),
         None => ("null".into(), "null".into(), "null".into()),
     };
     let rate = line.jobs_per_s.map_or("null".into(), |r| format!("{r:.1}"));
@@ -239,14 +240,12 @@ async fn w4(kind: BackendKind, n: u64, concurrency: usize, retained: u64, w2_rat
     );
 }
 
-fn percentiles(mut us: Vec<u64>) -> (f64, f64, f64) {
-    us.sort_unstable();
-    let at = |p: f64| us[((us.len() as f64 - 1.0) * p).round() as usize] as f64 / 1_000.0;
-    (
-        at(0.50),
-        at(0.99),
-        *us.last().unwrap_or(&0) as f64 / 1_000.0,
-    )
+/// p50, p99 and max of `samples`, in ms.
+fn percentiles(mut samples: Vec<Duration>) -> (f64, f64, f64) {
+    samples.sort_unstable();
+    let ms = |d: Option<&Duration>| d.map_or(0.0, |d| d.as_secs_f64() * 1_000.0);
+    let at = |p: f64| ms(samples.get(((samples.len() as f64 - 1.0) * p).round() as usize));
+    (at(0.50), at(0.99), ms(samples.last()))
 }
 
 /// W3 enqueues 2,000 jobs (fewer when `-n` is smaller, for smoke runs).
@@ -276,7 +275,13 @@ async fn w3(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches) {
     }
     stop.notify_one();
     running.await.expect("worker task");
-    let latencies = probe.latencies_us.lock().unwrap().clone();
+    let latencies: Vec<Duration> = probe
+        .latencies_us
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|&us| Duration::from_micros(us))
+        .collect();
     assert_eq!(latencies.len() as u64, n, "every job picked up");
     let line = Line {
         workload: "W3",

@@ -4,7 +4,7 @@
 //! (`Operations::jobs`), 200 calls each, one after the other, each timed alone.
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use jobs::{AnyBackend, JobFilter, JobStatus, Operations, PageRequest};
 use jobs_core::{Backend as _, CountsParams, DEFAULT_PAGE_SIZE};
@@ -74,14 +74,14 @@ async fn counts(backend: &AnyBackend) -> jobs_core::QueueCounts {
         .expect("counts")
 }
 
-/// The latency of each of [`CALLS`] calls, in µs, after one untimed call.
-async fn time<F: Future<Output = ()>>(call: impl Fn() -> F) -> Vec<u64> {
+/// The latency of each of [`CALLS`] calls, after one untimed call.
+async fn time<F: Future<Output = ()>>(call: impl Fn() -> F) -> Vec<Duration> {
     call().await;
-    let mut us = Vec::with_capacity(CALLS as usize);
+    let mut took = Vec::with_capacity(CALLS as usize);
     for _ in 0..CALLS {
         let started = Instant::now();
         call().await;
-        us.push(started.elapsed().as_micros() as u64);
+        took.push(started.elapsed());
     }
-    us
+    took
 }
