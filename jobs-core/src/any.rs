@@ -8,6 +8,7 @@ use async_trait::async_trait;
 
 use crate::backend::*;
 use crate::event::{EventStream, JobEvent};
+use crate::flow::QueueFlow;
 use crate::liveness::Liveness;
 use crate::model::{Enqueued, JobId, JobRecord, LeasedJob, QueueCounts};
 use crate::presence::{StoredSchedule, WorkerInfo};
@@ -99,6 +100,12 @@ impl Backend for AnyBackend {
     }
     async fn paused_queues(&self, p: PausedParams) -> Result<Vec<String>, Error> {
         self.0.paused_queues(p).await
+    }
+    async fn set_limits(&self, p: SetLimitsParams) -> Result<(), Error> {
+        self.0.set_limits(p).await
+    }
+    async fn flow(&self, p: FlowParams) -> Result<Vec<QueueFlow>, Error> {
+        self.0.flow(p).await
     }
     async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {
         self.0.finished_since(p).await

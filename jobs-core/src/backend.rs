@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use crate::error::ErrorKind;
 use crate::event::{EventStream, JobEvent};
 use crate::filter::JobFilter;
+use crate::flow::{QueueFlow, QueueLimits};
 use crate::liveness::Liveness;
 pub(crate) use crate::model::LeaseRef;
 use crate::model::{
@@ -62,6 +63,11 @@ pub struct FetchParams {
     /// a job it does not know stays waiting, in its place, for a worker that does (during a
     /// rolling deploy, an older release's workers leave the newer release's jobs alone).
     pub names: Option<Vec<String>>,
+    /// The limits to enforce, for those of `queues` that have any or that hold keyed jobs (as
+    /// [`Backend::flow`] last told the worker). A fetch leases no job beyond a queue's
+    /// concurrency or rate, nor beyond a job's own [`KeyLimits`](crate::KeyLimits) (which
+    /// every backend checks, listed here or not); such a job stays waiting, in its place.
+    pub flow: Vec<QueueFlow>,
 }
 
 /// One successful job.
@@ -323,6 +329,19 @@ pub struct PauseParams {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PausedParams {}
 
+/// Stores a queue's flow limits (see [`Backend::set_limits`]).
+#[derive(Clone, Debug)]
+pub struct SetLimitsParams {
+    /// The queue.
+    pub queue: String,
+    /// Its limits; all `None` removes them.
+    pub limits: QueueLimits,
+}
+
+/// Reads what fetches must enforce (see [`Backend::flow`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlowParams {}
+
 /// Counts the jobs of a queue finished (completed or cancelled) at or after `since`.
 #[derive(Clone, Debug)]
 pub struct FinishedParams {
@@ -385,7 +404,12 @@ pub struct SubscribeParams {
 #[async_trait]
 pub trait Backend: Send + Sync + 'static {
     /// Stores jobs; a unique key held by an active job of the same queue (or by an earlier job
-    /// of the batch, see [`first_holders`](crate::first_holders)) yields that job's id.
+    /// of the batch, see [`first_holders`](crate::first_holders)) yields that job's id, and so
+    /// does a job that coalesces with an earlier one (see [`Coalesce`](crate::Coalesce)).
+    ///
+    /// When a queue has a `max_depth` and the batch's new jobs would take its waiting jobs
+    /// (pending and scheduled) beyond it, nothing of the batch is stored and the answer is
+    /// [`Error::QueueFull`], exactly so under concurrent enqueues from any number of processes.
     async fn enqueue(&self, params: EnqueueParams) -> Result<Vec<Enqueued>, Error>;
 
     /// Stores the job of a cron tick unless this tick (or a later one) of the schedule already was.
@@ -444,6 +468,14 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The paused queues, sorted.
     async fn paused_queues(&self, params: PausedParams) -> Result<Vec<String>, Error>;
+
+    /// Stores a queue's limits, replacing any it had, for every worker process (each reads
+    /// them with [`flow`](Backend::flow)). `max_depth` applies to enqueues from then on.
+    async fn set_limits(&self, params: SetLimitsParams) -> Result<(), Error>;
+
+    /// Every queue that has limits or into which jobs with key limits were enqueued, sorted by
+    /// queue.
+    async fn flow(&self, params: FlowParams) -> Result<Vec<QueueFlow>, Error>;
 
     /// How many of a queue's jobs finished (completed or cancelled) at or after
     /// `params.since` and are still retained: the queue's recent throughput.

@@ -88,3 +88,11 @@ pub fn later(now: Timestamp, d: Duration) -> Timestamp {
         .and_then(|d| now.checked_add_signed(d))
         .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
 }
+
+/// `now - d`, saturating far in the past instead of overflowing.
+pub(crate) fn earlier(now: Timestamp, d: Duration) -> Timestamp {
+    chrono::Duration::from_std(d)
+        .ok()
+        .and_then(|d| now.checked_sub_signed(d))
+        .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC)
+}

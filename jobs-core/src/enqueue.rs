@@ -9,6 +9,7 @@ use crate::backend::{Backend, EnqueueParams, EventsParams, ReadParams};
 use crate::backoff::Backoff;
 use crate::clock::{self, Clock, SystemClock};
 use crate::event::{EventKind, EventStream, JobEvent, Received};
+use crate::flow::{Coalesce, KeyLimits};
 use crate::job::Job;
 use crate::model::{Enqueued, JobId, JobRecord, JobStatus, NewJob, Timestamp};
 use crate::Error;
@@ -99,6 +100,8 @@ pub struct Enqueue<J: Job> {
     unique_key: Option<String>,
     trace_context: Option<String>,
     tags: Vec<String>,
+    key_limits: Option<KeyLimits>,
+    coalesce: Option<Coalesce>,
 }
 
 impl<J: Job> From<J> for Enqueue<J> {
@@ -115,6 +118,8 @@ impl<J: Job> From<J> for Enqueue<J> {
             unique_key: None,
             trace_context: None,
             tags: Vec::new(),
+            key_limits: None,
+            coalesce: None,
         }
     }
 }
@@ -122,11 +127,11 @@ impl<J: Job> From<J> for Enqueue<J> {
 /// Writes each per-call override once, as a method of [`Enqueue`] and as the [`JobExt`] method
 /// that starts an `Enqueue` from a bare job.
 macro_rules! overrides {
-    ($($(#[$doc:meta])* fn $name:ident($arg:ident: $ty:ty) => |$e:ident| $set:expr;)*) => {
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),+) => |$e:ident| $set:expr;)*) => {
         impl<J: Job> Enqueue<J> {
             $(
                 $(#[$doc])*
-                pub fn $name(mut self, $arg: $ty) -> Self {
+                pub fn $name(mut self, $($arg: $ty),+) -> Self {
                     let $e = &mut self;
                     $set;
                     self
@@ -143,6 +148,16 @@ macro_rules! overrides {
                 producer: P,
             ) -> impl Future<Output = Result<JobHandle<Self>, Error>> + Send {
                 Enqueue::from(self).enqueue(producer)
+            }
+
+            /// Stores the job, waiting up to `deadline` for room while its queue is full (see
+            /// [`Enqueue::enqueue_within`]).
+            fn enqueue_within<M, P: Producer<M> + Copy>(
+                self,
+                producer: P,
+                deadline: Duration,
+            ) -> impl Future<Output = Result<JobHandle<Self>, Error>> + Send {
+                Enqueue::from(self).enqueue_within(producer, deadline)
             }
 
             /// Stores many jobs in one batch (one statement or script where the backend allows).
@@ -168,8 +183,8 @@ macro_rules! overrides {
 
             $(
                 $(#[$doc])*
-                fn $name(self, $arg: $ty) -> Enqueue<Self> {
-                    Enqueue::from(self).$name($arg)
+                fn $name(self, $($arg: $ty),+) -> Enqueue<Self> {
+                    Enqueue::from(self).$name($($arg),+)
                 }
             )*
         }
@@ -198,6 +213,15 @@ overrides! {
     fn trace_context(context: impl Into<String>) => |e| e.trace_context = Some(context.into());
     /// Adds a tag to find the job by (`"order:42"`), besides the attribute's `tags`.
     fn tag(tag: impl Into<String>) => |e| e.tags.push(tag.into());
+    /// Shares `limits` with the queue's other jobs of the same key, in place of the
+    /// attribute's `concurrency_key`.
+    fn key_limits(limits: KeyLimits) => |e| e.key_limits = Some(limits);
+    /// Keeps only the first job of each `window` with `key` in the queue: within it, enqueue
+    /// stores nothing and returns that job (see [`Coalesce::Throttle`]).
+    fn throttle(key: impl Into<String>, window: Duration) => |e| e.coalesce = Some(Coalesce::Throttle { key: key.into(), window });
+    /// Runs the job `window` after the last enqueue with `key`: while one is waiting, enqueue
+    /// replaces its payload and pushes it back (see [`Coalesce::Debounce`]).
+    fn debounce(key: impl Into<String>, window: Duration) => |e| e.coalesce = Some(Coalesce::Debounce { key: key.into(), window });
 }
 
 impl<J: Job> Enqueue<J> {
@@ -217,6 +241,19 @@ impl<J: Job> Enqueue<J> {
             (Some(at), None) => at,
             (None, Some(delay)) => clock::later(now, delay),
             (None, None) => now,
+        };
+        let key_limits = self
+            .key_limits
+            .clone()
+            .or_else(|| Job::key_limits(&self.job));
+        if let Some(limits) = &key_limits {
+            limits.validate()?;
+        }
+        let coalesce = self.coalesce.clone().or_else(|| Job::coalesce(&self.job));
+        // A debounced job runs `window` after its (latest) enqueue.
+        let run_at = match &coalesce {
+            Some(Coalesce::Debounce { window, .. }) => run_at.max(clock::later(now, *window)),
+            _ => run_at,
         };
         let mut tags = defaults.tags;
         for tag in &self.tags {
@@ -240,16 +277,67 @@ impl<J: Job> Enqueue<J> {
                 .or_else(|| Job::unique_key(&self.job)),
             trace_context: self.trace_context.clone(),
             tags,
+            key_limits,
+            coalesce,
         })
     }
 
     /// Stores the job; returns its typed handle.
     pub async fn enqueue<M, P: Producer<M>>(self, producer: P) -> Result<JobHandle<J>, Error> {
-        let now = SystemClock.now();
-        let new_job = vec![self.to_new_job(now)?];
+        let new_job = self.to_new_job(SystemClock.now())?;
+        Self::store_one(producer, new_job).await
+    }
+
+    /// Stores the job, waiting up to `deadline` for room while its queue is full (see
+    /// [`QueueLimits::max_depth`](crate::QueueLimits::max_depth)): it tries again, a little
+    /// later each time (10 ms, doubling to 200 ms), and answers [`Error::QueueFull`] only when a
+    /// last try at the deadline finds no room either. Every other error is answered at once.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use jobs_core::{Backend, JobExt, MemoryBackend, QueueLimits, SetLimitsParams};
+    /// # #[derive(serde::Serialize, serde::Deserialize)] struct Report;
+    /// # impl jobs_core::Job for Report {
+    /// #     const NAME: &'static str = "report";
+    /// #     type Output = ();
+    /// #     async fn run(self, _: jobs_core::JobContext, _: jobs_core::StateMap) -> Result<(), jobs_core::JobError> { Ok(()) }
+    /// # }
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let backend = MemoryBackend::new();
+    /// let limits = QueueLimits::default().max_depth(1);
+    /// backend.set_limits(SetLimitsParams { queue: "default".into(), limits }).await?;
+    /// Report.enqueue(&backend).await?;
+    /// let full = Report.enqueue_within(&backend, Duration::from_millis(50)).await;
+    /// assert!(matches!(full, Err(jobs_core::Error::QueueFull { max_depth: 1, .. })));
+    /// # Ok::<(), jobs_core::Error>(()) }).unwrap();
+    /// ```
+    pub async fn enqueue_within<M, P: Producer<M> + Copy>(
+        self,
+        producer: P,
+        deadline: Duration,
+    ) -> Result<JobHandle<J>, Error> {
+        let until = tokio::time::Instant::now() + deadline;
+        let new_job = self.to_new_job(SystemClock.now())?;
+        let mut pause = ROOM_CHECK_FIRST;
+        loop {
+            let stored = Enqueue::<J>::store_one(producer, new_job.clone()).await;
+            let now = tokio::time::Instant::now();
+            match stored {
+                Err(Error::QueueFull { .. }) if now < until => {
+                    tokio::time::sleep(pause.min(until - now)).await;
+                    pause = (pause * 2).min(ROOM_CHECK_MAX);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Stores one built job; the time it is stored at is now.
+    async fn store_one<M, P: Producer<M>>(producer: P, job: NewJob) -> Result<JobHandle<J>, Error> {
+        let new_job = vec![job];
         #[cfg(feature = "metrics")]
         let counting = crate::metrics::EnqueueCount::of(J::NAME, &new_job);
-        let stored = store(producer, new_job, now).await?;
+        let stored = store(producer, new_job, SystemClock.now()).await?;
         #[cfg(feature = "metrics")]
         counting.stored(&stored);
         let first = stored
@@ -259,6 +347,11 @@ impl<J: Job> Enqueue<J> {
         Ok(JobHandle::new(first))
     }
 }
+
+/// The first wait of [`Enqueue::enqueue_within`] for room in a full queue.
+const ROOM_CHECK_FIRST: Duration = Duration::from_millis(10);
+/// Its longest wait between two tries.
+const ROOM_CHECK_MAX: Duration = Duration::from_millis(200);
 
 impl<J: Job> JobExt for J {}
 

@@ -71,6 +71,15 @@ pub enum Error {
     /// the write was refused.
     #[error("lease on job {0} was lost; the write was refused")]
     LeaseLost(JobId),
+    /// The queue holds as many waiting jobs as its `max_depth` allows: nothing of the enqueue
+    /// was stored (a service answers 429 or 503; see [`Enqueue::wait_for_room`](crate::Enqueue::wait_for_room)).
+    #[error("queue `{queue}` is full: it holds its maximum of {max_depth} waiting jobs")]
+    QueueFull {
+        /// The queue.
+        queue: String,
+        /// Its maximum depth.
+        max_depth: u64,
+    },
     /// The worker could not start; every problem found is listed.
     #[error("worker cannot start: {}", StartProblem::join(.0))]
     Start(Vec<StartProblem>),

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::backoff::Backoff;
 use crate::context::JobContext;
+use crate::flow::{Coalesce, KeyLimits};
 use crate::state::{StateKey, StateMap};
 use crate::JobError;
 
@@ -91,6 +92,18 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
 
     /// The dedup key of this job, if its type is unique.
     fn unique_key(&self) -> Option<String> {
+        None
+    }
+
+    /// The limits this job shares with the queue's other jobs of the same key, if its type has
+    /// a `concurrency_key`.
+    fn key_limits(&self) -> Option<KeyLimits> {
+        None
+    }
+
+    /// How this job coalesces with an earlier one of the same key, if its type throttles or
+    /// debounces.
+    fn coalesce(&self) -> Option<Coalesce> {
         None
     }
 

@@ -40,6 +40,7 @@ mod enqueue;
 mod error;
 mod event;
 mod filter;
+mod flow;
 mod ids;
 mod inject;
 mod job;
@@ -77,6 +78,7 @@ pub use event::{
     SendEvents,
 };
 pub use filter::JobFilter;
+pub use flow::{Coalesce, KeyLimits, QueueFlow, QueueLimits, Rate, FLOW_SCAN};
 pub use ids::{JobId, LeaseToken};
 pub use job::{
     CronSpec, IntoJobResult, Job, JobOptions, DEFAULT_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE,

@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 use crate::backoff::Backoff;
 pub(crate) use crate::clock::Timestamp;
 use crate::error::ErrorKind;
+use crate::flow::{Coalesce, KeyLimits};
 pub(crate) use crate::error::ErrorReport;
 pub(crate) use crate::ids::{JobId, LeaseToken};
 pub(crate) use crate::status::JobStatus;
@@ -97,6 +98,12 @@ pub struct NewJob {
     /// Labels to find the job by (`"order:42"`), in the order given, without repeats.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Limits shared with the queue's other jobs of the same key.
+    #[serde(default)]
+    pub key_limits: Option<KeyLimits>,
+    /// How the enqueue coalesces with an earlier job of the same key (throttle, debounce).
+    #[serde(default)]
+    pub coalesce: Option<Coalesce>,
 }
 
 impl NewJob {
@@ -176,6 +183,9 @@ pub struct JobRecord {
     /// Labels to find the job by.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Limits shared with the queue's other jobs of the same key.
+    #[serde(default)]
+    pub key_limits: Option<KeyLimits>,
     /// When it was enqueued.
     pub created_at: Timestamp,
     /// When its latest attempt started.
@@ -207,6 +217,7 @@ impl JobRecord {
             unique_key: job.unique_key,
             trace_context: job.trace_context,
             tags: job.tags,
+            key_limits: job.key_limits,
             created_at: now,
             started_at: None,
             finished_at: None,
@@ -323,6 +334,8 @@ mod tests {
             unique_key: key.map(str::to_string),
             trace_context: None,
             tags: Vec::new(),
+            key_limits: None,
+            coalesce: None,
         }
     }
 

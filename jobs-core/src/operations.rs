@@ -16,6 +16,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::cron::Schedule;
 use crate::event::EventStream;
 use crate::filter::JobFilter;
+use crate::flow::QueueLimits;
 use crate::model::{JobId, JobRecord, JobStatus, QueueCounts, Timestamp};
 use crate::presence::{ScheduleInfo, WorkerInfo};
 use crate::Error;
@@ -93,6 +94,8 @@ pub struct QueueSummary {
     pub paused: bool,
     /// Its jobs finished (completed or cancelled) in the last minute.
     pub finished_last_minute: u64,
+    /// Its flow limits (see [`Operations::set_queue_limits`]).
+    pub limits: QueueLimits,
 }
 
 /// A cron schedule with its last stored tick and its next ones.
@@ -161,6 +164,12 @@ pub trait Operations {
     /// Resumes a paused queue.
     async fn resume_queue(&self, queue: &str) -> Result<(), Error>;
 
+    /// Sets `queue`'s flow limits, replacing any it had (`QueueLimits::default()` removes
+    /// them): at most so many running at once and starting per period across every worker
+    /// process (from within a second), and at most so many waiting. Kept in the store.
+    /// [`Error::Invalid`] for a concurrency or rate limit of 0.
+    async fn set_queue_limits(&self, queue: &str, limits: QueueLimits) -> Result<(), Error>;
+
     /// A page of the jobs matching `filter`, oldest first.
     async fn jobs(&self, filter: &JobFilter, page: PageRequest) -> Result<Page, Error>;
 
@@ -214,8 +223,16 @@ pub trait Operations {
 impl<B: Backend + ?Sized> Operations for B {
     async fn queues(&self) -> Result<Vec<QueueSummary>, Error> {
         let paused = self.paused_queues(PausedParams {}).await?;
+        let limits: HashMap<String, QueueLimits> = self
+            .flow(FlowParams {})
+            .await?
+            .into_iter()
+            .filter(|f| f.limits.is_limited())
+            .map(|f| (f.queue, f.limits))
+            .collect();
         let mut names = self.queue_names(QueueNamesParams {}).await?;
         names.extend(paused.iter().cloned());
+        names.extend(limits.keys().cloned());
         names.sort_unstable();
         names.dedup();
         let minute_ago = SystemClock.now() - chrono::Duration::seconds(60);
@@ -234,6 +251,7 @@ impl<B: Backend + ?Sized> Operations for B {
                 .await?;
             queues.push(QueueSummary {
                 paused: paused.contains(&name),
+                limits: limits.get(&name).copied().unwrap_or_default(),
                 name,
                 counts,
                 finished_last_minute,
@@ -264,6 +282,12 @@ impl<B: Backend + ?Sized> Operations for B {
             },
         )
         .await
+    }
+
+    async fn set_queue_limits(&self, queue: &str, limits: QueueLimits) -> Result<(), Error> {
+        limits.validate()?;
+        let queue = queue.to_string();
+        self.set_limits(SetLimitsParams { queue, limits }).await
     }
 
     async fn jobs(&self, filter: &JobFilter, page: PageRequest) -> Result<Page, Error> {

@@ -275,6 +275,7 @@ async fn rescued_job(seen: &mut Seen) {
             worker: "vanished".into(),
             lease_for: Duration::from_millis(1),
             now: SystemClock.now(),
+            flow: Vec::new(),
         })
         .await
         .unwrap();

@@ -245,3 +245,71 @@ impl Job for Ticker {
         Ok(())
     }
 }
+
+/// What [`Overlaps`] jobs saw: how many ran at once at most, and when each started. Clones
+/// share it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Overlap {
+    inner: Arc<Mutex<OverlapState>>,
+}
+
+#[derive(Debug, Default)]
+struct OverlapState {
+    running: u32,
+    max: u32,
+    starts: Vec<std::time::Instant>,
+}
+
+impl Overlap {
+    /// The most jobs that ran at once.
+    pub(super) fn max(&self) -> u32 {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).max
+    }
+
+    /// When each job started, in order.
+    pub(super) fn starts(&self) -> Vec<std::time::Instant> {
+        let mut starts = self
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .starts
+            .clone();
+        starts.sort_unstable();
+        starts
+    }
+
+    fn enter(&self) {
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        s.running += 1;
+        s.max = s.max.max(s.running);
+        s.starts.push(std::time::Instant::now());
+    }
+
+    fn leave(&self) {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).running -= 1;
+    }
+}
+
+/// Runs for `ms` milliseconds, recorded in the worker's `State<Overlap>`; returns its attempt.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Overlaps {
+    pub(super) ms: u64,
+}
+
+impl Job for Overlaps {
+    const NAME: &'static str = "conformance.overlaps";
+    type Output = u32;
+    fn options() -> JobOptions {
+        options(3, FAST)
+    }
+    fn required_state() -> Vec<StateKey> {
+        vec![StateKey::of::<Overlap>()]
+    }
+    async fn run(self, ctx: JobContext, state: StateMap) -> Result<u32, JobError> {
+        let overlap = state.require::<Overlap>()?;
+        overlap.enter();
+        tokio::time::sleep(Duration::from_millis(self.ms)).await;
+        overlap.leave();
+        Ok(ctx.attempt())
+    }
+}

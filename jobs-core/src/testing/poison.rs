@@ -59,6 +59,7 @@ where
             worker: "w".into(),
             lease_for: Duration::from_secs(60),
             now: SystemClock.now(),
+            flow: Vec::new(),
         })
         .await
         .expect("a poison job does not fail the fetch");

@@ -55,6 +55,8 @@ pub(super) fn new_job(name: &str) -> NewJob {
         unique_key: None,
         trace_context: None,
         tags: Vec::new(),
+        key_limits: None,
+        coalesce: None,
     }
 }
 

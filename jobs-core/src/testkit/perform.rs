@@ -86,6 +86,7 @@ impl<J: Job> Perform<J> {
                 worker: "testkit".into(),
                 lease_for: Duration::from_secs(3600),
                 now,
+                flow: Vec::new(),
             })
             .await?
             .pop()

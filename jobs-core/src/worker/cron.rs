@@ -45,6 +45,8 @@ pub(crate) async fn schedule_ticks(
                 unique_key: Some(format!("cron:{}:{}", job.name, tick.timestamp_millis())),
                 tags: options.tags.clone(),
                 trace_context: None,
+                key_limits: None,
+                coalesce: None,
             },
             now,
         };

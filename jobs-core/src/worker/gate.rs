@@ -103,6 +103,8 @@ mod tests {
                 unique_key: None,
                 tags: Vec::new(),
                 trace_context: None,
+                key_limits: None,
+                coalesce: None,
             },
             now,
         )

@@ -112,6 +112,7 @@ mod tests {
                 worker: "w".into(),
                 lease_for: std::time::Duration::from_secs(5),
                 now,
+                flow: Vec::new(),
             })
             .await
             .unwrap();

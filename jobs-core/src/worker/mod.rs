@@ -3,7 +3,7 @@
 //! records itself and its schedules in the store.
 //!
 //! `run` drives it all: it starts from the checks of `start`, spawns the background tasks
-//! (`renew`, `maintenance` with `rescue` and `gone`, `pause`, `cron`, `heartbeat`) and one task per leased job (`execute`), which
+//! (`renew`, `maintenance` with `rescue` and `gone`, `queue_state`, `cron`, `heartbeat`) and one task per leased job (`execute`), which
 //! hands each attempt's outcome to the one sink that writes it (`outcome`). They share `shared`,
 //! `leases`, `gate` and `events`, which depend on none of them; `metrics` holds the metric handles
 //! they record through (feature `metrics`; empty without it).
@@ -20,7 +20,7 @@ mod leases;
 mod maintenance;
 mod metrics;
 mod outcome;
-mod pause;
+mod queue_state;
 mod renew;
 mod rescue;
 mod run;

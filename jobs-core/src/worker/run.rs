@@ -23,7 +23,7 @@ use super::leases::Leases;
 use super::maintenance::Retention;
 use super::metrics::WorkerMetrics;
 use super::outcome::Sink;
-use super::pause::{watch_paused, Paused};
+use super::queue_state::{watch_queue_state, QueueStates, FLOW_RETRY};
 use super::renew::keep_alive;
 use super::shared::{Retries, Shared};
 use super::start::{plan, Periodic};
@@ -108,9 +108,9 @@ impl Worker {
         }
         let (sink, flusher) = Sink::start(shared.clone());
 
-        let mut paused = watch_paused(&shared, background_stop.clone()).await;
+        let mut states = watch_queue_state(&shared, background_stop.clone()).await;
         let mut jobs = JoinSet::new();
-        let fetching = self.fetch_loop(&shared, &queues, &wakeup, &mut paused, &mut jobs, &sink);
+        let fetching = self.fetch_loop(&shared, &queues, &wakeup, &mut states, &mut jobs, &sink);
         tokio::select! {
             _ = signal => {}
             _ = fetching => {}
@@ -176,7 +176,7 @@ impl Worker {
         shared: &Arc<Shared>,
         queues: &[String],
         wakeup: &Wakeup,
-        paused: &mut Paused,
+        states: &mut QueueStates,
         jobs: &mut JoinSet<()>,
         sink: &Sink,
     ) {
@@ -193,18 +193,20 @@ impl Worker {
         loop {
             while jobs.try_join_next().is_some() {}
             let permits = take_slots(&slots, batch).await;
-            let open: Vec<String> = {
-                let paused = paused.borrow_and_update();
-                queues
+            let (open, flow) = {
+                let state = states.borrow_and_update();
+                let open: Vec<String> = queues
                     .iter()
-                    .filter(|q| !paused.contains(*q))
+                    .filter(|q| !state.paused.contains(*q))
                     .cloned()
-                    .collect()
+                    .collect();
+                let flow = state.flow_of(&open);
+                (open, flow)
             };
             if open.is_empty() {
                 drop(permits);
                 // Every queue is paused: wait for a resume.
-                if paused.changed().await.is_err() {
+                if states.changed().await.is_err() {
                     tokio::time::sleep(self.poll_interval).await;
                 }
                 continue;
@@ -216,17 +218,22 @@ impl Worker {
                 worker: self.id.clone(),
                 lease_for: self.lease_for,
                 now: shared.clock.now(),
+                flow,
             };
+            let limited = !params.flow.is_empty();
             match shared.backend.fetch(params).await {
                 Ok(leased) if leased.is_empty() => {
                     drop(permits);
-                    let idle = shared
+                    let mut idle = shared
                         .retries
                         .idle_for(shared.clock.now(), self.poll_interval);
+                    if limited {
+                        idle = idle.min(FLOW_RETRY);
+                    }
                     tokio::select! {
                         _ = wakeup.wait() => {}
                         _ = shared.retries.scheduled() => {}
-                        _ = paused.changed() => {}
+                        _ = states.changed() => {}
                         _ = tokio::time::sleep(idle) => {}
                     }
                 }

@@ -41,6 +41,14 @@ enum Flaw {
     Mute,
     /// Forgets that queues were paused.
     NeverPauses,
+    /// Fetches as if no queue had limits.
+    IgnoresFlow,
+    /// Stores jobs without their key limits.
+    ForgetsKeyLimits,
+    /// Stores limits without their maximum depth.
+    Unbounded,
+    /// Stores every job, throttled and debounced ones too.
+    NeverCoalesces,
 }
 
 struct Broken {
@@ -98,7 +106,14 @@ impl Broken {
 
 #[async_trait]
 impl Backend for Broken {
-    async fn enqueue(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
+    async fn enqueue(&self, mut p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
+        for job in &mut p.jobs {
+            match self.flaw {
+                Flaw::ForgetsKeyLimits => job.key_limits = None,
+                Flaw::NeverCoalesces => job.coalesce = None,
+                _ => {}
+            }
+        }
         self.inner.enqueue(p).await
     }
     async fn enqueue_cron(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {
@@ -108,6 +123,10 @@ impl Backend for Broken {
         match self.flaw {
             Flaw::Lifo => self.fetch_newest(p).await,
             Flaw::IgnoresNames => self.inner.fetch(FetchParams { names: None, ..p }).await,
+            Flaw::IgnoresFlow => {
+                let flow = Vec::new();
+                self.inner.fetch(FetchParams { flow, ..p }).await
+            }
             _ => self.inner.fetch(p).await,
         }
     }
@@ -192,6 +211,15 @@ impl Backend for Broken {
             Flaw::NeverPauses => Ok(Vec::new()),
             _ => self.inner.paused_queues(p).await,
         }
+    }
+    async fn set_limits(&self, mut p: SetLimitsParams) -> Result<(), Error> {
+        if let Flaw::Unbounded = self.flaw {
+            p.limits.max_depth = None;
+        }
+        self.inner.set_limits(p).await
+    }
+    async fn flow(&self, p: FlowParams) -> Result<Vec<QueueFlow>, Error> {
+        self.inner.flow(p).await
     }
     async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {
         self.inner.finished_since(p).await
@@ -309,6 +337,19 @@ caught! {
     event_checks_catch_a_store_that_publishes_nothing: Mute =>
         events_reach_the_subscribers_of_their_queue,
         worker_publishes_each_jobs_events;
+    flow_checks_catch_a_fetch_that_ignores_limits: IgnoresFlow =>
+        fetch_holds_a_queues_concurrency,
+        fetch_holds_a_queues_rate,
+        fetch_racing_holds_the_limits;
+    key_checks_catch_a_store_that_forgets_key_limits: ForgetsKeyLimits =>
+        flow_stores_limits_per_queue,
+        fetch_holds_each_keys_limits;
+    depth_checks_catch_an_unbounded_queue: Unbounded =>
+        enqueue_refuses_beyond_max_depth,
+        enqueue_racing_never_overfills;
+    coalesce_checks_catch_a_store_that_never_coalesces: NeverCoalesces =>
+        enqueue_throttles_to_the_first_job_of_a_window,
+        enqueue_debounces_into_the_waiting_job;
     liveness_checks_catch_a_store_that_sees_no_death: SeesNoneGone =>
         liveness_ends_when_its_holder_lets_go,
         worker_reruns_jobs_of_a_gone_worker_at_once;

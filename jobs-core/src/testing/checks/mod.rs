@@ -73,6 +73,17 @@ macro_rules! __conformance_checks {
                 manage_bulk_touches_only_matching_jobs,
                 manage_purge_by_status_and_finish_time,
             }
+            store::flow {
+                flow_stores_limits_per_queue,
+                fetch_holds_a_queues_concurrency,
+                fetch_holds_a_queues_rate,
+                fetch_holds_each_keys_limits,
+                fetch_racing_holds_the_limits,
+                enqueue_refuses_beyond_max_depth,
+                enqueue_racing_never_overfills,
+                enqueue_throttles_to_the_first_job_of_a_window,
+                enqueue_debounces_into_the_waiting_job,
+            }
             store::tags {
                 tags_read_back_as_enqueued,
                 tags_forget_deleted_and_pruned_jobs,
@@ -108,6 +119,12 @@ macro_rules! __conformance_checks {
             worker::events {
                 events_reach_the_subscribers_of_their_queue,
                 worker_publishes_each_jobs_events,
+            }
+            worker::flow {
+                worker_holds_a_queues_concurrency_across_workers,
+                worker_holds_each_keys_concurrency,
+                worker_holds_a_queues_rate,
+                enqueue_within_waits_for_room,
             }
             worker::leases {
                 worker_reruns_jobs_of_a_dead_worker,

@@ -5,6 +5,7 @@ pub(super) mod bulk;
 pub(super) mod enqueue;
 pub(super) mod fail;
 pub(super) mod fetch;
+pub(super) mod flow;
 pub(super) mod lease;
 pub(super) mod list;
 pub(super) mod liveness;
@@ -28,6 +29,7 @@ fn fetch_params(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {
         worker: "checker".to_string(),
         lease_for: Duration::from_secs(5),
         now,
+        flow: Vec::new(),
     }
 }
 

@@ -20,6 +20,7 @@ pub async fn worker_reruns_jobs_of_a_dead_worker(b: AnyBackend) {
         worker: "crashed".into(),
         lease_for: Duration::from_millis(300),
         now: SystemClock.now(),
+        flow: Vec::new(),
     };
     assert_eq!(
         b.fetch(params).await.unwrap().len(),

@@ -2,6 +2,7 @@
 //! start and shutdown, what the worker records about itself, and its maintenance timers.
 
 pub(super) mod events;
+pub(super) mod flow;
 pub(super) mod leases;
 pub(super) mod lifecycle;
 pub(super) mod maintenance;

@@ -14,14 +14,19 @@ use crate::backend::*;
 use crate::clock;
 use crate::event::{EventHub, EventStream, JobEvent};
 use crate::filter::JobFilter;
+use crate::flow::{Coalesce, KeyLimits, QueueFlow, QueueLimits, FLOW_SCAN};
 use crate::liveness::{liveness, Liveness};
 use crate::model::{
-    AttemptError, Enqueued, ErrorReport, JobId, JobRecord, JobStatus, Lease, LeaseToken, LeasedJob,
-    NewJob, QueueCounts, Timestamp,
+    first_holders, AttemptError, Enqueued, ErrorReport, JobId, JobRecord, JobStatus, Lease,
+    LeaseToken, LeasedJob, NewJob, QueueCounts, Timestamp,
 };
 use crate::presence::{StoredSchedule, WorkerInfo};
 use crate::wake::{WakeHub, Wakeup};
 use crate::Error;
+
+mod flow;
+
+use flow::{Flow, Scope};
 
 /// An in-memory job store. Clones share the same store.
 ///
@@ -83,6 +88,16 @@ impl std::fmt::Debug for MemoryBackend {
 /// Order of ready jobs: priority, then run_at, then FIFO (ids are time-ordered).
 type ReadyKey = (i16, Timestamp, JobId);
 
+/// What an enqueue does with one job of its batch.
+enum Fate {
+    /// Stored.
+    New,
+    /// Not stored: this job holds its unique or throttle key.
+    Duplicate(JobId),
+    /// Folded into this waiting job of its debounce key.
+    Debounce(JobId),
+}
+
 #[derive(Default)]
 struct Store {
     jobs: HashMap<JobId, JobRecord>,
@@ -99,6 +114,7 @@ struct Store {
     liveness: HashMap<String, bool>,
     /// The paused queues.
     paused: BTreeSet<String>,
+    flow: Flow,
 }
 
 /// Every index of the stored jobs, kept in step with their records.
@@ -113,6 +129,8 @@ struct Indexes {
     /// Unique keys held by active jobs, per queue.
     unique: HashMap<(String, String), JobId>,
     counts: HashMap<String, QueueCounts>,
+    /// Running jobs per (queue, key) of jobs with key limits.
+    key_running: HashMap<(String, String), u32>,
 }
 
 fn ready_key(r: &JobRecord) -> ReadyKey {
@@ -145,6 +163,15 @@ impl Indexes {
                 if let Some(lease) = &r.lease {
                     self.running.remove(&(lease.expires_at, r.id));
                 }
+                if let Some(limits) = &r.key_limits {
+                    let slot = (r.queue.clone(), limits.key.clone());
+                    if let Some(n) = self.key_running.get_mut(&slot) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.key_running.remove(&slot);
+                        }
+                    }
+                }
             }
             JobStatus::Completed | JobStatus::Cancelled => {
                 if let (Some(set), Some(at)) = (self.finished.get_mut(&r.queue), r.finished_at) {
@@ -174,6 +201,12 @@ impl Indexes {
                 if let Some(lease) = &r.lease {
                     self.running.insert((lease.expires_at, r.id));
                 }
+                if let Some(limits) = &r.key_limits {
+                    *self
+                        .key_running
+                        .entry((r.queue.clone(), limits.key.clone()))
+                        .or_default() += 1;
+                }
             }
             JobStatus::Completed | JobStatus::Cancelled => {
                 if let Some(at) = r.finished_at {
@@ -189,6 +222,26 @@ impl Indexes {
         }
         self.count(&r.queue, r.status, 1);
     }
+}
+
+/// Whether one more job with `limits` may start at `now`, `granted` of its key having been leased
+/// by this fetch already.
+fn key_room(
+    flow: &mut Flow,
+    key_running: &HashMap<(String, String), u32>,
+    queue: &str,
+    limits: &KeyLimits,
+    granted: u32,
+    now: Timestamp,
+) -> bool {
+    let slot = (queue.to_string(), limits.key.clone());
+    let running = key_running.get(&slot).copied().unwrap_or(0);
+    let within_concurrency = limits.concurrency.is_none_or(|n| running + granted < n);
+    within_concurrency
+        && limits.rate.is_none_or(|rate| {
+            let scope = (slot.0, Some(slot.1));
+            flow.rate_room(&scope, &rate, now) > granted as usize
+        })
 }
 
 impl Store {
@@ -240,22 +293,199 @@ impl Store {
         })
     }
 
-    fn insert(&mut self, job: NewJob, now: Timestamp) -> Enqueued {
-        if let Some(key) = &job.unique_key {
-            if let Some(&id) = self.idx.unique.get(&(job.queue.clone(), key.clone())) {
-                return Enqueued {
-                    id,
-                    duplicate: true,
-                };
+    /// Stores a batch: each job is new, a duplicate of the holder of its unique or throttle
+    /// key, or folded into its debounce key's waiting job. Nothing is stored when the new jobs
+    /// would overfill a bounded queue.
+    fn insert(&mut self, jobs: Vec<NewJob>, now: Timestamp) -> Result<Vec<Enqueued>, Error> {
+        let fates = self.fates(&jobs, now);
+        self.check_depth(&jobs, &fates)?;
+        Ok(jobs
+            .into_iter()
+            .zip(fates)
+            .map(|(job, fate)| self.apply(job, fate, now))
+            .collect())
+    }
+
+    /// What becomes of each job of a batch, the earlier jobs of the batch counting as stored.
+    fn fates(&self, jobs: &[NewJob], now: Timestamp) -> Vec<Fate> {
+        let holders = first_holders(jobs);
+        let mut taken: HashMap<(&str, &str, bool), JobId> = HashMap::new();
+        let waiting = |id: JobId| {
+            self.jobs
+                .get(&id)
+                .is_some_and(|r| matches!(r.status, JobStatus::Pending | JobStatus::Scheduled))
+        };
+        let mut fates: Vec<Fate> = Vec::with_capacity(jobs.len());
+        for (job, holder) in jobs.iter().zip(holders) {
+            let unique_holder = holder
+                .map(|first| match fates[first] {
+                    Fate::New => jobs[first].id,
+                    Fate::Duplicate(id) | Fate::Debounce(id) => id,
+                })
+                .or_else(|| {
+                    let key = job.unique_key.as_ref()?;
+                    self.idx
+                        .unique
+                        .get(&(job.queue.clone(), key.clone()))
+                        .copied()
+                });
+            let fate = match (unique_holder, &job.coalesce) {
+                (Some(id), _) => Fate::Duplicate(id),
+                (None, None) => Fate::New,
+                (None, Some(coalesce)) => {
+                    let debounce = matches!(coalesce, Coalesce::Debounce { .. });
+                    let slot = (job.queue.as_str(), coalesce.key(), debounce);
+                    let holder = taken
+                        .get(&slot)
+                        .copied()
+                        .or_else(|| self.flow.holder(&job.queue, coalesce, now, waiting));
+                    match holder {
+                        Some(id) if debounce => Fate::Debounce(id),
+                        Some(id) => Fate::Duplicate(id),
+                        None => {
+                            taken.insert(slot, job.id);
+                            Fate::New
+                        }
+                    }
+                }
+            };
+            fates.push(fate);
+        }
+        fates
+    }
+
+    /// [`Error::QueueFull`] when a bounded queue cannot take the batch's new jobs.
+    fn check_depth(&self, jobs: &[NewJob], fates: &[Fate]) -> Result<(), Error> {
+        let mut new: BTreeMap<&str, u64> = BTreeMap::new();
+        for (job, fate) in jobs.iter().zip(fates) {
+            if matches!(fate, Fate::New) {
+                *new.entry(job.queue.as_str()).or_default() += 1;
             }
         }
-        let record = JobRecord::new(job, now);
-        let id = record.id;
-        self.idx.index(&record);
-        self.jobs.insert(id, record);
+        for (queue, n) in new {
+            let Some(max_depth) = self.flow.limits.get(queue).and_then(|l| l.max_depth) else {
+                continue;
+            };
+            let counts = self.idx.counts.get(queue).copied().unwrap_or_default();
+            if counts.pending + counts.scheduled + n > max_depth {
+                return Err(Error::QueueFull {
+                    queue: queue.to_string(),
+                    max_depth,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, job: NewJob, fate: Fate, now: Timestamp) -> Enqueued {
+        let id = match fate {
+            Fate::Duplicate(id) => id,
+            Fate::Debounce(id) => {
+                self.update(id, |r| {
+                    r.payload = job.payload;
+                    r.run_at = job.run_at;
+                    r.status = if job.run_at > now {
+                        JobStatus::Scheduled
+                    } else {
+                        JobStatus::Pending
+                    };
+                });
+                id
+            }
+            Fate::New => {
+                if let Some(coalesce) = &job.coalesce {
+                    self.flow.hold(&job.queue, coalesce, job.id, now);
+                }
+                if job.key_limits.is_some() {
+                    self.flow.keyed.insert(job.queue.clone());
+                }
+                let record = JobRecord::new(job, now);
+                let id = record.id;
+                self.idx.index(&record);
+                self.jobs.insert(id, record);
+                return Enqueued {
+                    id,
+                    duplicate: false,
+                };
+            }
+        };
         Enqueued {
             id,
-            duplicate: false,
+            duplicate: true,
+        }
+    }
+
+    /// How many more of `queue`'s jobs may start at `now` under its `limits`.
+    fn queue_room(&mut self, queue: &str, limits: &QueueLimits, now: Timestamp) -> usize {
+        let mut room = usize::MAX;
+        if let Some(n) = limits.concurrency {
+            let running = self.idx.counts.get(queue).map_or(0, |c| c.running);
+            room = room.min(u64::from(n).saturating_sub(running) as usize);
+        }
+        if let Some(rate) = &limits.rate {
+            room = room.min(self.flow.rate_room(&(queue.to_string(), None), rate, now));
+        }
+        room
+    }
+
+    /// Up to `limit` ready jobs of `queue` at `now` within every limit, in order.
+    fn ready(
+        &mut self,
+        queue: &str,
+        limit: usize,
+        limits: Option<&QueueLimits>,
+        known: impl Fn(&JobRecord) -> bool,
+        now: Timestamp,
+    ) -> Vec<ReadyKey> {
+        let room = limits.map_or(limit, |l| limit.min(self.queue_room(queue, l, now)));
+        let Store {
+            jobs, idx, flow, ..
+        } = self;
+        let Some(set) = idx.waiting.get(queue) else {
+            return Vec::new();
+        };
+        let mut granted: HashMap<&str, u32> = HashMap::new();
+        let mut held_back = 0;
+        let mut picked = Vec::new();
+        for key in set {
+            if picked.len() == room || held_back == FLOW_SCAN {
+                break;
+            }
+            let Some(r) = jobs.get(&key.2).filter(|r| r.run_at <= now && known(r)) else {
+                continue;
+            };
+            if let Some(limits) = &r.key_limits {
+                let n = granted.entry(limits.key.as_str()).or_default();
+                if !key_room(flow, &idx.key_running, queue, limits, *n, now) {
+                    held_back += 1;
+                    continue;
+                }
+                *n += 1;
+            }
+            picked.push(*key);
+        }
+        picked
+    }
+
+    /// Records the starts of the jobs just leased, for the rate limits that count them.
+    fn count_starts(&mut self, leased: &[LeasedJob], flow: &[QueueFlow], now: Timestamp) {
+        let mut starts: HashMap<Scope, u32> = HashMap::new();
+        for job in leased {
+            let r = &job.record;
+            let queue_rated = flow
+                .iter()
+                .any(|f| f.queue == r.queue && f.limits.rate.is_some());
+            if queue_rated {
+                *starts.entry((r.queue.clone(), None)).or_default() += 1;
+            }
+            if let Some(limits) = r.key_limits.as_ref().filter(|l| l.rate.is_some()) {
+                *starts
+                    .entry((r.queue.clone(), Some(limits.key.clone())))
+                    .or_default() += 1;
+            }
+        }
+        for (scope, n) in starts {
+            self.flow.started(scope, n, now);
         }
     }
 
@@ -284,18 +514,12 @@ impl Store {
 impl Backend for MemoryBackend {
     async fn enqueue(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
         let mut woken = Vec::new();
-        let out = {
-            let mut store = self.store();
-            p.jobs
-                .into_iter()
-                .map(|job| {
-                    if job.run_at <= p.now && !woken.contains(&job.queue) {
-                        woken.push(job.queue.clone());
-                    }
-                    store.insert(job, p.now)
-                })
-                .collect()
-        };
+        for job in &p.jobs {
+            if job.run_at <= p.now && !woken.contains(&job.queue) {
+                woken.push(job.queue.clone());
+            }
+        }
+        let out = self.store().insert(p.jobs, p.now)?;
         self.wake(woken);
         Ok(out)
     }
@@ -311,29 +535,23 @@ impl Backend for MemoryBackend {
             {
                 return Ok(None);
             }
-            store.cron_ticks.insert(p.schedule, p.tick);
-            store.insert(p.job, p.now)
+            let stored = store.insert(vec![p.job], p.now)?.pop();
+            if stored.is_some() {
+                store.cron_ticks.insert(p.schedule, p.tick);
+            }
+            stored
         };
         self.wake([queue]);
-        Ok((!stored.duplicate).then_some(stored.id))
+        Ok(stored.filter(|s| !s.duplicate).map(|s| s.id))
     }
 
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
         let mut store = self.store();
         let mut picked: Vec<ReadyKey> = Vec::new();
-        let known = |id: &JobId| match (&p.names, store.jobs.get(id)) {
-            (Some(names), Some(job)) => names.contains(&job.name),
-            _ => true,
-        };
+        let known = |r: &JobRecord| p.names.as_ref().is_none_or(|names| names.contains(&r.name));
         for queue in &p.queues {
-            if let Some(set) = store.idx.waiting.get(queue) {
-                picked.extend(
-                    set.iter()
-                        .filter(|(_, run_at, id)| *run_at <= p.now && known(id))
-                        .take(p.limit)
-                        .copied(),
-                );
-            }
+            let limits = p.flow.iter().find(|f| &f.queue == queue).map(|f| &f.limits);
+            picked.extend(store.ready(queue, p.limit, limits, known, p.now));
         }
         picked.sort_unstable();
         picked.truncate(p.limit);
@@ -356,6 +574,7 @@ impl Backend for MemoryBackend {
                 leased.push(LeasedJob { record, token });
             }
         }
+        store.count_starts(&leased, &p.flow, p.now);
         Ok(leased)
     }
 
@@ -720,6 +939,30 @@ impl Backend for MemoryBackend {
 
     async fn paused_queues(&self, _: PausedParams) -> Result<Vec<String>, Error> {
         Ok(self.store().paused.iter().cloned().collect())
+    }
+
+    async fn set_limits(&self, p: SetLimitsParams) -> Result<(), Error> {
+        let mut store = self.store();
+        if p.limits.is_limited() {
+            store.flow.limits.insert(p.queue, p.limits);
+        } else {
+            store.flow.limits.remove(&p.queue);
+        }
+        Ok(())
+    }
+
+    async fn flow(&self, _: FlowParams) -> Result<Vec<QueueFlow>, Error> {
+        let store = self.store();
+        let flow = &store.flow;
+        let queues: BTreeSet<&String> = flow.limits.keys().chain(&flow.keyed).collect();
+        Ok(queues
+            .into_iter()
+            .map(|queue| QueueFlow {
+                queue: queue.clone(),
+                limits: flow.limits.get(queue).copied().unwrap_or_default(),
+                keyed: flow.keyed.contains(queue),
+            })
+            .collect())
     }
 
     async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {

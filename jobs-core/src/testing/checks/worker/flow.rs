@@ -1,0 +1,117 @@
+//! Flow control around running workers: limits stored once hold across every worker, and an
+//! enqueue may wait for room in a bounded queue.
+
+use std::time::{Duration, Instant};
+
+use crate::testing::jobs::*;
+use crate::testing::support::*;
+use crate::*;
+
+/// Two workers start `jobs` jobs of `ms` milliseconds that share `overlap`, wait until every
+/// one has completed at its first attempt, and stop.
+async fn run_on_two_workers(b: &AnyBackend, overlap: &Overlap, jobs: Vec<Enqueue<Overlaps>>) {
+    let start = || {
+        Running::start(
+            worker(b)
+                .concurrency(6)
+                .register::<Overlaps>()
+                .state(overlap.clone()),
+        )
+    };
+    let workers = [start(), start()];
+    let handles = Overlaps::enqueue_many(b, jobs).await.expect("enqueue");
+    for handle in handles {
+        let attempt = handle.wait(b).await.expect("completed");
+        assert_eq!(attempt, 1, "a job held back spends no attempt");
+    }
+    for running in workers {
+        running.stop().await.expect("worker");
+    }
+}
+
+/// Two workers of six slots each run at most the queue's concurrency of three at once, and
+/// reach it.
+pub async fn worker_holds_a_queues_concurrency_across_workers(b: AnyBackend) {
+    let limits = QueueLimits::default().concurrency(3);
+    b.set_queue_limits(QUEUE, limits).await.expect("limits");
+    let overlap = Overlap::default();
+    let jobs = (0..18).map(|_| Overlaps { ms: 40 }.into()).collect();
+    run_on_two_workers(&b, &overlap, jobs).await;
+    assert_eq!(overlap.max(), 3);
+}
+
+/// Jobs of one key with a concurrency of one run one at a time, though twelve slots are free.
+pub async fn worker_holds_each_keys_concurrency(b: AnyBackend) {
+    let overlap = Overlap::default();
+    let jobs = (0..8)
+        .map(|_| {
+            let limits = KeyLimits {
+                key: "solo".into(),
+                concurrency: Some(1),
+                rate: None,
+            };
+            Overlaps { ms: 20 }.key_limits(limits)
+        })
+        .collect();
+    let started = Instant::now();
+    run_on_two_workers(&b, &overlap, jobs).await;
+    assert_eq!(overlap.max(), 1);
+    assert!(
+        started.elapsed() >= Duration::from_millis(160),
+        "one after another"
+    );
+}
+
+/// A rate of ten per 500 ms across two workers: no 450 ms holds more than ten starts, and each
+/// window's jobs start as soon as it opens (thirty jobs take two windows' wait, not much more).
+pub async fn worker_holds_a_queues_rate(b: AnyBackend) {
+    let limits = QueueLimits::default().rate(Rate::new(10, Duration::from_millis(500)));
+    b.set_queue_limits(QUEUE, limits).await.expect("limits");
+    let overlap = Overlap::default();
+    let jobs = (0..30).map(|_| Overlaps { ms: 1 }.into()).collect();
+    run_on_two_workers(&b, &overlap, jobs).await;
+    let starts = overlap.starts();
+    assert_eq!(starts.len(), 30);
+    for (i, first) in starts.iter().enumerate() {
+        let within = starts[i..]
+            .iter()
+            .take_while(|s| s.duration_since(*first) < Duration::from_millis(450))
+            .count();
+        assert!(within <= 10, "{within} starts within 450 ms");
+    }
+    let span = starts[29].duration_since(starts[0]);
+    assert!(
+        span >= Duration::from_millis(950) && span < Duration::from_millis(2_500),
+        "thirty starts spread over {span:?}"
+    );
+}
+
+/// An enqueue into a full queue waits for room up to its deadline: it is stored once a worker
+/// takes a job, and answers `QueueFull` once the deadline passes without room.
+pub async fn enqueue_within_waits_for_room(b: AnyBackend) {
+    let limits = QueueLimits::default().max_depth(2);
+    b.set_queue_limits(QUEUE, limits).await.expect("limits");
+    Echo::enqueue_many(&b, [Echo { n: 1 }, Echo { n: 2 }])
+        .await
+        .expect("room for two");
+    let started = Instant::now();
+    let refused = Echo { n: 3 }
+        .enqueue_within(&b, Duration::from_millis(100))
+        .await;
+    assert!(
+        matches!(refused, Err(Error::QueueFull { max_depth: 2, .. })),
+        "{refused:?}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(100),
+        "waited first"
+    );
+
+    let running = Running::start(worker(&b).register::<Echo>());
+    let stored = Echo { n: 4 }
+        .enqueue_within(&b, Duration::from_secs(10))
+        .await
+        .expect("room once the worker takes jobs");
+    assert_eq!(stored.wait(&b).await.expect("ran"), 8);
+    running.stop().await.expect("worker");
+}
