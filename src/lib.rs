@@ -44,8 +44,8 @@ pub use jobs_macros::job;
 
 // Enqueueing and reading jobs back.
 pub use jobs_core::{
-    AnyBackend, Backoff, Enqueue, Error, JobExt, JobHandle, JobId, JobRecord, JobStatus,
-    MemoryBackend, Timestamp,
+    AnyBackend, Backoff, Coalesce, Enqueue, Error, JobExt, JobHandle, JobId, JobRecord, JobStatus,
+    KeyLimits, MemoryBackend, Timestamp,
 };
 // Writing and running jobs.
 pub use jobs_core::{
@@ -55,8 +55,8 @@ pub use jobs_core::{
 // Operating them.
 pub use jobs_core::{
     AttemptError, DeadReason, EventKind, EventStream, JobFilter, Operations, Page, PageRequest,
-    QueueCounts, QueueSummary, Received, ScheduleInfo, ScheduleSummary, Stranded, WorkerInfo,
-    WorkerSummary, STRANDED_SCAN,
+    QueueCounts, QueueLimits, QueueSummary, Rate, Received, ScheduleInfo, ScheduleSummary,
+    Stranded, WorkerInfo, WorkerSummary, STRANDED_SCAN,
 };
 
 /// The PostgreSQL backend (feature `postgres`).

@@ -266,7 +266,9 @@ fn the_bench_runs_every_workload() {
             .iter()
             .map(|l| l["workload"].as_str().unwrap())
             .collect();
-        let every = ["W1a", "W1b", "W2", "W3", "W4", "W5", "W8", "W8", "W9"];
+        let every = [
+            "W1a", "W1b", "W2", "W3", "W4", "W5", "W6a", "W6b", "W7", "W8", "W8", "W9",
+        ];
         assert_eq!(workloads, every, "{kind}");
         for line in &lines {
             assert_eq!(

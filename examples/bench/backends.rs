@@ -115,6 +115,7 @@ async fn load(backend: &AnyBackend, n: u64, dead: bool) {
                 worker: "bench-setup".into(),
                 lease_for: std::time::Duration::from_secs(600),
                 now,
+                flow: Vec::new(),
             })
             .await
             .expect("fetch");

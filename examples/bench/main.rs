@@ -1,5 +1,5 @@
-//! The benchmark of ../shared/bench/PROTOCOL.md: workloads W1a, W1b, W2, W3, W4, W5, W8 and W9,
-//! one JSON line each.
+//! The benchmark of ../shared/bench/PROTOCOL.md: workloads W1a, W1b, W2, W3, W4, W5, W6 (a, b),
+//! W7, W8 and W9, one JSON line each.
 //!
 //! ```text
 //! cargo run --release --example bench -- --backend memory
@@ -7,7 +7,7 @@
 //! cargo run --release --example bench --features redis -- --backend redis -n 500
 //! ```
 //!
-//! W3's producer, W5's four workers and W9's subscriber are child processes (this binary
+//! W3's producer, W5's and W7's four workers and W9's subscriber are child processes (this binary
 //! re-executed with `--role`), except on the memory backend, which lives in one process.
 
 use std::collections::HashSet;
@@ -25,6 +25,7 @@ use tokio::sync::Notify;
 
 mod backends;
 mod events;
+mod flow;
 mod operations;
 use backends::{fresh_backend, BackendKind};
 
@@ -109,7 +110,7 @@ async fn run_worker_until(w: Worker, done: Arc<Notify>) {
         .expect("worker");
 }
 
-async fn enqueue_bulk(backend: &AnyBackend, n: u64) {
+pub(crate) async fn enqueue_bulk(backend: &AnyBackend, n: u64) {
     for start in (0..n).step_by(1_000) {
         let end = (start + 1_000).min(n);
         BenchEmail::enqueue_many(backend, (start..end).map(job))
@@ -168,7 +169,12 @@ async fn w1b(kind: BackendKind, n: u64) {
 }
 
 /// Drains `n` queued jobs with one worker; returns jobs/s.
-async fn drain(backend: &AnyBackend, n: u64, concurrency: usize, retention: Retention) -> f64 {
+pub(crate) async fn drain(
+    backend: &AnyBackend,
+    n: u64,
+    concurrency: usize,
+    retention: Retention,
+) -> f64 {
     let completed = Arc::new(AtomicU64::new(0));
     let all_done = Arc::new(Notify::new());
     let (seen, signal) = (completed.clone(), all_done.clone());
@@ -199,7 +205,7 @@ async fn drain(backend: &AnyBackend, n: u64, concurrency: usize, retention: Rete
     n as f64 / elapsed.as_secs_f64()
 }
 
-async fn w2(kind: BackendKind, n: u64, concurrency: usize) -> f64 {
+pub(crate) async fn w2(kind: BackendKind, n: u64, concurrency: usize) -> f64 {
     let backend = fresh_backend(kind).await;
     enqueue_bulk(&backend, n).await;
     let rate = drain(&backend, n, concurrency, Retention::default()).await;
@@ -324,40 +330,12 @@ async fn w5(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches, w2
     let backend = fresh_backend(kind).await;
     enqueue_bulk(&backend, n).await;
     if kind.shared_across_processes() {
-        let concurrency_arg = concurrency.to_string();
-        // Each child connects and builds its worker, then waits for the word to start: as in
-        // W2, the clock starts with the workers, not with the processes.
-        let mut children: Vec<(Child, BufReader<ChildStdout>)> = (0..WORKERS)
-            .map(|_| {
-                let mut c = child(args, "worker", &["--concurrency", &concurrency_arg]);
-                let out = BufReader::new(c.stdout.take().expect("piped"));
-                (c, out)
-            })
-            .collect();
-        for (_, out) in &mut children {
-            let mut line = String::new();
-            out.read_line(&mut line).expect("a worker's stdout");
-            assert_eq!(line.trim(), "ready", "a worker child failed to start");
-        }
+        let mut children = spawn_workers(args, WORKERS, concurrency);
         let started = Instant::now();
-        for (c, _) in &mut children {
-            writeln!(c.stdin.as_mut().expect("piped"), "go").expect("a worker's stdin");
-        }
+        start_workers(&mut children);
         wait_all_completed(&backend, n, started).await;
         let elapsed = started.elapsed();
-        let mut ran: Vec<jobs::JobId> = Vec::new();
-        for (mut c, out) in children {
-            // SIGTERM: the child shuts down gracefully and prints the ids it ran.
-            let _ = Command::new("kill")
-                .args(["-TERM", &c.id().to_string()])
-                .status();
-            ran.extend(
-                out.lines()
-                    .map_while(Result::ok)
-                    .filter_map(|l| l.parse::<jobs::JobId>().ok()),
-            );
-            c.wait().expect("worker exit");
-        }
+        let ran = stop_workers(children);
         report_w5(
             kind,
             n,
@@ -390,6 +368,53 @@ async fn w5(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches, w2
         let how = "4 workers in one process (the memory backend lives in one process)";
         report_w5(kind, n, concurrency, elapsed, &ran, w2_rate, how);
     }
+}
+
+/// A worker process and its stdout.
+type WorkerChild = (Child, BufReader<ChildStdout>);
+
+/// Spawns `n` worker processes of `concurrency`, each connected, its worker built, waiting for
+/// the word to start: the clock starts with the workers, not with the processes.
+fn spawn_workers(args: &ArgMatches, n: usize, concurrency: usize) -> Vec<WorkerChild> {
+    let concurrency_arg = concurrency.to_string();
+    let mut children: Vec<WorkerChild> = (0..n)
+        .map(|_| {
+            let mut c = child(args, "worker", &["--concurrency", &concurrency_arg]);
+            let out = BufReader::new(c.stdout.take().expect("piped"));
+            (c, out)
+        })
+        .collect();
+    for (_, out) in &mut children {
+        let mut line = String::new();
+        out.read_line(&mut line).expect("a worker's stdout");
+        assert_eq!(line.trim(), "ready", "a worker child failed to start");
+    }
+    children
+}
+
+/// Tells the worker processes to start.
+fn start_workers(children: &mut [WorkerChild]) {
+    for (c, _) in children {
+        writeln!(c.stdin.as_mut().expect("piped"), "go").expect("a worker's stdin");
+    }
+}
+
+/// Stops the worker processes (SIGTERM: each shuts down gracefully and prints the ids it ran);
+/// the ids they ran.
+fn stop_workers(children: Vec<WorkerChild>) -> Vec<jobs::JobId> {
+    let mut ran = Vec::new();
+    for (mut c, out) in children {
+        let _ = Command::new("kill")
+            .args(["-TERM", &c.id().to_string()])
+            .status();
+        ran.extend(
+            out.lines()
+                .map_while(Result::ok)
+                .filter_map(|l| l.parse::<jobs::JobId>().ok()),
+        );
+        c.wait().expect("worker exit");
+    }
+    ran
 }
 
 fn report_w5(
@@ -505,7 +530,8 @@ fn cli() -> clap::Command {
             Arg::new("workload")
                 .long("workload")
                 .action(ArgAction::Append)
-                .value_parser(["W1a", "W1b", "W2", "W3", "W4", "W5", "W8", "W9"])
+                .value_parser(["W1a", "W1b", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"])
+                .help("run only these (repeatable; W6 runs W6a and W6b)")
                 .help("run only these (repeatable)"),
         )
         .arg(Arg::new("role").long("role").hide(true).value_parser([
@@ -554,7 +580,7 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
     let wanted: Vec<&str> = args
         .get_many::<String>("workload")
         .map(|w| w.map(String::as_str).collect())
-        .unwrap_or_else(|| vec!["W1a", "W1b", "W2", "W3", "W4", "W5", "W8", "W9"]);
+        .unwrap_or_else(|| vec!["W1a", "W1b", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"]);
     let retained = *args.get_one::<u64>("retained").expect("default");
     let mut w2_rate = None;
     for workload in wanted {
@@ -584,6 +610,14 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
                 };
                 w5(kind, n, concurrency, &args, base).await
             }
+            "W6" => {
+                let base = match w2_rate {
+                    Some(r) => r,
+                    None => w2(kind, n, concurrency).await,
+                };
+                flow::w6(kind, n, concurrency, base).await
+            }
+            "W7" => flow::w7(kind, n, concurrency, &args).await,
             "W8" => operations::w8(kind, retained).await,
             "W9" => events::w9(kind, n, concurrency, &args).await,
             _ => unreachable!("clap checked the names"),

@@ -240,6 +240,7 @@ async fn flush(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Write>) {
             batch.push(write);
         }
         batch.write(&shared).await;
+        shared.written.notify_one();
     }
 }
 

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -69,6 +69,7 @@ impl Worker {
             hard_stop: CancellationToken::new(),
             retries: Retries::default(),
             metrics,
+            written: Notify::new(),
         });
         presence.announce(&shared).await;
         let queues = plan.queues;
@@ -234,6 +235,7 @@ impl Worker {
                         _ = wakeup.wait() => {}
                         _ = shared.retries.scheduled() => {}
                         _ = states.changed() => {}
+                        _ = shared.written.notified(), if limited => {}
                         _ = tokio::time::sleep(idle) => {}
                     }
                 }

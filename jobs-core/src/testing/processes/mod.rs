@@ -1,7 +1,8 @@
 //! Worker processes sharing one store: the test binary re-executes itself, and the copy runs a
 //! worker. Checks that each job runs exactly once across processes, that a job whose worker
 //! process was killed with SIGKILL runs again elsewhere, and that during a rolling deploy an
-//! older release's workers leave the newer release's jobs to the newer workers.
+//! older release's workers leave the newer release's jobs to the newer workers, and that flow
+//! limits hold across them.
 //!
 //! A backend crate runs them with [`conformance_processes!`](crate::conformance_processes),
 //! passing an `async fn(String) -> impl Backend` that connects to the store a name selects (a
@@ -17,6 +18,10 @@ use serde::{Deserialize, Serialize};
 use super::support::{poll_until, worker, QUEUE};
 use crate::*;
 
+mod flow;
+
+pub use flow::flow_limits_hold_across_processes;
+
 /// Names the store a child connects to; a test run without it is not a child.
 const STORE_ENV: &str = "JOBS_CONFORMANCE_STORE";
 /// The child's lease, in milliseconds.
@@ -24,8 +29,8 @@ const LEASE_ENV: &str = "JOBS_CONFORMANCE_LEASE_MS";
 /// Set in a child of the older release, which does not know [`Newer`].
 const OLD_RELEASE_ENV: &str = "JOBS_CONFORMANCE_OLD_RELEASE";
 
-/// The job the processes run: takes `ms` milliseconds, then prints `ran <id>`; with `stall`,
-/// its first attempt never ends.
+/// The job the processes run: takes `ms` milliseconds, then prints `span <start> <end>` (its
+/// run's wall-clock times in µs) and `ran <id>`; with `stall`, its first attempt never ends.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Tally {
     /// Returned as the result.
@@ -50,10 +55,20 @@ impl Job for Tally {
         if self.stall && ctx.attempt() == 1 {
             std::future::pending::<()>().await;
         }
+        let start = unix_micros();
         tokio::time::sleep(Duration::from_millis(self.ms)).await;
+        println!("span {start} {}", unix_micros());
         say_ran(&ctx)?;
         Ok(self.n)
     }
+}
+
+/// Microseconds since the Unix epoch, comparable across processes.
+fn unix_micros() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_micros()
 }
 
 /// Prints `ran <id>`, the line the parent reads to tell which process ran which job.
@@ -129,10 +144,11 @@ pub fn child(connect: impl Connect) {
     });
 }
 
-/// A worker process and the `ran <id>` lines it prints.
+/// A worker process, the `ran <id>` lines it prints and the spans of its runs.
 struct Process {
     child: Child,
     lines: mpsc::Receiver<String>,
+    spans: mpsc::Receiver<(u128, u128)>,
 }
 
 impl Process {
@@ -156,15 +172,26 @@ impl Process {
             .expect("spawn a worker process");
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, lines) = mpsc::channel();
+        let (span_tx, spans) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 // The test harness may have printed `test … ... ` on the same line first.
-                if let Some((_, id)) = line.rsplit_once("ran ") {
+                if let Some((_, span)) = line.rsplit_once("span ") {
+                    if let Some((start, end)) = span.trim().split_once(' ') {
+                        if let (Ok(start), Ok(end)) = (start.parse(), end.parse()) {
+                            let _ = span_tx.send((start, end));
+                        }
+                    }
+                } else if let Some((_, id)) = line.rsplit_once("ran ") {
                     let _ = tx.send(id.trim().to_string());
                 }
             }
         });
-        Process { child, lines }
+        Process {
+            child,
+            lines,
+            spans,
+        }
     }
 
     fn pid(&self) -> u32 {
@@ -181,11 +208,16 @@ impl Process {
     }
 
     /// SIGTERM, then the ids it ran.
-    fn stop(mut self) -> Vec<String> {
+    fn stop(self) -> Vec<String> {
+        self.stop_with_spans().0
+    }
+
+    /// SIGTERM, then the ids it ran and the spans of its runs.
+    fn stop_with_spans(mut self) -> (Vec<String>, Vec<(u128, u128)>) {
         self.signal("TERM");
         let exit = self.child.wait().expect("the worker process exits");
         assert!(exit.success(), "the worker process failed: {exit}");
-        self.lines.iter().collect()
+        (self.lines.iter().collect(), self.spans.iter().collect())
     }
 }
 
@@ -583,6 +615,12 @@ macro_rules! conformance_processes {
             $crate::testing::processes::paused_queue_starts_nothing_across_processes(
                 $connect, &child,
             );
+        }
+
+        #[test]
+        fn flow_limits_hold_across_four_processes() {
+            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
+            $crate::testing::processes::flow_limits_hold_across_processes($connect, &child);
         }
 
         #[test]
