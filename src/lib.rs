@@ -56,7 +56,7 @@ pub use jobs_core::{
 pub use jobs_core::{
     AttemptError, DeadReason, EventKind, EventStream, JobFilter, Operations, Page, PageRequest,
     QueueCounts, QueueLimits, QueueSummary, Rate, Received, ScheduleInfo, ScheduleSummary,
-    Stranded, WorkerInfo, WorkerSummary, STRANDED_SCAN,
+    Stranded, WorkerInfo, WorkerSummary, FLOW_SCAN, STRANDED_SCAN,
 };
 
 /// The PostgreSQL backend (feature `postgres`).

@@ -14,8 +14,8 @@ use jobs_core::{
     Wakeup, WorkerInfo, WorkersParams,
 };
 use jobs_core::{
-    EventHub, EventStream, EventsParams, FinishedParams, JobEvent, PauseParams, PausedParams,
-    Publisher,
+    EventHub, EventStream, EventsParams, FinishedParams, FlowParams, JobEvent, PauseParams,
+    PausedParams, Publisher, QueueFlow, SetLimitsParams,
 };
 use redis::{Client, Cmd, FromRedisValue, Script};
 
@@ -310,6 +310,14 @@ impl Backend for RedisBackend {
 
     async fn paused_queues(&self, _: PausedParams) -> Result<Vec<String>, Error> {
         self.read_paused().await
+    }
+
+    async fn set_limits(&self, p: SetLimitsParams) -> Result<(), Error> {
+        self.store_limits(p).await
+    }
+
+    async fn flow(&self, _: FlowParams) -> Result<Vec<QueueFlow>, Error> {
+        self.read_flow().await
     }
 
     async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {

@@ -1,9 +1,18 @@
 //! Storing jobs: batches per queue in one script call each, and cron ticks claimed and stored
 //! in one step.
+//!
+//! A queue with a max depth takes a batch's jobs in one call, which refuses them all when the
+//! new ones would overfill it (see store.lua). A batch of one queue that fits one call is sent
+//! so at once; larger ones go in calls of [`CHUNK`] that store as before when the queue is
+//! unbounded, and that a bounded queue answers with "bounded", storing nothing, so its jobs
+//! are sent again in one call. A batch across queues (different slots: no script spans them)
+//! first reads which of its queues are bounded and checks each of those without storing, so a
+//! full queue refuses the whole batch; an enqueue that fills a queue between that check and
+//! the store may still get the other queues' jobs stored and this one refused.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use futures_util::future::{try_join, try_join_all};
+use futures_util::future::{try_join3, try_join_all};
 use jobs_core::{first_holders, CronTickParams, EnqueueParams, Enqueued, Error, JobId, NewJob};
 
 use crate::record::{micros, parse_id, push_job};
@@ -13,8 +22,40 @@ use crate::RedisBackend;
 /// Jobs stored per script call, so a huge batch never blocks Redis for long.
 const CHUNK: usize = 500;
 
+/// How a call treats a bounded queue (store.lua's modes).
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Store, unless the new jobs would overfill the queue.
+    Store,
+    /// Store if the queue is unbounded; else store nothing and answer "bounded".
+    Part,
+    /// Store nothing: only whether the new jobs would fit.
+    Check,
+}
+
+impl Mode {
+    fn code(self) -> &'static str {
+        match self {
+            Mode::Store => "s",
+            Mode::Part => "p",
+            Mode::Check => "c",
+        }
+    }
+}
+
+/// What an enqueue call answered.
+enum Answer {
+    /// Stored (or, checking, fits): the {batch index from 1, holder id} of each duplicate.
+    Stored(Vec<(usize, String)>),
+    /// The queue is bounded: nothing stored, send its jobs in one call.
+    Bounded,
+    /// The new jobs would overfill the queue: nothing stored.
+    Full(u64),
+}
+
 impl RedisBackend {
     pub(crate) async fn enqueue_batch(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
+        let p = &p;
         let jobs = &p.jobs;
         let Some(first) = jobs.first() else {
             return Ok(Vec::new());
@@ -33,19 +74,43 @@ impl RedisBackend {
             by_queue.into_iter().collect()
         };
         let queues: Vec<&str> = groups.iter().map(|(q, _)| *q).collect();
+        let bounded = if groups.len() > 1 {
+            self.check_bounded(p, &groups).await?
+        } else {
+            BTreeSet::new()
+        };
+        let whole = |queue: &str, members: &[usize]| {
+            bounded.contains(queue) || (groups.len() == 1 && members.len() <= CHUNK)
+        };
         // Each chunk's call is built when its future is first polled, so that Redis runs one
         // chunk while the next is being built.
         let calls = groups.iter().flat_map(|(queue, members)| {
-            members.chunks(CHUNK).map(move |chunk| async move {
-                let mut inv = self.invocation(&SCRIPTS.enqueue, queue, p.now);
-                for &i in chunk {
-                    push_job(&mut inv, &jobs[i], p.now);
-                }
-                let held: Vec<(usize, String)> = self.run(&inv).await?;
-                Ok::<_, Error>((chunk, held))
-            })
+            let (size, mode) = if whole(queue, members) {
+                (members.len().max(1), Mode::Store)
+            } else {
+                (CHUNK, Mode::Part)
+            };
+            members
+                .chunks(size)
+                .map(move |chunk| self.store_call(p, queue, chunk, mode))
         });
-        let ((), answers) = try_join(self.register(&queues), try_join_all(calls)).await?;
+        let ((), (), mut answers) = try_join3(
+            self.register(&queues),
+            self.mark_keyed(jobs),
+            try_join_all(calls),
+        )
+        .await?;
+        // A bounded queue whose jobs went in parts: all of them again, in one call.
+        let resend: BTreeSet<&str> = answers
+            .iter()
+            .filter(|(_, _, a)| matches!(a, Answer::Bounded))
+            .map(|(queue, _, _)| *queue)
+            .collect();
+        let again = groups
+            .iter()
+            .filter(|(queue, _)| resend.contains(queue))
+            .map(|(queue, members)| self.store_call(p, queue, members, Mode::Store));
+        answers.extend(try_join_all(again).await?);
         let mut out: Vec<Enqueued> = jobs
             .iter()
             .map(|j| Enqueued {
@@ -53,7 +118,17 @@ impl RedisBackend {
                 duplicate: false,
             })
             .collect();
-        for (chunk, held) in answers {
+        for (queue, chunk, answer) in answers {
+            let held = match answer {
+                Answer::Stored(held) => held,
+                Answer::Bounded => continue,
+                Answer::Full(max_depth) => {
+                    return Err(Error::QueueFull {
+                        queue: queue.to_string(),
+                        max_depth,
+                    })
+                }
+            };
             for (index, holder) in held {
                 let i = index
                     .checked_sub(1)
@@ -77,17 +152,88 @@ impl RedisBackend {
         Ok(out)
     }
 
+    /// One enqueue call of the jobs `members` of `p` into `queue`.
+    async fn store_call<'a>(
+        &self,
+        p: &EnqueueParams,
+        queue: &'a str,
+        members: &'a [usize],
+        mode: Mode,
+    ) -> Result<(&'a str, &'a [usize], Answer), Error> {
+        let mut inv = self.invocation(&SCRIPTS.enqueue, queue, p.now);
+        inv.arg(mode.code());
+        for &i in members {
+            push_job(&mut inv, &p.jobs[i], p.now);
+        }
+        let (code, max_depth, held): (String, String, Vec<(usize, String)>) =
+            self.run(&inv).await?;
+        let answer = match code.as_str() {
+            "ok" => Answer::Stored(held),
+            "bounded" => Answer::Bounded,
+            "full" => Answer::Full(max_depth.parse().map_err(|_| {
+                Error::backend(format!("queue `{queue}` has a bad max depth `{max_depth}`"))
+            })?),
+            other => return Err(Error::backend(format!("unknown enqueue answer `{other}`"))),
+        };
+        Ok((queue, members, answer))
+    }
+
+    /// The bounded queues among those of a batch across queues, each checked to take its new
+    /// jobs: [`Error::QueueFull`] for the first that would not.
+    async fn check_bounded<'a>(
+        &self,
+        p: &EnqueueParams,
+        groups: &'a [(&'a str, Vec<usize>)],
+    ) -> Result<BTreeSet<&'a str>, Error> {
+        let keys = &self.inner().keys;
+        let depths = try_join_all(groups.iter().map(|(queue, _)| {
+            let cmd = redis::cmd("HGET").arg(keys.limits(queue)).arg("md").clone();
+            async move { self.query::<Option<u64>>(&cmd).await }
+        }))
+        .await?;
+        let bounded: Vec<&(&str, Vec<usize>)> = groups
+            .iter()
+            .zip(depths)
+            .filter(|(_, md)| md.is_some())
+            .map(|(group, _)| group)
+            .collect();
+        let checks = try_join_all(
+            bounded
+                .iter()
+                .map(|(queue, members)| self.store_call(p, queue, members, Mode::Check)),
+        )
+        .await?;
+        for (queue, _, answer) in checks {
+            if let Answer::Full(max_depth) = answer {
+                return Err(Error::QueueFull {
+                    queue: queue.to_string(),
+                    max_depth,
+                });
+            }
+        }
+        Ok(bounded.into_iter().map(|(queue, _)| *queue).collect())
+    }
+
     pub(crate) async fn enqueue_tick(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {
         let job: &NewJob = &p.job;
         let mut inv = self.invocation(&SCRIPTS.cron, &job.queue, p.now);
         inv.arg(&p.schedule).arg(micros(p.tick));
         push_job(&mut inv, job, p.now);
-        let (_, stored) = try_join(
+        let (_, (), (code, max_depth, stored)) = try_join3(
             self.register(&[job.queue.as_str()]),
-            self.run::<Option<String>>(&inv),
+            self.mark_keyed(std::slice::from_ref(job)),
+            self.run::<(String, String, String)>(&inv),
         )
         .await?;
-        stored.map(|id| parse_id(&id)).transpose()
+        if code == "full" {
+            return Err(Error::QueueFull {
+                queue: job.queue.clone(),
+                max_depth: max_depth.parse().map_err(Error::backend)?,
+            });
+        }
+        (!stored.is_empty())
+            .then(|| parse_id(&stored))
+            .transpose()
     }
 
     /// Adds queues to the registry (and to those known here). A queue this backend registered

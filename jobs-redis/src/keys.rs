@@ -83,6 +83,22 @@ impl Keys {
         format!("{}paused", self.global())
     }
 
+    /// The hash of every limited queue's limits (queue -> `QueueLimits` as JSON), which
+    /// `flow` reads.
+    pub(crate) fn flow_limits(&self) -> String {
+        format!("{}limits", self.global())
+    }
+
+    /// The set of queues into which jobs with key limits were enqueued.
+    pub(crate) fn keyed(&self) -> String {
+        format!("{}keyed", self.global())
+    }
+
+    /// The hash of a queue's limits that its scripts read (`md`: the max depth).
+    pub(crate) fn limits(&self, queue: &str) -> String {
+        format!("{}limits", self.queue(queue))
+    }
+
     /// The sorted set of a queue's finished (completed and cancelled) jobs, by finish time.
     pub(crate) fn done(&self, queue: &str) -> String {
         format!("{}done", self.queue(queue))
@@ -133,6 +149,7 @@ mod tests {
         assert_eq!(keys.queue("email"), "{app:email}:");
         assert_eq!(keys.job("email", "abc"), "{app:email}:j:abc");
         assert_eq!(keys.cron("email"), "{app:email}:cron");
+        assert_eq!(keys.limits("email"), "{app:email}:limits");
     }
 
     #[test]
@@ -141,6 +158,8 @@ mod tests {
         assert_eq!(keys.global(), "{app}:");
         assert_eq!(keys.registry(), "{app}:queues");
         assert_eq!(keys.schedules(), "{app}:schedules");
+        assert_eq!(keys.flow_limits(), "{app}:limits");
+        assert_eq!(keys.keyed(), "{app}:keyed");
     }
 
     #[test]

@@ -60,6 +60,48 @@
 //! a ready set that is not empty publishes no wake-up, it may pick up its own jobs only at the
 //! poll interval while stranded jobs wait ahead of them.
 //!
+//! # Flow control
+//!
+//! A queue's limits are stored twice by `set_limits`: as JSON in the hash `{p}:limits` (queue ->
+//! limits), which `flow` reads in one round trip with the set `{p}:keyed` of the queues that
+//! received jobs with key limits (an enqueue of such jobs adds their queues, beside its script
+//! calls), and its max depth alone in the queue's own hash `{p:q}:limits` (field `md`). Every
+//! other flow key is a key of the queue, in its slot:
+//!
+//! - `{p:q}:kready`: the ready jobs that carry key limits (their `k` field), kept apart from
+//!   `ready` so that a plain fetch (`ZPOPMIN` of `ready`) never meets them. Every script that
+//!   makes a job ready picks the set by the job's `k` field.
+//! - `{p:q}:krun`: a hash key -> running jobs of that key. The fetch adds; every script that
+//!   moves a job out of running subtracts (complete, fail, release, rescue, and cancel or delete
+//!   in manage), removing a key at 0. A queue's own running jobs are its `running` set.
+//! - `{p:q}:starts` and `{p:q}:kstarts:<key>`: sliding logs of starts, for a queue's rate and
+//!   for each key whose limits have a rate: one entry per fetch batch (score the fetch's time,
+//!   member its token prefix and the count). A fetch counts the entries inside the window
+//!   (dropping the older ones) and leases at most what the rate leaves; a log expires a minute
+//!   after its window.
+//! - `{p:q}:th:<key>`: the job a throttle key keeps, with the end of its window (`until:id`),
+//!   expiring a minute after it; `{p:q}:debounce`: a hash debounce key -> the job that took it
+//!   last, which holds it while it waits (its status is checked on each enqueue with the key).
+//!
+//! A fetch gets from the worker what `flow` told it of the queue. With nothing (the usual
+//! case) it runs as before; when it leased fewer jobs than asked it also looks (one `ZCARD`)
+//! whether keyed jobs wait, and if so takes them within their keys' limits, so a worker that
+//! has not yet heard of a keyed queue still runs its jobs, never beyond their limits. With
+//! limits or keyed jobs it caps the batch by the queue's concurrency (`ZCARD` of running) and
+//! rate (its log), then walks `ready` and `kready` merged in order, reading each candidate's
+//! hash: a job whose key is at its concurrency or rate (its running count, its log, plus what
+//! this batch granted the key) is skipped and stays in its place, its attempt unspent; the walk
+//! looks past at most 1,000 such jobs (and 1,000 of names the worker does not run) per call.
+//! A fetch across queues peeks with the same rules, so it never picks jobs the leases would
+//! refuse.
+//!
+//! Enqueue reads the max depth with one `HGET` in its script; for a bounded queue it first
+//! decides each job's fate (new, duplicate by unique key or throttle, folded into a debounce
+//! key's waiting job), and refuses the whole call, storing nothing, when the new jobs would take
+//! the pending and scheduled count beyond the bound. How batches larger than one call, or
+//! spread over queues, keep that whole is told in the `enqueue` module. Jobs without key limits
+//! or a coalesce key carry an empty flow argument and take the path they took before.
+//!
 //! # Round trips
 //!
 //! Every operation of the hot path is one round trip: one `EVALSHA` per queue, all sent together
@@ -74,21 +116,24 @@
 //! Inside Redis, the hot scripts keep the commands per job few, sending whatever concerns the
 //! whole batch as one command with many members:
 //!
-//! - enqueue: per job one `HSET` (status, times, priority, run_at, `m`); per call `ZMSCORE`
+//! - enqueue: per job one `HSET` (status, times, priority, run_at, `m`); per call the `HGET` of
+//!   the queue's max depth, `ZMSCORE`
 //!   of the set of all jobs (which ids exist), `MSET` of the payloads, `ZADD` to all jobs and to
 //!   ready or delayed, `HINCRBY` of the counts, and `ZCARD` of ready with `PUBLISH` only if it
 //!   was empty (see below);
 //! - fetch: per job `HGETALL` and `HSET` (the lease); per call the due delayed jobs'
 //!   `ZRANGEBYSCORE`, `ZRANGE` and `ZREM` of the ready jobs taken (`ZPOPMIN` for a fetch that
-//!   names no job names), `ZADD` to running, `MGET` of the payloads, `HINCRBY`;
+//!   names no job names), `ZADD` to running, `MGET` of the payloads, `HINCRBY`, and when it
+//!   leased fewer jobs than asked, the `ZCARD` of the keyed ready jobs;
 //! - complete: per job `HMGET` (the fence) and `HSET`; per call `ZREM` from running, `ZADD` to
 //!   done, `HINCRBY`; a refused job one more `HMGET` (whether it repeats the completion that
 //!   applied).
 //!
 //! A tagged job costs its enqueue one `ZADD` per tag, and its removal one `ZREM` per tag.
 //!
-//! A single enqueue takes six commands (`ZADD NX` all, which also tells whether the id exists,
-//! `HSET`, `SET` payload, `ZCARD` and `ZADD` ready, `HINCRBY`), seven when it publishes. On the
+//! A single enqueue takes seven commands (the max depth's `HGET`, `ZADD NX` all, which also
+//! tells whether the id exists, `HSET`, `SET` payload, `ZCARD` and `ZADD` ready, `HINCRBY`),
+//! eight when it publishes. On the
 //! wire a job costs about 260 bytes to enqueue in bulk (about 400 alone, with the call's own arguments), and a fetch
 //! and completion about 110 bytes up and 260 down: a fetch sends back the hash as it was before
 //! the lease (the caller knows what the lease wrote), the payload, and the errors if any; a

@@ -16,6 +16,7 @@ use jobs_core::{
 use redis::{Cmd, Script};
 use uuid::Uuid;
 
+use crate::flow::fetch_flow;
 use crate::queues::queue_tag;
 use crate::record::{
     encode_report, id_text, micros, parse_id, stored_time, token_text, PayloadRead, Stored,
@@ -125,7 +126,8 @@ impl RedisBackend {
         inv.arg(micros(expires))
             .arg(&p.worker)
             .arg(limit)
-            .arg(token_prefix(base));
+            .arg(token_prefix(base))
+            .arg(fetch_flow(&p.flow, queue));
         for name in p.names.iter().flatten() {
             inv.arg(name);
         }
@@ -186,7 +188,7 @@ impl RedisBackend {
     /// `p` takes.
     async fn peek(&self, queue: &str, p: &FetchParams) -> Result<Vec<(i64, String)>, Error> {
         let mut inv = self.invocation(&SCRIPTS.peek, queue, p.now);
-        inv.arg(p.limit);
+        inv.arg(p.limit).arg(fetch_flow(&p.flow, queue));
         for name in p.names.iter().flatten() {
             inv.arg(name);
         }

@@ -51,6 +51,7 @@ mod backend;
 mod connect;
 mod enqueue;
 mod events;
+mod flow;
 mod keys;
 mod layout;
 mod leases;

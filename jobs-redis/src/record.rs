@@ -15,7 +15,7 @@
 //! | `c`   | created_at                       | `ne`  | number of errors (absent if 0)   |
 //! | `st`  | started_at                       | `u`   | unique key                       |
 //! | `f`   | finished_at                      | `tc`  | trace context                    |
-//! |       |                                  | `tg`  | tags, a JSON array (absent if none) |
+//! | `k`   | key limits (absent if none)      | `tg`  | tags, a JSON array (absent if none) |
 //!
 //! `m` is `max attempts|backoff|timeout in ms|name` (the timeout empty when there is none, the
 //! name last so that it may hold any character): one hash entry, one script argument and one
@@ -24,6 +24,7 @@
 //! completed job are emptied rather than deleted (one command fewer per completion), but `l`
 //! keeps a mark of the token of the lease it was completed under (16 base64 digits, no expiry),
 //! so that a repeated completion is recognised (see complete.lua); such a job has no lease.
+//! `k` is `concurrency|rate limit|rate period in ms|key` (see `flow::encode_key_limits`).
 //!
 //! A payload that is not JSON (written by hand, or by another program, under this layout) is
 //! corrupt: fetch fails such a job at once as dead with an error of kind `decode` (see
@@ -48,6 +49,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
+use crate::flow::{decode_key_limits, encode_key_limits, job_flow};
 use crate::keys::status_from_code;
 
 /// A time as stored: microseconds since the epoch.
@@ -78,9 +80,10 @@ pub(crate) fn parse_id(text: &str) -> Result<JobId, Error> {
 }
 
 /// Appends a new job to a script's arguments in the form `store_jobs` of store.lua reads: id,
-/// ready-set member (empty when the job is scheduled), payload, the number of arguments that
-/// follow, then the hash's fields and values as stored (but for the status and created_at,
-/// which the script adds), so that the script only copies them.
+/// ready-set member (empty when the job is scheduled), payload, its flow (see
+/// [`job_flow`]), the number of arguments that follow, then the hash's fields and values as
+/// stored (but for the status and created_at, which the script adds), so that the script only
+/// copies them.
 pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let id = id_text(job.id);
     let run_at = micros(job.run_at);
@@ -91,10 +94,12 @@ pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let pairs = 3
         + usize::from(job.unique_key.is_some())
         + usize::from(job.trace_context.is_some())
+        + usize::from(job.key_limits.is_some())
         + usize::from(!job.tags.is_empty());
     inv.arg(id)
         .arg(member)
         .arg(job.payload.get())
+        .arg(job_flow(job))
         .arg(2 * pairs)
         .arg("pr")
         .arg(job.priority)
@@ -109,6 +114,9 @@ pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     }
     if let Some(trace) = &job.trace_context {
         inv.arg("tc").arg(trace);
+    }
+    if let Some(limits) = &job.key_limits {
+        inv.arg("k").arg(encode_key_limits(limits));
     }
     if !job.tags.is_empty() {
         inv.arg("tg").arg(encode_tags(&job.tags));
@@ -467,6 +475,13 @@ impl<'a> Fields<'a> {
             unique_key: self.opt("u").map(str::to_string),
             trace_context: self.opt("tc").map(str::to_string),
             tags: self.tags()?,
+            key_limits: self
+                .opt("k")
+                .map(|k| {
+                    decode_key_limits(k)
+                        .ok_or_else(|| corrupt(self.id, format!("bad key limits `{k}`")))
+                })
+                .transpose()?,
             created_at: self.time("c")?,
             started_at: self.opt_time("st")?,
             finished_at: self.opt_time("f")?,

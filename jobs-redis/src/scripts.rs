@@ -1,6 +1,6 @@
 //! The Lua scripts, one per state change, each prefixed with `head.lua` (keys, counts, helpers)
-//! and the shared parts it uses: `store.lua`, `lease.lua`, `promote.lua`, `known.lua`,
-//! `states.lua`, `filter.lua`, `presence.lua`. Redis
+//! and the shared parts it uses: `coalesce.lua`, `store.lua`, `lease.lua`, `promote.lua`,
+//! `known.lua`, `flow.lua`, `states.lua`, `filter.lua`, `presence.lua`. Redis
 //! runs a script's whole text on every call, so the hot scripts (enqueue, fetch, complete) carry
 //! only what they use: each local function defined costs a little on every call.
 //!
@@ -43,10 +43,10 @@ macro_rules! scripts {
 }
 
 scripts! {
-    enqueue: "store.lua"; "enqueue.lua",
-    cron: "store.lua"; "cron.lua",
-    fetch: "promote.lua", "known.lua"; "fetch.lua",
-    peek: "promote.lua", "known.lua"; "peek.lua",
+    enqueue: "coalesce.lua", "store.lua"; "enqueue.lua",
+    cron: "coalesce.lua", "store.lua"; "cron.lua",
+    fetch: "promote.lua", "known.lua", "flow.lua"; "fetch.lua",
+    peek: "promote.lua", "known.lua", "flow.lua"; "peek.lua",
     complete: "lease.lua"; "complete.lua",
     fail: "lease.lua", "states.lua"; "fail.lua",
     release: "lease.lua"; "release.lua",
@@ -66,12 +66,14 @@ mod tests {
     use std::collections::BTreeSet;
 
     /// The parts a script may include, in the order `script!` puts them.
-    const PARTS: [(&str, &str); 8] = [
+    const PARTS: [(&str, &str); 10] = [
         ("head.lua", include_str!("lua/head.lua")),
+        ("coalesce.lua", include_str!("lua/coalesce.lua")),
         ("store.lua", include_str!("lua/store.lua")),
         ("lease.lua", include_str!("lua/lease.lua")),
         ("promote.lua", include_str!("lua/promote.lua")),
         ("known.lua", include_str!("lua/known.lua")),
+        ("flow.lua", include_str!("lua/flow.lua")),
         ("states.lua", include_str!("lua/states.lua")),
         ("filter.lua", include_str!("lua/filter.lua")),
         ("presence.lua", include_str!("lua/presence.lua")),

@@ -9,6 +9,8 @@ mod support;
 
 #[path = "redis/bad_input.rs"]
 mod bad_input;
+#[path = "redis/flow.rs"]
+mod flow;
 #[path = "redis/layout.rs"]
 mod layout;
 #[path = "redis/memory.rs"]

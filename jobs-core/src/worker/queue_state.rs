@@ -20,8 +20,13 @@ pub(crate) const STATE_CHECK: Duration = Duration::from_millis(500);
 
 /// How soon a worker fetches again from a queue with flow limits after a fetch found nothing:
 /// its jobs may be held back by a limit that another process's finished job or the rate's
-/// sliding window frees at any moment, and no wake-up says so.
+/// sliding window frees at any moment, and no wake-up says so. Each further empty fetch waits
+/// twice as long, up to [`FLOW_RETRY_MAX`], so an idle limited queue is not polled hard; its
+/// own jobs' outcomes and new jobs wake the worker at once.
 pub(crate) const FLOW_RETRY: Duration = Duration::from_millis(20);
+
+/// The longest wait between two fetches from a queue with flow limits.
+pub(crate) const FLOW_RETRY_MAX: Duration = Duration::from_millis(200);
 
 /// The queues' state as last read.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -23,7 +23,7 @@ use super::leases::Leases;
 use super::maintenance::Retention;
 use super::metrics::WorkerMetrics;
 use super::outcome::Sink;
-use super::queue_state::{watch_queue_state, QueueStates, FLOW_RETRY};
+use super::queue_state::{watch_queue_state, QueueStates, FLOW_RETRY, FLOW_RETRY_MAX};
 use super::renew::keep_alive;
 use super::shared::{Retries, Shared};
 use super::start::{plan, Periodic};
@@ -188,6 +188,7 @@ impl Worker {
         // fetches come in batches rather than one per finished job.
         let batch = (prefetch / 2).max(1);
         let mut pause = Duration::from_millis(50);
+        let mut flow_retry = FLOW_RETRY;
         // Only the names this worker runs: another's job waits for a worker that knows it.
         let mut names: Vec<String> = shared.types.keys().cloned().collect();
         names.sort_unstable();
@@ -229,7 +230,8 @@ impl Worker {
                         .retries
                         .idle_for(shared.clock.now(), self.poll_interval);
                     if limited {
-                        idle = idle.min(FLOW_RETRY);
+                        idle = idle.min(flow_retry);
+                        flow_retry = (flow_retry * 2).min(FLOW_RETRY_MAX);
                     }
                     tokio::select! {
                         _ = wakeup.wait() => {}
@@ -241,6 +243,7 @@ impl Worker {
                 }
                 Ok(leased) => {
                     pause = Duration::from_millis(50);
+                    flow_retry = FLOW_RETRY;
                     if shared.backend.events_heard() {
                         let now = shared.clock.now();
                         let started = leased

@@ -27,7 +27,7 @@ local function completed_under(id, token)
   return v[1] == 'c' and #token == 32 and v[2] == mark(token)
 end
 
-local out = each_leased(4, 3, function(i, id, key, u)
+local out = each_leased(4, 3, function(i, id, key, u, _, k)
   local lease, result = mark(ARGV[i + 1]), ARGV[i + 2]
   if #result > LONG then
     redis.call('SET', side_key('r', id), result)
@@ -36,6 +36,7 @@ local out = each_leased(4, 3, function(i, id, key, u)
     redis.call('HSET', key, 's', 'c', 'res', result, 'f', NOW_S, 'w', '', 'l', lease)
   end
   release_unique(u, id)
+  stop_running(k)
   ids[#ids + 1] = id
   done[#done + 1] = NOW_S
   done[#done + 1] = id

@@ -1,8 +1,8 @@
--- Stores a batch of jobs (ARGV[4..]: the jobs as `store_jobs` reads them).
--- Returns a {batch index, holder id} pair for each job whose unique key an active job holds;
--- wakes the queue's workers when its ready set was empty.
-local held, wakes = store_jobs(4)
+-- Stores a batch of jobs: ARGV[4] the mode (see store.lua), ARGV[5..] the jobs as
+-- `store_jobs` reads them. Returns {code, max depth, duplicates} (see `store_jobs`); wakes the
+-- queue's workers when a ready set was empty.
+local out, wakes = store_jobs(5, ARGV[4])
 if wakes then
   wake()
 end
-return finish(held)
+return finish(out)

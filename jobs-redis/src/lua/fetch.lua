@@ -1,29 +1,46 @@
 -- Leases ready jobs: promotes due delayed jobs, then takes the lowest of the ready set (whose
 -- jobs are all pending) that the worker knows.
 -- ARGV[4] lease expiry, ARGV[5] worker, ARGV[6] limit, ARGV[7] the first 24 hex digits of this
--- fetch's lease tokens (each job's token ends with its 8-digit index in the batch), ARGV[8..]
--- the names the worker runs (none: every name; jobs of other names stay where they are).
+-- fetch's lease tokens (each job's token ends with its 8-digit index in the batch), ARGV[8] the
+-- queue's limits to enforce ('' when none, see flow.lua), ARGV[9..] the names the worker runs
+-- (none: every name; jobs of other names stay where they are).
 -- Returns {id, fields, payload, errors} per leased job, in order, `fields` being the hash as
 -- HGETALL gave it before the lease: the caller knows what the lease wrote (status running, one
 -- more attempt, started now, the lease itself), so it is not sent back.
 local promoted = promote(1000)
 local limit = tonumber(ARGV[6])
-local known = known_names(8)
+local flow = read_flow(8)
+local known = known_names(9)
 -- {member, score, fields} per job taken, in ready order.
 local taken = {}
-if limit >= 1 and not known then
+if limit >= 1 and not flow and not known then
   local popped = redis.call('ZPOPMIN', READY, limit)
   for j = 1, #popped, 2 do
     local fields = redis.call('HGETALL', job_key(string.sub(popped[j], 15)))
     taken[#taken + 1] = { popped[j], popped[j + 1], fields }
   end
-elseif limit >= 1 then
+elseif limit >= 1 and not flow then
   taken = known_head(limit, known)
   local members = {}
   for n, job in ipairs(taken) do
     members[n] = job[1]
   end
   zrem_all(READY, members)
+end
+-- A fetch that must check limits, or that found fewer jobs than it may take while jobs with
+-- key limits wait apart (whatever the worker knows of the queue, they are taken within their
+-- limits), walks both ready sets.
+if limit > #taken and (flow or redis.call('ZCARD', KREADY) > 0) then
+  local picked = flow_head(limit - #taken, known, flow)
+  local members = { [READY] = {}, [KREADY] = {} }
+  for _, job in ipairs(picked) do
+    local set = members[job[4]]
+    set[#set + 1] = job[1]
+    taken[#taken + 1] = job
+  end
+  zrem_all(READY, members[READY])
+  zrem_all(KREADY, members[KREADY])
+  count_starts(picked, flow)
 end
 -- Promoted jobs left over: idle workers share them.
 if promoted > 0 and not none_ready() then

@@ -16,6 +16,7 @@
 --              {"a":attempt,"t":at,"kind":...,"message":...,"chain":[...]} (before kinds were
 --              kept: `attempt:at:message`)
 --   ready      zset, score priority, member hex14(run_at) .. id: priority, then run_at, then FIFO
+--   kready     zset, as ready, of the ready jobs with key limits (only a flow fetch takes them)
 --   delayed    zset, score run_at, member id: waiting for a future run_at
 --   running    zset, score lease expiry, member id
 --   done       zset, score finished_at, member id: completed and cancelled, for retention
@@ -25,10 +26,17 @@
 --   counts     hash, status code (s p r c d x) -> number of jobs
 --   unique     hash, unique key -> id of the active job holding it
 --   cron       hash, schedule -> last tick stored (microseconds)
+--   limits     hash, `md` -> the queue's max depth (absent: unbounded)
+--   krun       hash, key -> running jobs of the key (jobs with key limits only)
+--   starts     zset, score start time, member fetch token prefix:n: the queue's starts
+--   kstarts:<key>  zset, as starts, of one key (jobs whose key limits have a rate)
+--   th:<key>   string, `until:id`: the job holding a throttle key, and until when
+--   debounce   hash, debounce key -> the job that took it last (it holds it while waiting)
 local BASE = KEYS[1]
 local CHANNEL, QUEUE, NOW_S = ARGV[1], ARGV[2], ARGV[3]
 local NOW = tonumber(NOW_S)
 local READY = BASE .. 'ready'
+local KREADY = BASE .. 'kready'
 local DELAYED = BASE .. 'delayed'
 local RUNNING = BASE .. 'running'
 local DONE = BASE .. 'done'
@@ -37,6 +45,7 @@ local ALL = BASE .. 'all'
 local COUNTS = BASE .. 'counts'
 local UNIQUE = BASE .. 'unique'
 local CRON = BASE .. 'cron'
+local KRUN = BASE .. 'krun'
 local TAG = BASE .. 'tag:'
 
 -- Values longer than this (Redis' default hash-max-listpack-value) would turn a job's hash from
@@ -60,6 +69,19 @@ end
 -- The ready-set member: the run_at as 14 hex digits, then the time-ordered id.
 local function ready_member(run_at, id)
   return string.format('%014x', math.max(tonumber(run_at), 0)) .. id
+end
+
+-- The ready set of a job whose `k` field (key limits) is `k` (nil or false when it has none).
+local function ready_of(k)
+  if k then
+    return KREADY
+  end
+  return READY
+end
+
+-- The key of key limits `k` (the `k` field: `concurrency|rate limit|rate period ms|key`).
+local function key_of(k)
+  return string.match(k, '^[^|]*|[^|]*|[^|]*|(.*)$')
 end
 
 -- Status counts change in this table and reach Redis once per script, in `finish`.

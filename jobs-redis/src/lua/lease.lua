@@ -7,31 +7,45 @@ local function release_unique(u, id)
   end
 end
 
-local function clear_lease(key, id)
-  redis.call('HDEL', key, 'w', 'l')
-  redis.call('ZREM', RUNNING, id)
+-- Counts one running job of key limits `k` (its `k` field; nil or false: none) less, for the
+-- key's concurrency limit: every script that moves a job out of running calls it.
+local function stop_running(k)
+  if k then
+    local limited = key_of(k)
+    if redis.call('HINCRBY', KRUN, limited, -1) <= 0 then
+      redis.call('HDEL', KRUN, limited)
+    end
+  end
 end
 
--- The key, unique key and lease expiry (text) of job `id` if it is running under the lease
--- `token`, else nil. The lease field `l` is the token (32 hex digits), ':', then the expiry.
+-- Ends the lease of running job `id` (its key limits `k`).
+local function clear_lease(key, id, k)
+  redis.call('HDEL', key, 'w', 'l')
+  redis.call('ZREM', RUNNING, id)
+  stop_running(k)
+end
+
+-- The key, unique key, lease expiry (text) and key limits of job `id` if it is running under
+-- the lease `token`, else nil. The lease field `l` is the token (32 hex digits), ':', then the
+-- expiry.
 local function leased(id, token)
   local key = job_key(id)
-  local v = redis.call('HMGET', key, 's', 'l', 'u')
+  local v = redis.call('HMGET', key, 's', 'l', 'u', 'k')
   if v[1] == 'r' and v[2] and string.sub(v[2], 1, 32) == token then
-    return key, v[3], string.sub(v[2], 34)
+    return key, v[3], string.sub(v[2], 34), v[4]
   end
   return nil
 end
 
 -- The batch writes' loop: for each job whose arguments start at ARGV[i] (from ARGV[first], in
--- steps of `step`: id, token, then its own), calls `write(i, id, key, u, expiry)` when the job
--- runs under that token; `write` says whether it wrote. Returns 1 (written) or 0 per job.
+-- steps of `step`: id, token, then its own), calls `write(i, id, key, u, expiry, k)` when the
+-- job runs under that token; `write` says whether it wrote. Returns 1 (written) or 0 per job.
 local function each_leased(first, step, write)
   local out = {}
   for i = first, #ARGV, step do
     local id = ARGV[i]
-    local key, u, expiry = leased(id, ARGV[i + 1])
-    out[#out + 1] = (key and write(i, id, key, u, expiry)) and 1 or 0
+    local key, u, expiry, k = leased(id, ARGV[i + 1])
+    out[#out + 1] = (key and write(i, id, key, u, expiry, k)) and 1 or 0
   end
   return out
 end

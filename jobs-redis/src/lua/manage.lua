@@ -10,7 +10,7 @@ local woken = false
 for i = 11, #ARGV do
   local id = ARGV[i]
   local key = job_key(id)
-  local v = redis.call('HMGET', key, 's', 'u', 'pr', 'tg')
+  local v = redis.call('HMGET', key, 's', 'u', 'pr', 'tg', 'k')
   local s = v[1]
   if s and matches(key, id, f) then
     if action == 'retry' then
@@ -27,7 +27,7 @@ for i = 11, #ARGV do
           redis.call('ZREM', DONE, id)
           redis.call('ZREM', DEAD, id)
           recount(s, 'p')
-          redis.call('ZADD', READY, v[3], ready_member(NOW_S, id))
+          redis.call('ZADD', ready_of(v[5]), v[3], ready_member(NOW_S, id))
           woken = true
           changed[#changed + 1] = id
         end

@@ -10,9 +10,9 @@ local function promote(limit)
   end
   for _, id in ipairs(due) do
     local key = job_key(id)
-    local v = redis.call('HMGET', key, 'pr', 'ra', 's')
+    local v = redis.call('HMGET', key, 'pr', 'ra', 's', 'k')
     if v[1] then
-      redis.call('ZADD', READY, v[1], ready_member(v[2], id))
+      redis.call('ZADD', ready_of(v[4]), v[1], ready_member(v[2], id))
       if v[3] == 's' then
         redis.call('HSET', key, 's', 'p')
         recount('s', 'p')

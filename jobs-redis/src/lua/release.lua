@@ -2,8 +2,8 @@
 -- the new run_at ('' to keep the job's own, and so its place in the queue) per job.
 -- Returns 1 (accepted) or 0 per job.
 local woken = false
-local out = each_leased(4, 3, function(i, id, key)
-  clear_lease(key, id)
+local out = each_leased(4, 3, function(i, id, key, _, _, k)
+  clear_lease(key, id, k)
   local v = redis.call('HMGET', key, 'a', 'pr', 'ra')
   local run_at = ARGV[i + 2]
   if run_at == '' then
@@ -12,7 +12,7 @@ local out = each_leased(4, 3, function(i, id, key)
   redis.call('HSET', key, 's', 'p', 'a', int(math.max(tonumber(v[1]) - 1, 0)), 'ra', run_at)
   recount('r', 'p')
   if tonumber(run_at) <= NOW then
-    redis.call('ZADD', READY, v[2], ready_member(run_at, id))
+    redis.call('ZADD', ready_of(k), v[2], ready_member(run_at, id))
     woken = true
   else
     redis.call('ZADD', DELAYED, run_at, id)

@@ -14,17 +14,19 @@ end
 
 -- Takes a job in status `s` out of the sets of that status (and frees its unique key).
 local function unindex(key, id, s)
+  local v = redis.call('HMGET', key, 'ra', 'u', 'k')
   if s == 'p' or s == 's' then
-    redis.call('ZREM', READY, ready_member(redis.call('HGET', key, 'ra'), id))
+    redis.call('ZREM', ready_of(v[3]), ready_member(v[1], id))
     redis.call('ZREM', DELAYED, id)
   elseif s == 'r' then
     redis.call('ZREM', RUNNING, id)
+    stop_running(v[3])
   elseif s == 'c' or s == 'x' then
     redis.call('ZREM', DONE, id)
   elseif s == 'd' then
     redis.call('ZREM', DEAD, id)
   end
-  release_unique(redis.call('HGET', key, 'u'), id)
+  release_unique(v[2], id)
   recount(s, nil)
 end
 
@@ -32,15 +34,15 @@ end
 -- chain), stored with the attempt number and the time: pending again at `retry_at` (text), or
 -- dead when it is nil. Returns true when the job is ready at once.
 local function finish_attempt(key, id, report, retry_at)
-  local v = redis.call('HMGET', key, 'a', 'pr', 'u')
+  local v = redis.call('HMGET', key, 'a', 'pr', 'u', 'k')
   local entry = '{"a":' .. v[1] .. ',"t":' .. NOW_S .. ',' .. string.sub(report, 2)
   local n = redis.call('RPUSH', side_key('e', id), entry)
-  clear_lease(key, id)
+  clear_lease(key, id, v[4])
   if retry_at then
     redis.call('HSET', key, 's', 'p', 'ra', retry_at, 'ne', n)
     recount('r', 'p')
     if tonumber(retry_at) <= NOW then
-      redis.call('ZADD', READY, v[2], ready_member(retry_at, id))
+      redis.call('ZADD', ready_of(v[4]), v[2], ready_member(retry_at, id))
       return true
     end
     redis.call('ZADD', DELAYED, retry_at, id)

@@ -1,17 +1,26 @@
 -- Storing new jobs (enqueue, cron).
 --
--- A job's arguments: id, its ready-set member ('' when it is scheduled), payload, a count n,
--- then n arguments: the hash's fields and values, first `pr`, `ra`, `m`, then `u` if it has a
--- unique key, then any others, and last `tg` if it has tags. The script adds the status and
--- created_at to the hash.
+-- A job's arguments: id, its ready-set member ('' when it is scheduled), payload, its flow
+-- ('' when it has neither key limits nor a coalesce key, see coalesce.lua), a count n, then n
+-- arguments: the hash's fields and values, first `pr`, `ra`, `m`, then `u` if it has a unique
+-- key, then any others (`k`, its key limits, among them), and last `tg` if it has tags. The
+-- script adds the status and created_at to the hash.
+--
+-- A call's mode says what to do when the queue has a max depth (`md` in its limits hash):
+-- 's' stores the jobs unless the new ones would overfill the queue; 'p' (the call holds only
+-- part of the queue's jobs of an enqueue) stores nothing and answers 'bounded', so the caller
+-- sends them again in one call; 'c' only checks whether they would fit and stores nothing.
+-- Without a max depth, 's' and 'p' store and 'c' checks nothing.
+
+local LIMITS = BASE .. 'limits'
 
 -- The index of the last argument of the job starting at ARGV[s], its unique key and its tags
 -- (each nil when it has none).
 local function job_args(s)
-  local last = s + 3 + tonumber(ARGV[s + 3])
+  local last = s + 4 + tonumber(ARGV[s + 4])
   local ukey, tags = nil, nil
-  if last > s + 9 and ARGV[s + 10] == 'u' then
-    ukey = ARGV[s + 11]
+  if last > s + 10 and ARGV[s + 11] == 'u' then
+    ukey = ARGV[s + 12]
   end
   if ARGV[last - 1] == 'tg' then
     tags = ARGV[last]
@@ -30,23 +39,45 @@ end
 
 -- Writes the hash of the job starting at ARGV[s] (its arguments ending at ARGV[last]).
 local function write_job(s, last, status)
-  redis.call('HSET', job_key(ARGV[s]), 's', status, 'c', NOW_S, unpack(ARGV, s + 4, last))
+  redis.call('HSET', job_key(ARGV[s]), 's', status, 'c', NOW_S, unpack(ARGV, s + 5, last))
 end
 
--- Stores the job starting at ARGV[s], the only one of its call: as `store_jobs`, in the fewest
--- commands (six in all with the counts, seven with the wake-up).
-local function store_one(s)
+-- Whether `new` more waiting jobs would take the queue beyond its max depth `md` (text; nil:
+-- unbounded). The depth is the pending and scheduled jobs.
+local function overfills(md, new)
+  if not md or new == 0 then
+    return false
+  end
+  local c = redis.call('HMGET', COUNTS, 'p', 's')
+  return (tonumber(c[1]) or 0) + (tonumber(c[2]) or 0) + new > tonumber(md)
+end
+
+-- The answer of a call: its code, the max depth ('' if none) and the duplicates.
+local function answer(code, md, held)
+  return { code, md or '', held }
+end
+
+-- Stores the job starting at ARGV[s], the only one of its call and without flow (`md` the
+-- queue's max depth, nil if none): as `store_jobs`, in the fewest commands (seven in all with
+-- the max depth's HGET and the counts, eight with the wake-up, two more for a bounded queue).
+local function store_one(s, md)
   local id = ARGV[s]
   local last, ukey, tags = job_args(s)
   if ukey then
     local holder = redis.call('HGET', UNIQUE, ukey)
     if holder then
-      return { { 1, holder } }, false
+      return answer('ok', md, { { 1, holder } }), false
     end
+  end
+  if md and redis.call('ZSCORE', ALL, id) then
+    return answer('ok', md, {}), false
+  end
+  if overfills(md, 1) then
+    return answer('full', md, {}), false
   end
   -- Adding the id to the set of all jobs also tells whether it exists.
   if redis.call('ZADD', ALL, 'NX', 0, id) == 0 then
-    return {}, false
+    return answer('ok', md, {}), false
   end
   if ukey then
     redis.call('HSET', UNIQUE, ukey, id)
@@ -54,60 +85,113 @@ local function store_one(s)
   local member, status, wakes = ARGV[s + 1], 'p', false
   if member ~= '' then
     wakes = none_ready()
-    redis.call('ZADD', READY, ARGV[s + 5], member)
+    redis.call('ZADD', READY, ARGV[s + 6], member)
   else
     status = 's'
-    redis.call('ZADD', DELAYED, ARGV[s + 7], id)
+    redis.call('ZADD', DELAYED, ARGV[s + 8], id)
   end
   write_job(s, last, status)
   index_tags(id, tags)
   redis.call('SET', side_key('p', id), ARGV[s + 2])
   recount_by(status, 1)
-  return {}, wakes
+  return answer('ok', md, {}), wakes
 end
 
--- Stores the jobs whose arguments run from ARGV[first] to the end. A job whose id exists is
--- left as it is, and one whose unique key an active job holds is not stored. Returns a {batch
--- index (from 1), holder id} pair for each of the latter, and whether the ready set went from
--- empty to not (so the caller wakes the queue's workers).
+-- What becomes of each job of the call, the earlier ones counting as stored: nil (its id
+-- exists: left as it is), {'dup', holder} (a duplicate of the holder of its unique or throttle
+-- key), {'deb', holder} (folded into its debounce key's waiting job) or {'new', last, unique
+-- key, tags} (as `job_args` gives them); and how many are new.
+local function fates(starts, ids)
+  local known = bulk('ZMSCORE', ALL, ids, 1000)
+  local out, seen, unique, taken, new = {}, {}, {}, {}, 0
+  for j, s in ipairs(starts) do
+    local id = ARGV[s]
+    local last, ukey, tags = job_args(s)
+    local holder = ukey and (unique[ukey] or redis.call('HGET', UNIQUE, ukey))
+    local fate = nil
+    if holder then
+      fate = { 'dup', holder }
+    elseif not known[j] and not seen[id] then
+      local _, mode, _, key = job_flow(ARGV[s + 3])
+      holder = mode and (taken[mode .. key] or coalesce_holder(mode, key))
+      if holder then
+        fate = { mode == 'd' and 'deb' or 'dup', holder }
+      else
+        fate = { 'new', last, ukey, tags }
+        new = new + 1
+        seen[id] = true
+        if ukey then
+          unique[ukey] = id
+        end
+        if mode then
+          taken[mode .. key] = id
+        end
+      end
+    end
+    out[j] = fate
+  end
+  return out, new
+end
+
+-- Stores the jobs whose arguments run from ARGV[first] to the end, in mode `mode` (see
+-- above). A job whose id exists is left as it is, one whose unique key an active job holds or
+-- that a throttle key holds is not stored, and one whose debounce key a waiting job holds is
+-- folded into that job. Returns the answer: its code ('ok', 'bounded' or 'full'), the max
+-- depth and a {batch index (from 1), holder id} pair for each duplicate; and whether the
+-- queue's workers are to be woken (a ready set went from empty to not, or a job became ready).
 --
 -- Per job: one HSET; the payloads, the sets' additions and the counts go in one call each.
-local function store_jobs(first)
+local function store_jobs(first, mode)
+  local md = redis.call('HGET', LIMITS, 'md')
+  if md and mode == 'p' then
+    return answer('bounded', md, {}), false
+  end
   local starts, ids = {}, {}
   local i = first
   while i <= #ARGV do
     starts[#starts + 1] = i
     ids[#ids + 1] = ARGV[i]
-    i = i + 4 + tonumber(ARGV[i + 3])
+    i = i + 5 + tonumber(ARGV[i + 4])
   end
-  if #ids == 1 then
-    return store_one(first)
+  if #ids == 1 and ARGV[first + 3] == '' and mode ~= 'c' then
+    return store_one(first, md)
   end
-  -- Which ids exist already, in one call.
-  local known = bulk('ZMSCORE', ALL, ids, 1000)
-  local held, seen = {}, {}
-  local all, ready, delayed, payloads = {}, {}, {}, {}
+  local fate, new = fates(starts, ids)
+  if overfills(md, new) then
+    return answer('full', md, {}), false
+  end
+  if mode == 'c' then
+    return answer('ok', md, {}), false
+  end
+  local held = {}
+  local all, ready, kready, delayed, payloads = {}, {}, {}, {}, {}
   for j, s in ipairs(starts) do
     local id = ARGV[s]
-    local last, ukey, tags = job_args(s)
-    local holder = ukey and redis.call('HGET', UNIQUE, ukey)
-    if holder then
-      held[#held + 1] = { j, holder }
-    elseif not known[j] and not seen[id] then
-      seen[id] = true
+    local f = fate[j]
+    if f and f[1] ~= 'new' then
+      held[#held + 1] = { j, f[2] }
+    elseif f then
+      local _, last, ukey, tags = unpack(f)
+      local keyed, mode_c, window, key = job_flow(ARGV[s + 3])
       if ukey then
         redis.call('HSET', UNIQUE, ukey, id)
+      end
+      if mode_c then
+        hold_key(mode_c, key, window, id)
       end
       all[#all + 1] = 0
       all[#all + 1] = id
       local member, status = ARGV[s + 1], 'p'
-      if member ~= '' then
-        ready[#ready + 1] = ARGV[s + 5]
-        ready[#ready + 1] = member
-      else
+      if member == '' then
         status = 's'
-        delayed[#delayed + 1] = ARGV[s + 7]
+        delayed[#delayed + 1] = ARGV[s + 8]
         delayed[#delayed + 1] = id
+      elseif keyed then
+        kready[#kready + 1] = ARGV[s + 6]
+        kready[#kready + 1] = member
+      else
+        ready[#ready + 1] = ARGV[s + 6]
+        ready[#ready + 1] = member
       end
       write_job(s, last, status)
       index_tags(id, tags)
@@ -115,12 +199,21 @@ local function store_jobs(first)
       payloads[#payloads + 1] = ARGV[s + 2]
     end
   end
-  local wakes = #ready > 0 and none_ready()
+  local wakes = (#ready > 0 and none_ready())
+    or (#kready > 0 and redis.call('ZCARD', KREADY) == 0)
   bulk('MSET', nil, payloads, 1000)
   bulk('ZADD', ALL, all, 1000)
   bulk('ZADD', READY, ready, 1000)
+  bulk('ZADD', KREADY, kready, 1000)
   bulk('ZADD', DELAYED, delayed, 1000)
-  recount_by('p', #ready / 2)
+  recount_by('p', (#ready + #kready) / 2)
   recount_by('s', #delayed / 2)
-  return held, wakes
+  -- Debounced jobs last, in batch order: one may fold into a job of this very call.
+  for j, s in ipairs(starts) do
+    local f = fate[j]
+    if f and f[1] == 'deb' then
+      wakes = debounce(s, f[2]) or wakes
+    end
+  end
+  return answer('ok', md, held), wakes
 end

@@ -7,28 +7,13 @@ use std::time::Duration;
 
 use jobs_core::{
     Backend, CompleteParams, Completion, CountsParams, EnqueueParams, ErrorKind, ErrorReport,
-    FailParams, Failure, FetchParams, JobFilter, JobId, JobStatus, LeasedJob, ListParams, NewJob,
-    Operations, PruneParams, Timestamp,
+    FailParams, Failure, JobFilter, JobId, JobStatus, LeasedJob, ListParams, NewJob, Operations,
+    PruneParams, Timestamp,
 };
 use jobs_redis::redis;
 use serde_json::value::RawValue;
 
-use crate::support::{job, raw_connection, single_backend, t0};
-
-fn at(ms: i64) -> Timestamp {
-    t0() + chrono::Duration::milliseconds(ms)
-}
-
-fn fetch(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {
-    FetchParams {
-        names: None,
-        queues: queues.iter().map(|q| q.to_string()).collect(),
-        limit,
-        worker: "layout".into(),
-        lease_for: Duration::from_secs(30),
-        now,
-    }
-}
+use crate::support::{at, fetch, job, raw_connection, single_backend, t0};
 
 /// Completes every job of `leased` with `result`; whether each completion was accepted.
 async fn complete(

@@ -26,6 +26,8 @@ fn job(queue: &str, now: chrono::DateTime<chrono::Utc>) -> NewJob {
         unique_key: None,
         trace_context: None,
         tags: Vec::new(),
+        key_limits: None,
+        coalesce: None,
     }
 }
 
@@ -73,6 +75,7 @@ async fn a_job_hash_stays_small() {
     let leased = backend
         .fetch(FetchParams {
             names: None,
+            flow: Vec::new(),
             queues: vec!["email".into()],
             limit: 1,
             worker: "12345-abcdef12".into(),

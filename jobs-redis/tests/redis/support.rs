@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use jobs_core::{Backoff, JobId, NewJob, Timestamp};
+use jobs_core::{Backoff, FetchParams, JobId, NewJob, Timestamp};
 use jobs_redis::RedisBackend;
 use serde_json::value::RawValue;
 
@@ -33,6 +33,24 @@ pub(crate) fn t0() -> Timestamp {
     "2030-01-01T00:00:00Z".parse().unwrap()
 }
 
+/// `ms` milliseconds after [`t0`].
+pub(crate) fn at(ms: i64) -> Timestamp {
+    t0() + chrono::Duration::milliseconds(ms)
+}
+
+/// A fetch of up to `limit` jobs of `queues` at `now`, enforcing no queue limits.
+pub(crate) fn fetch(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {
+    FetchParams {
+        names: None,
+        flow: Vec::new(),
+        queues: queues.iter().map(|q| q.to_string()).collect(),
+        limit,
+        worker: "layout".into(),
+        lease_for: Duration::from_secs(30),
+        now,
+    }
+}
+
 /// A new job of `queue`, due at `run_at`.
 pub(crate) fn job(queue: &str, run_at: Timestamp) -> NewJob {
     NewJob {
@@ -48,6 +66,8 @@ pub(crate) fn job(queue: &str, run_at: Timestamp) -> NewJob {
         unique_key: None,
         trace_context: None,
         tags: Vec::new(),
+        key_limits: None,
+        coalesce: None,
     }
 }
 

@@ -75,6 +75,7 @@ async fn tag_indexes_hold_only_live_jobs() {
     let leased = b
         .fetch(FetchParams {
             names: None,
+            flow: Vec::new(),
             queues: vec!["t".into()],
             limit: 1,
             worker: "tags".into(),

@@ -126,6 +126,7 @@ async fn options_of_the_url_apply() {
     let leased = backend
         .fetch(FetchParams {
             names: None,
+            flow: Vec::new(),
             queues: vec!["q".into()],
             limit: 1,
             worker: "resp3".into(),

@@ -21,6 +21,7 @@ async fn enqueue(b: &RedisBackend, jobs: Vec<NewJob>) {
 async fn fetch(b: &RedisBackend, limit: usize, now: Timestamp) -> usize {
     b.fetch(FetchParams {
         names: None,
+        flow: Vec::new(),
         queues: vec!["w".into()],
         limit,
         worker: "wakeups".into(),

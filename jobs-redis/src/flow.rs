@@ -1,0 +1,202 @@
+//! Flow control: the stored limits of each queue, what fetches must enforce, and how a job's
+//! key limits and coalesce key reach the scripts (see flow.lua, coalesce.lua and store.lua).
+//!
+//! A queue's limits are kept twice, both written by [`set_limits`](RedisBackend::set_limits):
+//! as JSON in the hash `{p}:limits` (queue -> limits), which [`flow`](RedisBackend::read_flow)
+//! reads with the set `{p}:keyed` of the queues that received jobs with key limits, and the
+//! max depth alone in the queue's own hash `{p:q}:limits` (field `md`), which the enqueue
+//! script reads with one `HGET` in the queue's slot, so that a bound holds exactly under
+//! concurrent enqueues from any number of processes.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use jobs_core::{
+    Coalesce, Error, KeyLimits, NewJob, QueueFlow, QueueLimits, Rate, SetLimitsParams,
+};
+
+use crate::RedisBackend;
+
+/// A job's `k` field: `concurrency|rate limit|rate period in ms|key` (a part empty when unset),
+/// the key last so that it may hold any character.
+pub(crate) fn encode_key_limits(limits: &KeyLimits) -> String {
+    let (limit, period) = limits.rate.map_or((String::new(), String::new()), |r| {
+        (r.limit.to_string(), r.period.as_millis().to_string())
+    });
+    let concurrency = limits.concurrency.map_or(String::new(), |n| n.to_string());
+    format!("{concurrency}|{limit}|{period}|{}", limits.key)
+}
+
+/// Reads what [`encode_key_limits`] wrote.
+pub(crate) fn decode_key_limits(text: &str) -> Option<KeyLimits> {
+    let mut parts = text.splitn(4, '|');
+    let concurrency = optional(parts.next()?)?;
+    let limit = optional(parts.next()?)?;
+    let period = optional(parts.next()?)?;
+    let key = parts.next()?.to_string();
+    let rate = match (limit, period) {
+        (None, None) => None,
+        (Some(limit), Some(period)) => Some(Rate::new(limit, Duration::from_millis(period))),
+        _ => return None,
+    };
+    Some(KeyLimits {
+        key,
+        concurrency,
+        rate,
+    })
+}
+
+/// A number that may be absent (an empty part): `None` when it is neither.
+fn optional<T: std::str::FromStr>(part: &str) -> Option<Option<T>> {
+    if part.is_empty() {
+        return Some(None);
+    }
+    part.parse().ok().map(Some)
+}
+
+/// A job's flow argument, as coalesce.lua reads it: empty for a job with neither key limits
+/// nor a coalesce key.
+pub(crate) fn job_flow(job: &NewJob) -> String {
+    if job.key_limits.is_none() && job.coalesce.is_none() {
+        return String::new();
+    }
+    let keyed = if job.key_limits.is_some() { 'k' } else { '-' };
+    match &job.coalesce {
+        None => format!("{keyed}-||"),
+        Some(c) => {
+            let mode = match c {
+                Coalesce::Throttle { .. } => 't',
+                Coalesce::Debounce { .. } => 'd',
+            };
+            let window = u64::try_from(c.window().as_micros()).unwrap_or(u64::MAX);
+            format!("{keyed}{mode}|{window}|{}", c.key())
+        }
+    }
+}
+
+/// What a fetch from `queue` must enforce, as flow.lua reads it: empty when `flow` does not
+/// list the queue.
+pub(crate) fn fetch_flow(flow: &[QueueFlow], queue: &str) -> String {
+    let Some(f) = flow.iter().find(|f| f.queue == queue) else {
+        return String::new();
+    };
+    let l = &f.limits;
+    let concurrency = l.concurrency.map_or(String::new(), |n| n.to_string());
+    let (limit, period) = l.rate.map_or((String::new(), String::new()), |r| {
+        (r.limit.to_string(), r.period.as_millis().to_string())
+    });
+    format!("{concurrency}|{limit}|{period}")
+}
+
+impl RedisBackend {
+    /// Stores a queue's limits: its max depth in its own slot first (enqueues obey it from
+    /// then on), then the limits that `flow` reads.
+    pub(crate) async fn store_limits(&self, p: SetLimitsParams) -> Result<(), Error> {
+        let keys = &self.inner().keys;
+        let bound = keys.limits(&p.queue);
+        let max_depth = match p.limits.max_depth {
+            Some(n) => redis::cmd("HSET").arg(&bound).arg("md").arg(n).clone(),
+            None => redis::cmd("DEL").arg(&bound).clone(),
+        };
+        self.query::<()>(&max_depth).await?;
+        let listed = if p.limits.is_limited() {
+            let json = serde_json::to_string(&p.limits).map_err(Error::backend)?;
+            redis::cmd("HSET")
+                .arg(keys.flow_limits())
+                .arg(&p.queue)
+                .arg(json)
+                .clone()
+        } else {
+            redis::cmd("HDEL")
+                .arg(keys.flow_limits())
+                .arg(&p.queue)
+                .clone()
+        };
+        self.query::<()>(&listed).await
+    }
+
+    /// Every queue with limits or with jobs that have key limits, sorted.
+    pub(crate) async fn read_flow(&self) -> Result<Vec<QueueFlow>, Error> {
+        let keys = &self.inner().keys;
+        let mut pipe = redis::pipe();
+        pipe.hgetall(keys.flow_limits()).smembers(keys.keyed());
+        let (limits, keyed): (Vec<(String, String)>, Vec<String>) = self.query_pipe(&pipe).await?;
+        let mut flow: BTreeMap<String, QueueFlow> = BTreeMap::new();
+        for (queue, json) in limits {
+            let limits: QueueLimits = serde_json::from_str(&json).map_err(|e| {
+                Error::backend(format!(
+                    "the stored limits of queue `{queue}` are corrupt: {e}"
+                ))
+            })?;
+            flow.insert(
+                queue.clone(),
+                QueueFlow {
+                    queue,
+                    limits,
+                    keyed: false,
+                },
+            );
+        }
+        for queue in keyed {
+            flow.entry(queue.clone())
+                .or_insert_with(|| QueueFlow {
+                    queue,
+                    ..QueueFlow::default()
+                })
+                .keyed = true;
+        }
+        Ok(flow.into_values().collect())
+    }
+
+    /// Adds the queues of `jobs` that receive jobs with key limits to `{p}:keyed` (nothing
+    /// when there are none).
+    pub(crate) async fn mark_keyed(&self, jobs: &[NewJob]) -> Result<(), Error> {
+        let mut queues: Vec<&str> = jobs
+            .iter()
+            .filter(|j| j.key_limits.is_some())
+            .map(|j| j.queue.as_str())
+            .collect();
+        if queues.is_empty() {
+            return Ok(());
+        }
+        queues.sort_unstable();
+        queues.dedup();
+        let keyed = self.inner().keys.keyed();
+        self.query::<()>(redis::cmd("SADD").arg(keyed).arg(&queues))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_limits_round_trip() {
+        let cases = [
+            KeyLimits {
+                key: "customer:42|x".into(),
+                concurrency: Some(2),
+                rate: None,
+            },
+            KeyLimits {
+                key: String::new(),
+                concurrency: None,
+                rate: Some(Rate::new(5, Duration::from_millis(1500))),
+            },
+            KeyLimits {
+                key: "k".into(),
+                concurrency: Some(1),
+                rate: Some(Rate::new(10, Duration::from_secs(60))),
+            },
+        ];
+        for limits in &cases {
+            let text = encode_key_limits(limits);
+            assert_eq!(decode_key_limits(&text).as_ref(), Some(limits), "{text}");
+        }
+        assert_eq!(encode_key_limits(&cases[0]), "2|||customer:42|x");
+        for bad in ["", "1|2", "x|||k", "|5||k", "||5|k"] {
+            assert_eq!(decode_key_limits(bad), None, "{bad:?}");
+        }
+    }
+}

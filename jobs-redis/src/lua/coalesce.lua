@@ -1,0 +1,74 @@
+-- Jobs that coalesce at enqueue with an earlier job of the same queue and key (enqueue, cron).
+--
+-- A job's flow argument (see store.lua) is '' when it has neither key limits nor a coalesce
+-- key; else 'k' (it has key limits) or '-', then the coalesce mode ('t' throttle, 'd' debounce,
+-- '-' none), then `|window in microseconds|key`.
+--
+-- A throttle key is the string `th:<key>`, `until:id`: the job kept for the window and when
+-- the window ends (kept a minute longer, then it expires). A debounce key's job is in the hash
+-- `debounce`; it holds the key while it waits (pending or scheduled).
+local DEBOUNCE = BASE .. 'debounce'
+
+-- A job's flow argument `text` as its parts: whether it has key limits, then its coalesce mode
+-- ('t' or 'd', nil when none), window (µs) and key.
+local function job_flow(text)
+  if text == '' then
+    return false, nil
+  end
+  local mode, window, key = string.match(text, '^.(.)|(%d*)|(.*)$')
+  if mode == '-' then
+    mode = nil
+  end
+  return string.sub(text, 1, 1) == 'k', mode, tonumber(window), key
+end
+
+-- The id of the job that already answers for coalesce key `key` in mode `mode`, or nil: the
+-- kept job of a throttle window still open, or the job of a debounce key while it waits.
+local function coalesce_holder(mode, key)
+  if mode == 't' then
+    local held = redis.call('GET', BASE .. 'th:' .. key)
+    local until_s, id = string.match(held or '', '^(%d+):(.*)$')
+    if until_s and tonumber(until_s) > NOW then
+      return id
+    end
+    return nil
+  end
+  local id = redis.call('HGET', DEBOUNCE, key)
+  local s = id and redis.call('HGET', job_key(id), 's')
+  if s == 'p' or s == 's' then
+    return id
+  end
+  return nil
+end
+
+-- Records that the new job `id` took coalesce key `key` (mode 't' or 'd', window in µs).
+local function hold_key(mode, key, window, id)
+  if mode == 't' then
+    local ms = math.ceil(window / 1000) + 60000
+    redis.call('SET', BASE .. 'th:' .. key, int(NOW + window) .. ':' .. id, 'PX', int(ms))
+  else
+    redis.call('HSET', DEBOUNCE, key, id)
+  end
+end
+
+-- Folds the job whose arguments start at ARGV[s] into the waiting job `id`: its payload and
+-- run_at replace the waiting job's, which is scheduled when that run_at is still to come,
+-- else pending. Returns whether it is ready now.
+local function debounce(s, id)
+  local key = job_key(id)
+  local v = redis.call('HMGET', key, 's', 'pr', 'ra', 'k')
+  local run_at = ARGV[s + 8]
+  redis.call('ZREM', ready_of(v[4]), ready_member(v[3], id))
+  redis.call('ZREM', DELAYED, id)
+  redis.call('SET', side_key('p', id), ARGV[s + 2])
+  local status = 'p'
+  if tonumber(run_at) > NOW then
+    status = 's'
+    redis.call('ZADD', DELAYED, run_at, id)
+  else
+    redis.call('ZADD', ready_of(v[4]), v[2], ready_member(run_at, id))
+  end
+  redis.call('HSET', key, 's', status, 'ra', run_at)
+  recount(v[1], status)
+  return status == 'p'
+end

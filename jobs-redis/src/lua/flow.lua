@@ -1,0 +1,173 @@
+-- Flow control in fetch and peek: the queue's concurrency and rate, and each job's key limits.
+--
+-- A fetch gets the queue's limits as the worker last read them, as one argument: '' for a
+-- queue that has none and holds no jobs with key limits, else `concurrency|rate limit|rate
+-- period in ms` (a part empty when unset). The queue's running jobs are its running set; its
+-- starts, and those of each key whose limits have a rate, are sliding logs (`starts`,
+-- `kstarts:<key>`): one entry per fetch batch, scored by its time, the member the fetch's
+-- token prefix and the count; entries older than the window are dropped when counted, and a
+-- log expires a minute after its window. The running jobs of each key are counted in `krun`
+-- (fetch adds, every script that moves a job out of running subtracts: see `stop_running`).
+--
+-- Ready jobs with key limits wait in `kready`, apart from `ready`, so that a plain fetch never
+-- reads them; a flow fetch walks both in their merged order (priority, run_at, id).
+
+local STARTS = BASE .. 'starts'
+local KSTARTS = BASE .. 'kstarts:'
+
+-- At most this many jobs held back by their key are looked past per call (jobs-core's
+-- FLOW_SCAN).
+local FLOW_SCAN = 1000
+
+-- The queue's limits given in ARGV[i], or nil when it has none to check.
+local function read_flow(i)
+  if ARGV[i] == '' then
+    return nil
+  end
+  local c, l, p = string.match(ARGV[i], '^(%d*)|(%d*)|(%d*)$')
+  return { concurrency = tonumber(c), rate = tonumber(l), period = tonumber(p) }
+end
+
+-- The starts that `log` holds inside the window of `period` ms that ends now (the older ones
+-- are dropped).
+local function started(log, period)
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', int(NOW - period * 1000))
+  local n = 0
+  for _, entry in ipairs(redis.call('ZRANGE', log, 0, -1)) do
+    n = n + tonumber(string.match(entry, ':(%d+)$'))
+  end
+  return n
+end
+
+-- Logs `n` starts now in `log`, whose rate has a period of `period` ms (the entry's member is
+-- the fetch's token prefix, ARGV[7], and the count).
+local function log_starts(log, n, period)
+  redis.call('ZADD', log, NOW_S, ARGV[7] .. ':' .. n)
+  redis.call('PEXPIRE', log, int(period + 60000))
+end
+
+-- A reader of sorted set `set` in order, `window` members at a time.
+local function reader(set, window)
+  return { set = set, window = window, from = 0, buf = {}, at = 1 }
+end
+
+-- The reader's next member and score (text), or nil at the end; it stays there until `skip`.
+local function upcoming(r)
+  if r.at > #r.buf and not r.ended then
+    r.buf = redis.call('ZRANGE', r.set, r.from, r.from + r.window - 1, 'WITHSCORES')
+    r.from = r.from + r.window
+    r.at = 1
+    r.ended = #r.buf == 0
+  end
+  return r.buf[r.at], r.buf[r.at + 1]
+end
+
+-- Whether the job of ready member `m` with score `s` comes before that of `m2`, `s2`.
+local function before(m, s, m2, s2)
+  local a, b = tonumber(s), tonumber(s2)
+  return a < b or (a == b and m < m2)
+end
+
+-- The value of `name` in a job's fields (as HGETALL gives them), or nil.
+local function field(fields, name)
+  for f = 1, #fields, 2 do
+    if fields[f] == name then
+      return fields[f + 1]
+    end
+  end
+  return nil
+end
+
+-- Whether one more job with key limits `k` (its `k` field) may start now, `keys` holding what
+-- this call read and granted of each key; if so, counts it as granted and returns its key and
+-- its rate's period (nil without a rate).
+local function key_room(keys, k)
+  local c, l, p, key = string.match(k, '^(%d*)|(%d*)|(%d*)|(.*)$')
+  c, l, p = tonumber(c), tonumber(l), tonumber(p)
+  local state = keys[key]
+  if not state then
+    state = { running = tonumber(redis.call('HGET', KRUN, key)) or 0, granted = 0, started = {} }
+    keys[key] = state
+  end
+  if c and state.running + state.granted >= c then
+    return nil
+  end
+  if l then
+    state.started[p] = state.started[p] or started(KSTARTS .. key, p)
+    if state.started[p] + state.granted >= l then
+      return nil
+    end
+  end
+  state.granted = state.granted + 1
+  return key, l and p
+end
+
+-- The first `limit` ready jobs, of `ready` and `kready` in their merged order, that the
+-- queue's limits `flow` (nil: none) and each job's key limits let start now, of the names in
+-- `known` (nil: every name), without taking them: a list of {member, score, fields, set, key,
+-- key rate period}. Looks past at most FLOW_SCAN jobs held back by their key, and KNOWN_SCAN
+-- of other names.
+local function flow_head(limit, known, flow)
+  local room = limit
+  if flow and flow.concurrency then
+    room = math.min(room, flow.concurrency - redis.call('ZCARD', RUNNING))
+  end
+  if flow and flow.rate then
+    room = math.min(room, flow.rate - started(STARTS, flow.period))
+  end
+  local out = {}
+  local window = math.max(room, 16)
+  local plain, keyed = reader(READY, window), reader(KREADY, window)
+  local keys, held, unknown = {}, 0, 0
+  while #out < room and held < FLOW_SCAN and unknown < KNOWN_SCAN do
+    local r, m, s = plain, upcoming(plain)
+    local km, ks = upcoming(keyed)
+    if km and (not m or before(km, ks, m, s)) then
+      r, m, s = keyed, km, ks
+    end
+    if not m then
+      break
+    end
+    r.at = r.at + 2
+    local fields = redis.call('HGETALL', job_key(string.sub(m, 15)))
+    local k = r == keyed and field(fields, 'k')
+    if known and not takes(known, fields) then
+      unknown = unknown + 1
+    elseif k then
+      local key, period = key_room(keys, k)
+      if key then
+        out[#out + 1] = { m, s, fields, r.set, key, period }
+      else
+        held = held + 1
+      end
+    else
+      out[#out + 1] = { m, s, fields, r.set }
+    end
+  end
+  return out
+end
+
+-- Counts the starts of the jobs `flow_head` picked and this fetch took: the running jobs of
+-- each key, and the starts of the queue's rate (`flow`, nil when none) and of each key's.
+local function count_starts(taken, flow)
+  local running, rated = {}, {}
+  for _, job in ipairs(taken) do
+    local key, period = job[5], job[6]
+    if key then
+      running[key] = (running[key] or 0) + 1
+    end
+    if period then
+      local r = rated[key] or { 0, period }
+      rated[key] = { r[1] + 1, math.max(r[2], period) }
+    end
+  end
+  for key, n in pairs(running) do
+    redis.call('HINCRBY', KRUN, key, n)
+  end
+  for key, r in pairs(rated) do
+    log_starts(KSTARTS .. key, r[1], r[2])
+  end
+  if flow and flow.rate and #taken > 0 then
+    log_starts(STARTS, #taken, flow.period)
+  end
+end

@@ -1,0 +1,354 @@
+//! Flow control as this backend stores it: the keys of limits, keyed jobs, start logs, throttle
+//! and debounce keys; limits seen by another backend on the same prefix; the running count of
+//! a key given back by every way out of running; keyed jobs taken by a fetch that knows no
+//! flow; bounded queues refusing batches split over calls or spread over queues, and cron ticks.
+
+use std::time::Duration;
+
+use jobs_core::{
+    Action, Backend, Coalesce, CronTickParams, EnqueueParams, Enqueued, Error, ErrorReport,
+    FailParams, Failure, FlowParams, JobId, KeyLimits, LeasedJob, ManageParams, NewJob,
+    QueueLimits, Rate, Release, ReleaseParams, RescueParams, RescueTarget, SetLimitsParams, Target,
+    Timestamp,
+};
+use jobs_redis::{redis, RedisBackend};
+
+use crate::support::{at, fetch, job, keys_like, raw_connection, redis_url, single_backend, t0};
+
+/// A job of `queue` sharing a concurrency of `concurrency` with the other jobs of `key`.
+fn keyed(queue: &str, key: &str, concurrency: u32) -> NewJob {
+    NewJob {
+        key_limits: Some(KeyLimits {
+            key: key.into(),
+            concurrency: Some(concurrency),
+            rate: Some(Rate::new(100, Duration::from_secs(1))),
+        }),
+        ..job(queue, t0())
+    }
+}
+
+async fn put(b: &RedisBackend, jobs: Vec<NewJob>, now: Timestamp) -> Result<Vec<Enqueued>, Error> {
+    b.enqueue(EnqueueParams { jobs, now }).await
+}
+
+async fn set_limits(b: &RedisBackend, queue: &str, limits: QueueLimits) {
+    b.set_limits(SetLimitsParams {
+        queue: queue.into(),
+        limits,
+    })
+    .await
+    .unwrap();
+}
+
+/// Fetches from `queue` with the flow the store reports.
+async fn fetch_flowing(
+    b: &RedisBackend,
+    queue: &str,
+    limit: usize,
+    now: Timestamp,
+) -> Vec<LeasedJob> {
+    let mut params = fetch(&[queue], limit, now);
+    params.flow = b.flow(FlowParams {}).await.unwrap();
+    b.fetch(params).await.unwrap()
+}
+
+/// The running count of `key` in `queue` as stored (absent: 0).
+async fn key_running(prefix: &str, queue: &str, key: &str) -> Option<i64> {
+    let mut conn = raw_connection().await;
+    redis::cmd("HGET")
+        .arg(format!("{{{prefix}:{queue}}}:krun"))
+        .arg(key)
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flow_keys_live_in_the_queues_slot_and_the_prefixs() {
+    let b = single_backend().await;
+    let p = b.key_prefix().to_string();
+    set_limits(
+        &b,
+        "fq",
+        QueueLimits::default()
+            .rate(Rate::new(10, Duration::from_secs(1)))
+            .max_depth(50),
+    )
+    .await;
+    let throttled = NewJob {
+        coalesce: Some(Coalesce::Throttle {
+            key: "t1".into(),
+            window: Duration::from_secs(5),
+        }),
+        ..job("fq", t0())
+    };
+    let debounced = NewJob {
+        coalesce: Some(Coalesce::Debounce {
+            key: "d1".into(),
+            window: Duration::from_secs(5),
+        }),
+        ..job("fq", at(5_000))
+    };
+    let jobs = vec![keyed("fq", "k1", 1), job("fq", t0()), throttled, debounced];
+    let keyed_id = jobs[0].id;
+    put(&b, jobs, t0()).await.unwrap();
+
+    let mut conn = raw_connection().await;
+    let zrange = |key: String| redis::cmd("ZRANGE").arg(key).arg(0).arg(-1).clone();
+    let kready: Vec<String> = zrange(format!("{{{p}:fq}}:kready"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(kready.len(), 1, "the keyed job waits apart");
+    assert!(kready[0].ends_with(&keyed_id.0.simple().to_string()));
+    let ready: Vec<String> = zrange(format!("{{{p}:fq}}:ready"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(ready.len(), 2, "the plain and the throttled job");
+
+    let leased = fetch_flowing(&b, "fq", 10, t0()).await;
+    assert_eq!(leased.len(), 3);
+    assert_eq!(key_running(&p, "fq", "k1").await, Some(1));
+    let queue_keys = keys_like(&mut conn, &p, ":fq}:[a-z]*").await;
+    let names: Vec<&str> = queue_keys
+        .iter()
+        .map(|k| k.rsplit_once("}:").unwrap().1)
+        .filter(|k| !k.contains(':') || k.starts_with("kstarts:") || k.starts_with("th:"))
+        .collect();
+    for expected in [
+        "all",
+        "counts",
+        "debounce",
+        "delayed",
+        "krun",
+        "kstarts:k1",
+        "limits",
+        "running",
+        "starts",
+        "th:t1",
+    ] {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
+    let md: String = redis::cmd("HGET")
+        .arg(format!("{{{p}:fq}}:limits"))
+        .arg("md")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(md, "50");
+    let listed: Vec<String> = keys_like(&mut conn, &p, "}:*").await;
+    assert!(listed.contains(&format!("{{{p}}}:limits")), "{listed:?}");
+    assert!(listed.contains(&format!("{{{p}}}:keyed")), "{listed:?}");
+    let starts: Vec<(String, i64)> = redis::cmd("ZRANGE")
+        .arg(format!("{{{p}:fq}}:starts"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(starts.len(), 1, "one entry per fetch batch");
+    assert!(starts[0].0.ends_with(":3"), "{starts:?}");
+    assert_eq!(starts[0].1, t0().timestamp_micros());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_backend_on_the_prefix_sees_the_limits() {
+    let b = single_backend().await;
+    let url = format!("{}?prefix={}", redis_url(), b.key_prefix());
+    let other = RedisBackend::connect(&url).await.unwrap();
+    let limits = QueueLimits::default().concurrency(2).max_depth(1);
+    set_limits(&b, "shared", limits).await;
+    put(&b, vec![keyed("keyed-shared", "k", 1)], t0())
+        .await
+        .unwrap();
+    let flow = other.flow(FlowParams {}).await.unwrap();
+    let listed: Vec<(&str, QueueLimits, bool)> = flow
+        .iter()
+        .map(|f| (f.queue.as_str(), f.limits, f.keyed))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("keyed-shared", QueueLimits::default(), true),
+            ("shared", limits, false)
+        ]
+    );
+    put(&other, vec![job("shared", t0())], t0()).await.unwrap();
+    let refused = put(&b, vec![job("shared", t0())], t0()).await;
+    assert!(
+        matches!(refused, Err(Error::QueueFull { ref queue, max_depth: 1 }) if queue == "shared"),
+        "{refused:?}"
+    );
+    set_limits(&other, "shared", QueueLimits::default()).await;
+    assert_eq!(b.flow(FlowParams {}).await.unwrap().len(), 1, "unlisted");
+    put(&b, vec![job("shared", t0())], t0()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_way_out_of_running_gives_the_key_back() {
+    let b = single_backend().await;
+    let p = b.key_prefix().to_string();
+    let jobs: Vec<NewJob> = (0..7).map(|_| keyed("out", "k", 1)).collect();
+    put(&b, jobs, t0()).await.unwrap();
+    let mut now = 0;
+    let mut next = |b: RedisBackend| {
+        now += 10;
+        let at = at(now);
+        async move {
+            let leased = fetch_flowing(&b, "out", 10, at).await;
+            assert_eq!(leased.len(), 1, "one at a time");
+            assert_eq!(key_running(b.key_prefix(), "out", "k").await, Some(1));
+            (leased.into_iter().next().unwrap(), at)
+        }
+    };
+    let report = ErrorReport::new(jobs_core::ErrorKind::Retryable, "no");
+
+    let (job, now) = next(b.clone()).await;
+    let done = b.complete(jobs_core::CompleteParams {
+        items: vec![jobs_core::Completion {
+            lease: job.lease(),
+            result: serde_json::value::RawValue::from_string("null".into()).unwrap(),
+        }],
+        now,
+    });
+    assert_eq!(done.await.unwrap(), [true]);
+    assert_eq!(key_running(&p, "out", "k").await, None, "completed");
+
+    let (job, now) = next(b.clone()).await;
+    let failed = b.fail(FailParams {
+        items: vec![Failure {
+            lease: job.lease(),
+            error: report.clone(),
+            retry_at: Some(at(1_000_000)),
+        }],
+        now,
+    });
+    assert_eq!(failed.await.unwrap(), [true]);
+    assert_eq!(key_running(&p, "out", "k").await, None, "failed");
+
+    let (job, now) = next(b.clone()).await;
+    let dead = b.fail(FailParams {
+        items: vec![Failure {
+            lease: job.lease(),
+            error: report.clone(),
+            retry_at: None,
+        }],
+        now,
+    });
+    assert_eq!(dead.await.unwrap(), [true]);
+    assert_eq!(key_running(&p, "out", "k").await, None, "dead");
+
+    let (job, now) = next(b.clone()).await;
+    let released = b.release(ReleaseParams {
+        items: vec![Release {
+            lease: job.lease(),
+            run_at: Some(at(1_000_000)),
+        }],
+        now,
+    });
+    assert_eq!(released.await.unwrap(), [true]);
+    assert_eq!(key_running(&p, "out", "k").await, None, "released");
+
+    let (job, now) = next(b.clone()).await;
+    let rescued = b.rescue(RescueParams {
+        target: RescueTarget::Lapsed,
+        now: now + chrono::Duration::seconds(60),
+        limit: 10,
+        error: report.clone(),
+    });
+    assert_eq!(rescued.await.unwrap(), [job.record.id]);
+    assert_eq!(key_running(&p, "out", "k").await, None, "rescued");
+    // The rescued job is due again: the next one out is it or another.
+    for action in [Action::Cancel, Action::Delete] {
+        let (job, now) = next(b.clone()).await;
+        let managed = b.manage(ManageParams {
+            action,
+            target: Target::Ids(vec![job.record.id]),
+            limit: 10,
+            now,
+        });
+        assert_eq!(managed.await.unwrap().changed, [job.record.id]);
+        assert_eq!(key_running(&p, "out", "k").await, None, "{action:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_that_knows_no_flow_takes_keyed_jobs_within_their_limits() {
+    let b = single_backend().await;
+    let jobs = vec![
+        keyed("unlisted", "k", 1),
+        keyed("unlisted", "k", 1),
+        job("unlisted", t0()),
+    ];
+    let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+    put(&b, jobs, t0()).await.unwrap();
+    let leased = b.fetch(fetch(&["unlisted"], 10, t0())).await.unwrap();
+    let mut got: Vec<JobId> = leased.iter().map(|j| j.record.id).collect();
+    got.sort();
+    let mut expected = vec![ids[0], ids[2]];
+    expected.sort();
+    assert_eq!(got, expected, "the plain job and one of key k");
+    let across = b.fetch(fetch(&["unlisted", "elsewhere"], 10, t0())).await;
+    assert_eq!(across.unwrap().len(), 0, "key k is at its concurrency");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bounded_queues_refuse_split_and_spread_batches_whole() {
+    let b = single_backend().await;
+    set_limits(&b, "deep", QueueLimits::default().max_depth(600)).await;
+    let big: Vec<NewJob> = (0..601).map(|_| job("deep", t0())).collect();
+    let refused = put(&b, big, t0()).await;
+    assert!(
+        matches!(refused, Err(Error::QueueFull { max_depth: 600, .. })),
+        "{refused:?}"
+    );
+    let counts = |q: &'static str| {
+        let b = b.clone();
+        async move {
+            let c = b
+                .counts(jobs_core::CountsParams { queue: q.into() })
+                .await
+                .unwrap();
+            c.pending + c.scheduled
+        }
+    };
+    assert_eq!(counts("deep").await, 0, "no chunk of the batch stored");
+    let fits: Vec<NewJob> = (0..600).map(|_| job("deep", t0())).collect();
+    assert_eq!(put(&b, fits, t0()).await.unwrap().len(), 600);
+    assert_eq!(counts("deep").await, 600);
+
+    set_limits(&b, "small", QueueLimits::default().max_depth(1)).await;
+    let spread = vec![job("wide", t0()), job("small", t0()), job("small", t0())];
+    let refused = put(&b, spread, t0()).await;
+    assert!(
+        matches!(refused, Err(Error::QueueFull { ref queue, max_depth: 1 }) if queue == "small"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        counts("wide").await,
+        0,
+        "the unbounded queue's job not stored either"
+    );
+    let spread = vec![job("wide", t0()), job("small", t0())];
+    assert_eq!(put(&b, spread, t0()).await.unwrap().len(), 2);
+    assert_eq!((counts("wide").await, counts("small").await), (1, 1));
+
+    let tick = |tick: Timestamp| CronTickParams {
+        schedule: "nightly".into(),
+        tick,
+        job: job("small", tick),
+        now: tick,
+    };
+    let refused = b.enqueue_cron(tick(at(1_000))).await;
+    assert!(
+        matches!(refused, Err(Error::QueueFull { .. })),
+        "{refused:?}"
+    );
+    set_limits(&b, "small", QueueLimits::default().max_depth(2)).await;
+    assert!(
+        b.enqueue_cron(tick(at(1_000))).await.unwrap().is_some(),
+        "the refused tick was not recorded"
+    );
+}
