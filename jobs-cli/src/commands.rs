@@ -48,7 +48,6 @@ impl Action {
     }
 }
 
-/// A value as pretty JSON, ending in a newline.
 /// `items` as JSON, or the line `none` when there are none; `None` when the caller renders
 /// them as a table.
 fn json_or_none<T: Serialize>(
@@ -62,7 +61,8 @@ fn json_or_none<T: Serialize>(
     items.is_empty().then(|| Ok(format!("{none}\n")))
 }
 
-fn json<T: Serialize>(value: &T) -> Result<String, Failure> {
+/// A value as pretty JSON, ending in a newline.
+pub(crate) fn json<T: Serialize>(value: &T) -> Result<String, Failure> {
     let mut text = serde_json::to_string_pretty(value).map_err(jobs::Error::from)?;
     text.push('\n');
     Ok(text)
@@ -84,7 +84,7 @@ struct QueueStats {
     oldest_pending_age_secs: Option<u64>,
 }
 
-/// `stats`: each queue's counts and the age of its oldest pending job.
+/// `stats`: each queue's counts, the age of its oldest pending job and its limits.
 pub(crate) async fn stats(backend: &AnyBackend, json_out: bool) -> Result<String, Failure> {
     let now = chrono::Utc::now();
     let mut stats = Vec::new();
@@ -116,6 +116,7 @@ pub(crate) async fn stats(backend: &AnyBackend, json_out: bool) -> Result<String
         "DONE/MIN",
         "PAUSED",
         "OLDEST PENDING",
+        "LIMITS",
     ])
     .right(&[1, 2, 3, 4, 5, 6, 7]);
     for s in &stats {
@@ -128,6 +129,7 @@ pub(crate) async fn stats(backend: &AnyBackend, json_out: bool) -> Result<String
                 .map(|secs| format::duration(Duration::from_secs(secs)))
                 .unwrap_or_else(|| NONE.into()),
         );
+        row.push(format::limits(&s.summary.limits));
         table.row(row);
     }
     Ok(table.render())
@@ -181,7 +183,7 @@ struct QueueTotal {
     total: u64,
 }
 
-/// `queues`: the queues with their totals.
+/// `queues`: the queues with their totals and limits.
 pub(crate) async fn queues(backend: &AnyBackend, json_out: bool) -> Result<String, Failure> {
     let queues: Vec<QueueTotal> = backend
         .queues()
@@ -195,9 +197,13 @@ pub(crate) async fn queues(backend: &AnyBackend, json_out: bool) -> Result<Strin
     if let Some(out) = json_or_none(&queues, json_out, "no queues") {
         return out;
     }
-    let mut table = Table::new(["QUEUE", "JOBS"]).right(&[1]);
+    let mut table = Table::new(["QUEUE", "JOBS", "LIMITS"]).right(&[1]);
     for q in &queues {
-        table.row(vec![q.summary.name.clone(), q.total.to_string()]);
+        table.row(vec![
+            q.summary.name.clone(),
+            q.total.to_string(),
+            format::limits(&q.summary.limits),
+        ]);
     }
     Ok(table.render())
 }

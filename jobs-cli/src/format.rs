@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use chrono::SecondsFormat;
-use jobs::Timestamp;
+use jobs::{QueueLimits, Timestamp};
 
 /// What an absent value shows as.
 pub(crate) const NONE: &str = "-";
@@ -52,6 +52,16 @@ pub(crate) fn list<T: ToString>(items: &[T]) -> String {
         .join(", ")
 }
 
+/// A queue's limits as their `Display` reads (`concurrency 16, rate 1000/1s`), or `-` when it
+/// has none.
+pub(crate) fn limits(limits: &QueueLimits) -> String {
+    if limits.is_limited() {
+        limits.to_string()
+    } else {
+        NONE.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +84,12 @@ mod tests {
         assert_eq!(shorten("a\nb", 10), "a b");
         assert_eq!(shorten("abcdefgh", 5), "abcd…");
         assert_eq!(list::<String>(&[]), "-");
+    }
+
+    #[test]
+    fn limits_read_as_their_display_or_a_dash() {
+        assert_eq!(limits(&QueueLimits::default()), "-");
+        let some = QueueLimits::default().concurrency(4).max_depth(10);
+        assert_eq!(limits(&some), "concurrency 4, max depth 10");
     }
 }

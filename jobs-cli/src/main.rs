@@ -14,6 +14,7 @@
 
 mod commands;
 mod format;
+mod limit;
 mod table;
 
 use std::io::Write;
@@ -41,9 +42,9 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Each queue's jobs by status, its jobs finished in the last minute, whether it is
-    /// paused, and how long its oldest pending job has waited.
+    /// paused, how long its oldest pending job has waited, and its flow limits.
     Stats,
-    /// The queues and how many jobs each holds.
+    /// The queues, how many jobs each holds, and their flow limits.
     Queues,
     /// Jobs matching a filter, oldest first, a page at a time.
     List(ListArgs),
@@ -74,6 +75,9 @@ enum Command {
         /// The queue.
         queue: String,
     },
+    /// Shows a queue's flow limits, or sets them: the options given replace the whole set (a
+    /// limit not given is removed), held by workers in every process from within a second.
+    Limit(limit::LimitArgs),
     /// Pending jobs that no live worker can run (their name is unknown to their queue's workers).
     Stranded,
     /// Creates or upgrades the job tables (PostgreSQL) and prints the schema's version.
@@ -324,6 +328,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Stranded => commands::stranded(&backend, json).await?,
         Command::Pause { queue } => commands::pause(&backend, &queue, true, json).await?,
         Command::Resume { queue } => commands::pause(&backend, &queue, false, json).await?,
+        Command::Limit(args) => limit::limit(&backend, json, &args).await?,
         Command::Migrate { recount } => commands::migrate(&backend, recount, json).await?,
         Command::Watch { .. } => unreachable!("handled above"),
     };

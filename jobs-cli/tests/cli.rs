@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use jobs::prelude::*;
 use jobs::{
-    AnyBackend, JobHandle, JobId, JobRecord, JobStatus, Operations, Page, ScheduleSummary,
-    Stranded, WorkerSummary,
+    AnyBackend, JobHandle, JobId, JobRecord, JobStatus, Operations, Page, QueueLimits, Rate,
+    ScheduleSummary, Stranded, WorkerSummary,
 };
 use jobs_core::{
     Backend, CompleteParams, Completion, EnqueueParams, ErrorKind, ErrorReport, FailParams,
@@ -153,6 +153,7 @@ impl Store {
             lease_for: Duration::from_secs(60),
             now: chrono::Utc::now(),
             names: None,
+            flow: Vec::new(),
         };
         let mut got = self.block(self.backend.fetch(params)).expect("fetch");
         assert_eq!(got.len(), 1, "one ready job in {queue}");
@@ -298,6 +299,8 @@ on_both!(
     cancel_delete_purge_redis
 );
 on_both!(workers_schedules_stranded, workers_pg, workers_redis);
+on_both!(limits_set_show_and_clear, limits_pg, limits_redis);
+on_both!(bad_limits_change_nothing, bad_limits_pg, bad_limits_redis);
 
 /// Per-queue counts by status, the oldest pending job's age (or `-`), and totals.
 fn stats_and_queues(s: Store) {
@@ -355,7 +358,8 @@ fn stats_and_queues(s: Store) {
             "DONE/MIN",
             "PAUSED",
             "OLDEST",
-            "PENDING"
+            "PENDING",
+            "LIMITS"
         ]
     );
     let email_row: Vec<&str> = lines[1].split_whitespace().collect();
@@ -364,11 +368,12 @@ fn stats_and_queues(s: Store) {
         ["email", "2", "1", "0", "0", "0", "0", "0", "no"]
     );
     assert!(email_row[9].ends_with('s'), "an age: {table}");
+    assert_eq!(email_row[10..], ["-"], "no limits: {table}");
     let pdf_row: Vec<&str> = lines[2].split_whitespace().collect();
     // The cancelled job finished within the last minute.
     assert_eq!(
         pdf_row,
-        ["pdf", "0", "0", "1", "0", "1", "1", "1", "no", "-"]
+        ["pdf", "0", "0", "1", "0", "1", "1", "1", "no", "-", "-"]
     );
     assert_eq!(pdf["finished_last_minute"], 1);
 
@@ -385,10 +390,176 @@ fn stats_and_queues(s: Store) {
     assert_eq!(stats[0]["paused"], false);
 
     let queues = s.ok(&["queues"]);
-    assert_eq!(queues, "QUEUE  JOBS\nemail     3\npdf       3\n");
+    assert_eq!(
+        queues,
+        "QUEUE  JOBS  LIMITS\nemail     3  -\npdf       3  -\n"
+    );
     let queues: Vec<Value> = s.json(&["queues"]);
     assert_eq!(queues[0]["total"], 3);
     assert_eq!(queues[1]["counts"]["dead"], 1);
+}
+
+/// `email`'s limits as the store holds them, read back through the library.
+fn stored_limits(s: &Store) -> QueueLimits {
+    let queues = s.block(s.backend.queues()).unwrap();
+    queues
+        .into_iter()
+        .find(|q| q.name == "email")
+        .map(|q| q.limits)
+        .unwrap_or_default()
+}
+
+/// The `limits` of `email` in `stats --json` and `queues --json`, which agree.
+fn listed_limits(s: &Store) -> Value {
+    let email = |queues: Vec<Value>| {
+        queues
+            .into_iter()
+            .find(|q| q["name"] == "email")
+            .map(|q| q["limits"].clone())
+            .expect("email is listed")
+    };
+    let from_stats = email(s.json(&["stats"]));
+    assert_eq!(from_stats, email(s.json(&["queues"])));
+    from_stats
+}
+
+/// Limits are set, shown, replaced (the whole set) and cleared in the store; `stats` and
+/// `queues` show them.
+fn limits_set_show_and_clear(s: Store) {
+    s.mail("a@example.com");
+    s.render(1);
+    assert_eq!(s.ok(&["limit", "email"]), "queue email: no limits\n");
+
+    let set = s.ok(&[
+        "limit",
+        "email",
+        "--concurrency",
+        "16",
+        "--rate",
+        "1000/1s",
+        "--max-depth",
+        "10000",
+    ]);
+    let line = "queue email: concurrency 16, rate 1000/1s, max depth 10000\n";
+    assert_eq!(set, line);
+    let full = QueueLimits::default()
+        .concurrency(16)
+        .rate(Rate::new(1000, Duration::from_secs(1)))
+        .max_depth(10_000);
+    assert_eq!(stored_limits(&s), full);
+    assert_eq!(s.ok(&["limit", "email"]), line, "read back by a second run");
+    let shown: Value = s.json(&["limit", "email"]);
+    assert_eq!(
+        shown,
+        serde_json::json!({
+            "queue": "email",
+            "concurrency": 16,
+            "rate": {"limit": 1000, "period": 1000},
+            "max_depth": 10000,
+        })
+    );
+    assert_eq!(
+        listed_limits(&s),
+        serde_json::json!({
+            "concurrency": 16,
+            "rate": {"limit": 1000, "period": 1000},
+            "max_depth": 10000,
+        })
+    );
+    let stats = s.ok(&["stats"]);
+    let email_row = stats.lines().find(|l| l.starts_with("email ")).unwrap();
+    assert!(
+        email_row.ends_with("  concurrency 16, rate 1000/1s, max depth 10000"),
+        "{stats}"
+    );
+    let pdf_row = stats.lines().find(|l| l.starts_with("pdf ")).unwrap();
+    assert!(pdf_row.ends_with("  -"), "pdf has none: {stats}");
+    assert_eq!(
+        s.ok(&["queues"]),
+        "QUEUE  JOBS  LIMITS\n\
+         email     1  concurrency 16, rate 1000/1s, max depth 10000\n\
+         pdf       1  -\n"
+    );
+
+    // The options replace the whole set: the concurrency and depth limits are gone.
+    let replaced: Value = s.json(&["limit", "email", "--rate", "10/m"]);
+    assert_eq!(
+        replaced,
+        serde_json::json!({
+            "queue": "email",
+            "concurrency": null,
+            "rate": {"limit": 10, "period": 60_000},
+            "max_depth": null,
+        })
+    );
+    let rate_only = QueueLimits::default().rate(Rate::new(10, Duration::from_secs(60)));
+    assert_eq!(stored_limits(&s), rate_only);
+    assert_eq!(s.ok(&["limit", "email"]), "queue email: rate 10/1m\n");
+    assert_eq!(listed_limits(&s)["rate"]["period"], 60_000);
+
+    assert_eq!(
+        s.ok(&["limit", "email", "--clear"]),
+        "queue email: no limits\n"
+    );
+    assert_eq!(stored_limits(&s), QueueLimits::default());
+    assert_eq!(s.ok(&["limit", "email"]), "queue email: no limits\n");
+    assert_eq!(
+        listed_limits(&s),
+        serde_json::json!({"concurrency": null, "rate": null, "max_depth": null})
+    );
+
+    // A queue with no jobs yet can be limited, and is then listed.
+    assert_eq!(
+        s.ok(&["limit", "sms", "--max-depth", "5"]),
+        "queue sms: max depth 5\n"
+    );
+    let queues: Vec<Value> = s.json(&["queues"]);
+    let sms = queues.iter().find(|q| q["name"] == "sms").expect("listed");
+    assert_eq!(
+        (sms["total"].as_u64(), sms["limits"]["max_depth"].as_u64()),
+        (Some(0), Some(5))
+    );
+}
+
+/// A bad rate, a concurrency of 0 or `--clear` with a limit is a usage error (exit 2) that
+/// leaves the stored limits as they were.
+fn bad_limits_change_nothing(s: Store) {
+    s.mail("a@example.com");
+    s.ok(&["limit", "email", "--concurrency", "3", "--rate", "5/1s"]);
+    let before = QueueLimits::default()
+        .concurrency(3)
+        .rate(Rate::new(5, Duration::from_secs(1)));
+    assert_eq!(stored_limits(&s), before);
+
+    for (args, text) in [
+        (&["limit", "email", "--rate", "fast"][..], "bad rate `fast`"),
+        (
+            &["limit", "email", "--rate", "0/1s"],
+            "the limit must be at least 1",
+        ),
+        (
+            &["limit", "email", "--rate", "10/fortnight"],
+            "bad rate `10/fortnight`",
+        ),
+        (&["limit", "email", "--concurrency", "0"], "at least 1"),
+        (
+            &["limit", "email", "--concurrency=-1"],
+            "invalid value '-1' for '--concurrency <N>'",
+        ),
+        (&["limit", "email", "--max-depth", "lots"], "--max-depth"),
+        (
+            &["limit", "email", "--clear", "--concurrency", "2"],
+            "cannot be used",
+        ),
+        (&["limit"], "QUEUE"),
+    ] {
+        assert_fails(&s.run(args), 2, text);
+        assert_eq!(stored_limits(&s), before, "jobs {args:?} changed nothing");
+    }
+    assert_eq!(
+        s.ok(&["limit", "email"]),
+        "queue email: concurrency 3, rate 5/1s\n"
+    );
 }
 
 /// Filters by queue, status, name, tag and age; pages follow `--after`.
@@ -896,7 +1067,7 @@ fn the_url_comes_from_jobs_url_too() {
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        "QUEUE  JOBS\nemail     1\n"
+        "QUEUE  JOBS  LIMITS\nemail     1  -\n"
     );
 }
 
