@@ -14,8 +14,8 @@ use jobs_core::{
     WorkerInfo, WorkersParams,
 };
 use jobs_core::{
-    EventHub, EventStream, EventsParams, FinishedParams, JobEvent, PauseParams, PausedParams,
-    Publisher,
+    EventHub, EventStream, EventsParams, FinishedParams, FlowParams, JobEvent, PauseParams,
+    PausedParams, Publisher, QueueFlow, SetLimitsParams,
 };
 use sqlx::PgPool;
 use tokio::sync::Mutex;
@@ -27,7 +27,8 @@ use crate::pools::{self, Registration};
 use crate::schema::{Schema, DEFAULT_SCHEMA};
 use crate::sql::Sql;
 use crate::{
-    enqueue, events, fetch, liveness, maintenance, manage, migrate, presence, queues, reads, writes,
+    enqueue, events, fetch, flow, liveness, maintenance, manage, migrate, presence, queues, reads,
+    writes,
 };
 
 /// A job store in PostgreSQL. Cheap to clone: clones share the pool and the listener.
@@ -281,6 +282,14 @@ impl Backend for PgBackend {
 
     async fn paused_queues(&self, _: PausedParams) -> Result<Vec<String>, Error> {
         queues::paused_queues(&self.inner.sql, &self.inner.pool).await
+    }
+
+    async fn set_limits(&self, p: SetLimitsParams) -> Result<(), Error> {
+        flow::set_limits(&self.inner.sql, &self.inner.pool, p).await
+    }
+
+    async fn flow(&self, _: FlowParams) -> Result<Vec<QueueFlow>, Error> {
+        flow::flow(&self.inner.sql, &self.inner.pool).await
     }
 
     async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {

@@ -9,6 +9,7 @@ use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
 use crate::error::{db, RACE_ROUNDS};
+use crate::guarded;
 use crate::notifier::Turn;
 use crate::record::{int4, millis};
 use crate::sql::{PgQuery, Sql};
@@ -23,7 +24,8 @@ pub(crate) enum Wake<'p> {
     Commits(&'p PgPool),
 }
 
-/// Stores `jobs` in one statement (more only when a concurrent enqueue raced for a unique key).
+/// Stores `jobs` in one statement (more only when a concurrent enqueue raced for a unique key,
+/// or when flow control touches the batch: then [`guarded`]).
 ///
 /// Jobs of one batch sharing a queue and unique key are stored once: the later ones are
 /// duplicates of the first ([`first_holders`]).
@@ -45,18 +47,38 @@ pub(crate) async fn enqueue(
         .as_ref()
         .is_none_or(Turn::in_statement)
         .then(|| sql.channel());
-    if jobs.iter().all(|j| j.unique_key.is_none()) {
-        let wake = if channel.is_some() { &ready[..] } else { &[] };
-        enqueue_plain(sql, conn, &jobs, now, wake).await?;
-        return Ok(jobs
-            .iter()
-            .map(|j| Enqueued {
-                id: j.id,
-                duplicate: false,
+    if !jobs.iter().any(guarded::needed) {
+        let stored = if jobs.iter().all(|j| j.unique_key.is_none()) {
+            let wake = if channel.is_some() { &ready[..] } else { &[] };
+            enqueue_plain(sql, conn, &jobs, now, wake).await?.then(|| {
+                jobs.iter()
+                    .map(|j| Enqueued {
+                        id: j.id,
+                        duplicate: false,
+                    })
+                    .collect()
             })
-            .collect());
+        } else {
+            enqueue_unique(sql, conn, &jobs, now, channel).await?
+        };
+        if let Some(stored) = stored {
+            return Ok(stored);
+        }
     }
-    let same_as = first_holders(&jobs);
+    let wakes = channel.map(|channel| (channel, &ready[..]));
+    guarded::enqueue(sql, conn, &jobs, now, wakes).await
+}
+
+/// Jobs some of which have unique keys, into unbounded queues: the answers, or `None` when a
+/// queue of the batch is bounded (nothing was stored).
+async fn enqueue_unique(
+    sql: &Sql,
+    conn: &mut PgConnection,
+    jobs: &[NewJob],
+    now: Timestamp,
+    channel: Option<&str>,
+) -> Result<Option<Vec<Enqueued>>, Error> {
+    let same_as = first_holders(jobs);
     let mut out: Vec<Option<Enqueued>> = vec![None; jobs.len()];
     let mut todo: Vec<usize> = (0..jobs.len()).filter(|&i| same_as[i].is_none()).collect();
     for _ in 0..RACE_ROUNDS {
@@ -64,7 +86,9 @@ pub(crate) async fn enqueue(
             break;
         }
         let batch: Vec<&NewJob> = todo.iter().map(|&i| &jobs[i]).collect();
-        let rows = insert(sql, &mut *conn, &batch, now, channel).await?;
+        let Some(rows) = insert(sql, &mut *conn, &batch, now, channel).await? else {
+            return Ok(None);
+        };
         let mut again = Vec::new();
         for (&i, (stored, holder)) in todo.iter().zip(rows) {
             out[i] = match (stored, holder) {
@@ -97,19 +121,20 @@ pub(crate) async fn enqueue(
             });
         }
     }
-    Ok(out.into_iter().flatten().collect())
+    Ok(Some(out.into_iter().flatten().collect()))
 }
 
 /// Jobs without unique keys: nothing can be a duplicate, so a plain INSERT stores them all
 /// (one row's VALUES for a single job, `unnest` arrays for a batch), and the answer needs no
-/// round trip of its own. The statement notifies the queues `wake`.
+/// round trip of its own. The statement notifies the queues `wake`. `false` when a queue of
+/// the batch is bounded: the statement stored nothing.
 async fn enqueue_plain(
     sql: &Sql,
     conn: &mut PgConnection,
     jobs: &[NewJob],
     now: Timestamp,
     wake: &[&str],
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let stored = if let [job] = jobs {
         sqlx::query(&sql.enqueue_one)
             .bind(job.id.0)
@@ -140,13 +165,16 @@ async fn enqueue_plain(
             .map_err(db)?
             .rows_affected()
     };
+    if stored == 0 {
+        return Ok(false);
+    }
     if stored != jobs.len() as u64 {
         return Err(Error::backend(format!(
             "stored {stored} of {} jobs in one statement",
             jobs.len()
         )));
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The queues, each once, of the `jobs` that are ready at `now`.
@@ -166,7 +194,7 @@ fn ready_queues(jobs: &[NewJob], now: Timestamp) -> Vec<&str> {
 /// trace context, and the tags: every job's in one array (arrays of arrays must be
 /// rectangular), then where each job's start and end in it (1-based, inclusive; an empty
 /// range for none).
-fn bind_columns<'q, J: Borrow<NewJob>>(
+pub(crate) fn bind_columns<'q, J: Borrow<NewJob>>(
     query: PgQuery<'q>,
     jobs: &'q [J],
     now: Timestamp,
@@ -212,14 +240,15 @@ fn bind_columns<'q, J: Borrow<NewJob>>(
         .bind(tags_to))
 }
 
-/// One round: for each job, whether it was stored, and else which active job holds its key.
+/// One round: for each job, whether it was stored, and else which active job holds its key;
+/// `None` when a queue of the batch is bounded (nothing was stored).
 async fn insert(
     sql: &Sql,
     conn: &mut PgConnection,
     jobs: &[&NewJob],
     now: Timestamp,
     channel: Option<&str>,
-) -> Result<Vec<(bool, Option<Uuid>)>, Error> {
+) -> Result<Option<Vec<(bool, Option<Uuid>)>>, Error> {
     let rows = bind_columns(sqlx::query(&sql.enqueue), jobs, now)?
         .bind(
             jobs.iter()
@@ -231,6 +260,13 @@ async fn insert(
         .fetch_all(conn)
         .await
         .map_err(db)?;
+    let bounded = match rows.first() {
+        Some(row) => row.try_get("bounded").map_err(db)?,
+        None => false,
+    };
+    if bounded {
+        return Ok(None);
+    }
     rows.iter()
         .map(|row| {
             Ok((
@@ -238,7 +274,8 @@ async fn insert(
                 row.try_get("holder").map_err(db)?,
             ))
         })
-        .collect()
+        .collect::<Result<_, Error>>()
+        .map(Some)
 }
 
 /// Claims the tick and stores its job, in one transaction; `None` when the tick (or a later one)

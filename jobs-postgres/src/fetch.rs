@@ -1,4 +1,5 @@
-//! Leasing ready jobs: one statement per batch.
+//! Leasing ready jobs: one statement per batch, or, when a fetched queue has limits or keyed
+//! jobs, the limited fetch's transaction ([`limited`](crate::limited)).
 //!
 //! Rows are decoded one by one: a row that does not decode is failed at once as dead, with an
 //! error of kind decode saying it is corrupt, and is not returned; the rest of its batch is.
@@ -7,6 +8,7 @@ use jobs_core::{later, Error, FailParams, Failure, FetchParams, LeasedJob, Times
 use sqlx::PgPool;
 
 use crate::error::db;
+use crate::limited;
 use crate::record::leased;
 use crate::sql::Sql;
 use crate::writes;
@@ -37,27 +39,32 @@ pub(crate) async fn fetch(
     }
 }
 
-/// One fetch statement over `queues` (sorted, distinct): the leased jobs that decode, and the
-/// failures of those that do not.
+/// One fetch over `queues` (sorted, distinct): the leased jobs that decode, and the failures
+/// of those that do not.
 async fn fetch_once(
     sql: &Sql,
     pool: &PgPool,
     queues: &[String],
     p: &FetchParams,
 ) -> Result<(Vec<LeasedJob>, Vec<Failure>), Error> {
-    let query = match queues {
-        [queue] => sqlx::query(&sql.fetch_one).bind(queue),
-        queues => sqlx::query(&sql.fetch).bind(queues),
+    let checked = limited::checked(&p.flow, queues);
+    let rows = if checked.is_empty() {
+        let query = match queues {
+            [queue] => sqlx::query(&sql.fetch_one).bind(queue),
+            queues => sqlx::query(&sql.fetch).bind(queues),
+        };
+        query
+            .bind(p.now)
+            .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+            .bind(&p.worker)
+            .bind(later(p.now, p.lease_for))
+            .bind(p.names.as_deref())
+            .fetch_all(pool)
+            .await
+            .map_err(db)?
+    } else {
+        limited::fetch_rows(sql, pool, queues, &checked, p).await?
     };
-    let rows = query
-        .bind(p.now)
-        .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
-        .bind(&p.worker)
-        .bind(later(p.now, p.lease_for))
-        .bind(p.names.as_deref())
-        .fetch_all(pool)
-        .await
-        .map_err(db)?;
     let mut jobs = Vec::with_capacity(rows.len());
     let mut corrupt = Vec::new();
     for row in &rows {

@@ -44,6 +44,7 @@ fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
     let attempt: i32 = row.try_get("attempt").map_err(db)?;
     let max_attempts: i32 = row.try_get("max_attempts").map_err(db)?;
     let progress: i16 = row.try_get("progress").map_err(db)?;
+    let key_limits: Option<String> = row.try_get("key_limits").map_err(db)?;
     Ok(JobRecord {
         id,
         name: row.try_get("name").map_err(db)?,
@@ -64,6 +65,9 @@ fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
         unique_key: row.try_get("unique_key").map_err(db)?,
         trace_context: row.try_get("trace_context").map_err(db)?,
         tags: row.try_get("tags").map_err(db)?,
+        key_limits: key_limits
+            .map(|text| serde_json::from_str(&text))
+            .transpose()?,
         created_at: row.try_get("created_at").map_err(db)?,
         started_at: row.try_get("started_at").map_err(db)?,
         finished_at: row.try_get("finished_at").map_err(db)?,

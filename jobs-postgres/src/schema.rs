@@ -37,6 +37,20 @@
 //!   in `jobs`, through their partial indexes. Workers of a release before migration 0005 add
 //!   no rows: upgrade with them stopped, or repair with
 //!   [`PgBackend::recount`](crate::PgBackend::recount) afterwards.
+//! - Flow control (migration 0006): `queue_flow`, one row per queue with limits
+//!   (`concurrency`, `rate_limit` and `rate_period_ms`, `max_depth`) or into which jobs with
+//!   key limits were enqueued (`keyed`); `flow_starts`, the sliding logs of starts, one row
+//!   `(queue, key, at, until, n)` per limited fetch batch and rated scope (`key` NULL for the
+//!   queue), removed by the queue's next limited fetch once `until` passed; `coalesce_keys`,
+//!   the throttle and debounce keys `(queue, mode, key)` with the job holding each (and a
+//!   throttle window's end). In `jobs`, `key_limits` (`jsonb`, the job's own key limits) and
+//!   `flow_counted`, set by every fetch that enforces limits (and, for the running jobs, by
+//!   setting a concurrency): `jobs_flow_running (queue, key_limits->>'key')` over the counted
+//!   leased rows is what a limited fetch counts. The plain fetch takes no job with key limits
+//!   and writes nothing new; a fetch of queues with limits or keyed jobs is a transaction that
+//!   locks them (see `limited.rs`). Enqueues into a bounded queue, and of jobs that throttle,
+//!   debounce or carry key limits, take a guarded transaction (see `guarded.rs`); the plain
+//!   enqueue statements store nothing into a bounded queue (a probe of `queue_flow`).
 //!
 //! Indexes are partial, so each covers only the rows its operation looks at and fetching stays
 //! flat however many finished rows are retained:
@@ -49,6 +63,7 @@
 //! | `jobs_finished (queue, finished_at, id)` | completed, cancelled | retention pruning |
 //! | `jobs_dead (queue, id)` | dead | listing the dead-letter set |
 //! | `jobs_tags` GIN `(tags)` | with tags | listing and bulk operations by tag |
+//! | `jobs_flow_running (queue, key_limits->>'key')` | leased, counted | limited fetches' counts |
 //!
 //! Lists and bulk operations (retry, cancel, delete by filter) select the jobs in id order with
 //! only the conditions the filter sets, so each condition can use its index; a bulk operation

@@ -17,7 +17,7 @@ const RECORD: &str = "j.id, j.name, j.queue, j.payload::text AS payload, j.prior
     j.status, j.attempt, j.max_attempts, j.backoff::text AS backoff, j.timeout_ms, \
     j.lease_worker, j.lease_token, j.lease_expires_at, j.progress, j.result::text AS result, \
     j.errors::text AS errors, j.unique_key, j.trace_context, j.tags, j.created_at, \
-    j.started_at, j.finished_at";
+    j.started_at, j.finished_at, j.key_limits::text AS key_limits";
 
 /// What a fetch writes into each row it leases (row alias `j`; $2 now, $4 worker, $5 lease
 /// expiry), each row with a fresh token.
@@ -32,9 +32,14 @@ pub(crate) struct Sql {
     pub enqueue: String,
     pub enqueue_one: String,
     pub enqueue_many: String,
+    pub enqueue_lock: String,
+    pub enqueue_state: String,
+    pub enqueue_guarded: String,
     pub cron_tick: String,
     pub fetch: String,
     pub fetch_one: String,
+    pub fetch_lock: String,
+    pub fetch_limited: String,
     pub complete: String,
     pub fail: String,
     pub release: String,
@@ -46,6 +51,8 @@ pub(crate) struct Sql {
     pub queue_names: String,
     pub pause: String,
     pub paused_queues: String,
+    pub set_limits: String,
+    pub flow: String,
     pub finished_since: String,
     pub recount: String,
     pub retry: String,
@@ -75,9 +82,14 @@ impl Sql {
             enqueue: splice(include_str!("sql/enqueue.sql")),
             enqueue_one: splice(include_str!("sql/enqueue_one.sql")),
             enqueue_many: splice(include_str!("sql/enqueue_many.sql")),
+            enqueue_lock: splice(include_str!("sql/enqueue_lock.sql")),
+            enqueue_state: splice(include_str!("sql/enqueue_state.sql")),
+            enqueue_guarded: splice(include_str!("sql/enqueue_guarded.sql")),
             cron_tick: splice(include_str!("sql/cron_tick.sql")),
             fetch: splice(include_str!("sql/fetch.sql")),
             fetch_one: splice(include_str!("sql/fetch_one.sql")),
+            fetch_lock: splice(include_str!("sql/fetch_lock.sql")),
+            fetch_limited: splice(include_str!("sql/fetch_limited.sql")),
             complete: splice(include_str!("sql/complete.sql")),
             fail: splice(include_str!("sql/fail.sql")),
             release: splice(include_str!("sql/release.sql")),
@@ -89,6 +101,8 @@ impl Sql {
             queue_names: splice(include_str!("sql/queue_names.sql")),
             pause: splice(include_str!("sql/pause.sql")),
             paused_queues: splice(include_str!("sql/paused_queues.sql")),
+            set_limits: splice(include_str!("sql/set_limits.sql")),
+            flow: splice(include_str!("sql/flow.sql")),
             finished_since: splice(include_str!("sql/finished_since.sql")),
             recount: splice(include_str!("sql/recount.sql")),
             retry: splice(include_str!("sql/retry.sql")),

@@ -1,7 +1,8 @@
 -- Leases up to $3 ready jobs of the queues $1 in one round trip. Each queue is read through
 -- the partial ready index in run order (an index scan per queue, stopping after $3 rows), rows
 -- another fetch holds are skipped, and the best $3 of all queues are leased, each with a fresh
--- token. $1 queues, $2 now, $3 limit, $4 worker, $5 lease expiry,
+-- token; jobs with key limits are left to the limited fetch (fetch_limited.sql), which checks
+-- them. $1 queues, $2 now, $3 limit, $4 worker, $5 lease expiry,
 -- $6 the names the worker runs (NULL: every name; a job of another name stays where it is).
 WITH picked AS (
     SELECT c.id
@@ -13,6 +14,7 @@ WITH picked AS (
           AND r.status IN ('pending', 'scheduled')
           AND r.run_at <= $2
           AND ($6::text[] IS NULL OR r.name = ANY ($6))
+          AND r.key_limits IS NULL
         ORDER BY r.priority, r.run_at, r.id
         LIMIT $3
         FOR UPDATE SKIP LOCKED

@@ -3,6 +3,7 @@
 -- join, no re-sort. The sub-select reads the partial ready index in run order, skipping rows
 -- another fetch holds, and locks what it takes; the UPDATE then finds those rows by primary key
 -- (`id = ANY(…)`, a plan that does not depend on how many rows the statistics expect).
+-- Jobs with key limits are left to the limited fetch (fetch_limited.sql), which checks them.
 -- $1 queue, $2 now, $3 limit, $4 worker, $5 lease expiry,
 -- $6 the names the worker runs (NULL: every name; a job of another name stays where it is).
 UPDATE {schema}.jobs j
@@ -14,6 +15,7 @@ WHERE j.id = ANY (ARRAY(
       AND r.status IN ('pending', 'scheduled')
       AND r.run_at <= $2
       AND ($6::text[] IS NULL OR r.name = ANY ($6))
+      AND r.key_limits IS NULL
     ORDER BY r.priority, r.run_at, r.id
     LIMIT $3
     FOR UPDATE SKIP LOCKED

@@ -121,6 +121,7 @@ async fn transaction_needs_a_postgres_job() {
             worker: "w".into(),
             lease_for: Duration::from_secs(5),
             now: SystemClock.now(),
+            flow: Vec::new(),
         })
         .await
         .unwrap();

@@ -174,6 +174,7 @@ async fn counts_stay_exact_through_every_kind_of_write() {
             worker: "w".into(),
             lease_for: Duration::from_secs(1),
             now: at(6_000),
+            flow: Vec::new(),
         })
         .await
         .expect("fetch");

@@ -51,6 +51,7 @@ async fn completion_commits_with(backend: &PgBackend) -> Vec<String> {
             worker: "w".into(),
             lease_for: Duration::from_secs(60),
             now: at(1),
+            flow: Vec::new(),
         })
         .await
         .expect("fetch");

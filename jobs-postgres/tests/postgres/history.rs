@@ -22,6 +22,7 @@ async fn fetch(backend: &PgBackend, now_ms: i64) -> LeasedJob {
             worker: "w".into(),
             lease_for: Duration::from_secs(1),
             now: at(now_ms),
+            flow: Vec::new(),
         })
         .await
         .expect("fetch");
@@ -179,9 +180,10 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     // Back to what migration 1 alone made, with a pending and a completed job stored then.
     sqlx::raw_sql(&format!(
         "SET search_path TO \"{schema}\";
-         DROP TABLE workers, schedules, queues, liveness, paused_queues, finished_counts;
+         DROP TABLE workers, schedules, queues, liveness, paused_queues, finished_counts,
+             queue_flow, flow_starts, coalesce_keys;
          DROP FUNCTION finished_counts_clear CASCADE;
-         ALTER TABLE jobs DROP COLUMN tags;
+         ALTER TABLE jobs DROP COLUMN tags, DROP COLUMN key_limits, DROP COLUMN flow_counted;
          DELETE FROM _jobs_migrations WHERE version > 1;
          RESET search_path;"
     ))
@@ -212,13 +214,14 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     backend.migrate().await.expect("upgrade");
     let record = read(&backend, old.id).await;
     assert!(record.tags.is_empty());
+    assert_eq!(record.key_limits, None);
     let versions: Vec<i64> = sqlx::query_scalar(&format!(
         "SELECT version FROM \"{schema}\"._jobs_migrations ORDER BY version"
     ))
     .fetch_all(backend.pool())
     .await
     .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
     // Migration 5 counted the completed job it found.
     let counts = backend
         .counts(CountsParams { queue: "h".into() })

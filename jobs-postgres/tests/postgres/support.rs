@@ -114,6 +114,8 @@ pub(crate) fn new_job(name: &str, queue: &str) -> NewJob {
         unique_key: None,
         trace_context: None,
         tags: Vec::new(),
+        key_limits: None,
+        coalesce: None,
     }
 }
 
@@ -142,6 +144,7 @@ pub(crate) async fn fetch(
             worker: "w".into(),
             lease_for: Duration::from_secs(60),
             now: at(now_ms),
+            flow: Vec::new(),
         })
         .await
         .expect("fetch")

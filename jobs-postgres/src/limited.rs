@@ -1,0 +1,85 @@
+//! The fetch of queues with limits or keyed jobs: one transaction that locks the checked
+//! queues, then counts and leases in one statement (`sql/fetch_limited.sql`).
+//!
+//! Under READ COMMITTED a statement's snapshot is taken when it starts, so a lock taken inside
+//! the counting statement would not make the leases that another fetcher committed meanwhile
+//! visible to it. The locks are therefore taken by a statement of their own
+//! (`sql/fetch_lock.sql`: a transaction-level advisory lock per checked queue, in sorted
+//! order) before the counting statement, in the same transaction: the limited fetches of one
+//! queue take turns across every process, and each counts what the previous one leased.
+//!
+//! A keyed queue's scan looks at most [`FLOW_SCAN`] candidates beyond its room, so a long run
+//! of jobs of saturated keys delays the jobs behind it (until the keys have room) rather than
+//! making a fetch read the whole queue.
+
+use jobs_core::{later, Error, FetchParams, QueueFlow, FLOW_SCAN};
+use sqlx::postgres::PgRow;
+use sqlx::PgPool;
+
+use crate::error::db;
+use crate::record::{int4, millis};
+use crate::sql::Sql;
+
+/// The flow entries of `queues` that a fetch must check: those with a concurrency or rate
+/// limit, or keyed.
+pub(crate) fn checked<'f>(flow: &'f [QueueFlow], queues: &[String]) -> Vec<&'f QueueFlow> {
+    flow.iter()
+        .filter(|f| (f.limits.limits_starts() || f.keyed) && queues.contains(&f.queue))
+        .collect()
+}
+
+/// Leases the rows of one limited fetch over `queues` (sorted, distinct), `checked` naming
+/// the limits of those it checks.
+pub(crate) async fn fetch_rows(
+    sql: &Sql,
+    pool: &PgPool,
+    queues: &[String],
+    checked: &[&QueueFlow],
+    p: &FetchParams,
+) -> Result<Vec<PgRow>, Error> {
+    let flow_of = |queue: &String| checked.iter().find(|f| &f.queue == queue);
+    let locked: Vec<&str> = queues
+        .iter()
+        .filter(|q| flow_of(q).is_some())
+        .map(String::as_str)
+        .collect();
+    let limits: Vec<_> = queues
+        .iter()
+        .map(|q| flow_of(q).map(|f| (f.limits, f.keyed)))
+        .collect();
+    let mut tx = pool.begin().await.map_err(db)?;
+    sqlx::query(&sql.fetch_lock)
+        .bind(sql.schema.name())
+        .bind(&locked)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    let rows = sqlx::query(&sql.fetch_limited)
+        .bind(queues)
+        .bind(p.now)
+        .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+        .bind(&p.worker)
+        .bind(later(p.now, p.lease_for))
+        .bind(p.names.as_deref())
+        .bind(column(&limits, |(l, _)| l.concurrency.map(int4)))
+        .bind(column(&limits, |(l, _)| l.rate.map(|r| int4(r.limit))))
+        .bind(column(&limits, |(l, _)| l.rate.map(|r| millis(r.period))))
+        .bind(
+            limits
+                .iter()
+                .map(|l| l.is_some_and(|(_, keyed)| keyed))
+                .collect::<Vec<_>>(),
+        )
+        .bind(limits.iter().map(Option::is_some).collect::<Vec<_>>())
+        .bind(i64::try_from(FLOW_SCAN).unwrap_or(i64::MAX))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
+    tx.commit().await.map_err(db)?;
+    Ok(rows)
+}
+
+/// One array parameter: `value` of each checked queue, NULL for the others.
+fn column<T, V>(limits: &[Option<T>], value: impl Fn(&T) -> Option<V>) -> Vec<Option<V>> {
+    limits.iter().map(|l| l.as_ref().and_then(&value)).collect()
+}

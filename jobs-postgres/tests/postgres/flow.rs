@@ -1,0 +1,235 @@
+//! Flow control as PostgreSQL keeps it: the limits in `queue_flow`, seen by every backend of
+//! the schema; keyed jobs left to the limited fetch; the running jobs counted once a queue gets
+//! a concurrency; the log of starts trimmed to the windows; a refused enqueue in the caller's
+//! transaction leaving the transaction usable.
+
+use std::time::Duration;
+
+use jobs_core::{
+    Backend, CompleteParams, Completion, Error, FetchParams, FlowParams, KeyLimits, LeasedJob,
+    Producer, QueueFlow, QueueLimits, Rate, ReadParams, SetLimitsParams,
+};
+use jobs_postgres::PgBackend;
+
+use crate::support::{at, backend_in, fetch, fresh_backend, new_job, put, t0};
+
+async fn limit(backend: &PgBackend, queue: &str, limits: QueueLimits) {
+    backend
+        .set_limits(SetLimitsParams {
+            queue: queue.into(),
+            limits,
+        })
+        .await
+        .expect("set limits");
+}
+
+async fn flow(backend: &PgBackend) -> Vec<QueueFlow> {
+    backend.flow(FlowParams {}).await.expect("flow")
+}
+
+/// Leases up to `limit` jobs of `queue` at `now_ms` with the flow the store reports.
+async fn fetch_flowing(
+    backend: &PgBackend,
+    queue: &str,
+    limit: usize,
+    now_ms: i64,
+) -> Vec<LeasedJob> {
+    backend
+        .fetch(FetchParams {
+            names: None,
+            queues: vec![queue.to_string()],
+            limit,
+            worker: "w".into(),
+            lease_for: Duration::from_secs(60),
+            now: at(now_ms),
+            flow: flow(backend).await,
+        })
+        .await
+        .expect("fetch")
+}
+
+async fn scalar(backend: &PgBackend, query: &str) -> i64 {
+    let query = query.replace("{schema}", &format!("\"{}\"", backend.schema_name()));
+    sqlx::query_scalar(&query)
+        .fetch_one(backend.pool())
+        .await
+        .expect("query")
+}
+
+#[tokio::test]
+async fn the_migration_adds_the_flow_tables_and_columns() {
+    let backend = fresh_backend().await;
+    let schema = backend.schema_name();
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables
+         WHERE table_schema = $1 AND table_name IN ('queue_flow', 'flow_starts', 'coalesce_keys')
+         ORDER BY table_name",
+    )
+    .bind(schema)
+    .fetch_all(backend.pool())
+    .await
+    .unwrap();
+    assert_eq!(tables, ["coalesce_keys", "flow_starts", "queue_flow"]);
+    let columns: Vec<String> = sqlx::query_scalar(
+        "SELECT column_name::text FROM information_schema.columns
+         WHERE table_schema = $1 AND table_name = 'jobs'
+           AND column_name IN ('key_limits', 'flow_counted')
+         ORDER BY column_name",
+    )
+    .bind(schema)
+    .fetch_all(backend.pool())
+    .await
+    .unwrap();
+    assert_eq!(columns, ["flow_counted", "key_limits"]);
+    let index: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = 'jobs_flow_running'",
+    )
+    .bind(schema)
+    .fetch_one(backend.pool())
+    .await
+    .unwrap();
+    assert_eq!(index, 1);
+}
+
+#[tokio::test]
+async fn limits_set_by_one_backend_hold_for_another_on_the_schema() {
+    let first = fresh_backend().await;
+    let limits = QueueLimits::default()
+        .concurrency(4)
+        .rate(Rate::new(100, Duration::from_millis(1_500)))
+        .max_depth(10);
+    limit(&first, "mail", limits).await;
+    // A new pool and backend, as another process (or this one restarted) has.
+    let second = backend_in(first.schema_name()).await;
+    assert_eq!(
+        flow(&second).await,
+        [QueueFlow {
+            queue: "mail".into(),
+            limits,
+            keyed: false,
+        }]
+    );
+    let stored = scalar(
+        &second,
+        "SELECT count(*) FROM {schema}.queue_flow
+         WHERE queue = 'mail' AND concurrency = 4 AND rate_limit = 100
+           AND rate_period_ms = 1500 AND max_depth = 10",
+    )
+    .await;
+    assert_eq!(stored, 1);
+    limit(&second, "mail", QueueLimits::default()).await;
+    assert_eq!(flow(&first).await, []);
+    assert_eq!(
+        scalar(&first, "SELECT count(*) FROM {schema}.queue_flow").await,
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_plain_fetch_leaves_keyed_jobs_to_the_limited_fetch() {
+    let backend = fresh_backend().await;
+    let mut keyed = new_job("k", "q");
+    keyed.key_limits = Some(KeyLimits {
+        key: "customer:7".into(),
+        concurrency: Some(1),
+        rate: None,
+    });
+    let ids = put(&backend, vec![keyed, new_job("plain", "q")], t0()).await;
+    let plain = fetch(&backend, "q", 10, 0).await;
+    assert_eq!(
+        plain.iter().map(|j| j.record.id).collect::<Vec<_>>(),
+        [ids[1]],
+        "a fetch told of no keyed queue takes only unkeyed jobs"
+    );
+    let limited = fetch_flowing(&backend, "q", 10, 0).await;
+    assert_eq!(limited.len(), 1);
+    assert_eq!(limited[0].record.id, ids[0]);
+    assert_eq!(
+        limited[0].record.key_limits.as_ref().unwrap().key,
+        "customer:7"
+    );
+    let counted = scalar(
+        &backend,
+        "SELECT count(*) FROM {schema}.jobs WHERE flow_counted AND lease_expires_at IS NOT NULL",
+    )
+    .await;
+    assert_eq!(counted, 1, "only the limited fetch's lease is counted");
+}
+
+#[tokio::test]
+async fn jobs_running_when_a_queue_gets_a_concurrency_count_against_it() {
+    let backend = fresh_backend().await;
+    put(&backend, (0..4).map(|_| new_job("c", "q")).collect(), t0()).await;
+    let running = fetch(&backend, "q", 2, 0).await;
+    assert_eq!(running.len(), 2);
+    limit(&backend, "q", QueueLimits::default().concurrency(2)).await;
+    assert!(fetch_flowing(&backend, "q", 10, 0).await.is_empty());
+    let done = backend
+        .complete(CompleteParams {
+            items: vec![Completion {
+                lease: running[0].lease(),
+                result: serde_json::value::to_raw_value(&()).unwrap(),
+            }],
+            now: at(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(done, [true]);
+    assert_eq!(fetch_flowing(&backend, "q", 10, 1).await.len(), 1);
+}
+
+#[tokio::test]
+async fn the_log_of_starts_keeps_only_the_rows_inside_a_window() {
+    let backend = fresh_backend().await;
+    limit(
+        &backend,
+        "q",
+        QueueLimits::default().rate(Rate::new(2, Duration::from_secs(1))),
+    )
+    .await;
+    put(&backend, (0..10).map(|_| new_job("r", "q")).collect(), t0()).await;
+    assert_eq!(fetch_flowing(&backend, "q", 1, 0).await.len(), 1);
+    assert_eq!(fetch_flowing(&backend, "q", 5, 500).await.len(), 1);
+    let rows = "SELECT count(*) FROM {schema}.flow_starts WHERE queue = 'q' AND key IS NULL";
+    assert_eq!(scalar(&backend, rows).await, 2, "a row per fetch batch");
+    assert_eq!(fetch_flowing(&backend, "q", 5, 1_000).await.len(), 1);
+    assert_eq!(
+        scalar(&backend, rows).await,
+        2,
+        "the row of t0 left the window and the log"
+    );
+    assert_eq!(fetch_flowing(&backend, "q", 5, 2_500).await.len(), 2);
+    assert_eq!(scalar(&backend, rows).await, 1);
+}
+
+#[tokio::test]
+async fn a_refused_enqueue_leaves_the_callers_transaction_usable() {
+    let backend = fresh_backend().await;
+    limit(&backend, "bounded", QueueLimits::default().max_depth(1)).await;
+    put(&backend, vec![new_job("b", "bounded")], t0()).await;
+    let mut tx = backend.pool().begin().await.unwrap();
+    let refused = backend
+        .on(&mut tx)
+        .enqueue_jobs(vec![new_job("b", "bounded")], t0())
+        .await;
+    assert!(
+        matches!(refused, Err(Error::QueueFull { max_depth: 1, .. })),
+        "{refused:?}"
+    );
+    let other = new_job("o", "open");
+    let id = other.id;
+    backend
+        .on(&mut tx)
+        .enqueue_jobs(vec![other], t0())
+        .await
+        .expect("the transaction goes on");
+    tx.commit().await.unwrap();
+    let stored = backend.read(ReadParams { id }).await.unwrap();
+    assert!(stored.is_some(), "committed with the transaction");
+    let waiting = scalar(
+        &backend,
+        "SELECT count(*) FROM {schema}.jobs WHERE queue = 'bounded'",
+    )
+    .await;
+    assert_eq!(waiting, 1);
+}
