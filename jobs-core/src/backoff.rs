@@ -10,7 +10,7 @@ use crate::Error;
 
 // The text grammar, which `jobs-macros` compiles too for `#[job(backoff = "…")]`.
 #[path = "backoff_syntax.rs"]
-mod syntax;
+pub(crate) mod syntax;
 
 use syntax::Spec;
 

@@ -215,7 +215,7 @@ overrides! {
     fn tag(tag: impl Into<String>) => |e| e.tags.push(tag.into());
     /// Shares `limits` with the queue's other jobs of the same key, in place of the
     /// attribute's `concurrency_key`.
-    fn key_limits(limits: KeyLimits) => |e| e.key_limits = Some(limits);
+    fn with_key_limits(limits: KeyLimits) => |e| e.key_limits = Some(limits);
     /// Keeps only the first job of each `window` with `key` in the queue: within it, enqueue
     /// stores nothing and returns that job (see [`Coalesce::Throttle`]).
     fn throttle(key: impl Into<String>, window: Duration) => |e| e.coalesce = Some(Coalesce::Throttle { key: key.into(), window });

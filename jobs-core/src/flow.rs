@@ -30,7 +30,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::backoff::parse_duration;
+// The rate grammar, which `jobs-macros` compiles too for `#[job(rate = "…")]`, and the duration
+// grammar it builds on.
+use crate::backoff::syntax as backoff_syntax;
+#[path = "rate_syntax.rs"]
+mod syntax;
+
 use crate::clock::{self, Timestamp};
 use crate::Error;
 
@@ -98,28 +103,8 @@ impl FromStr for Rate {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Self, Error> {
-        let bad = |why: String| {
-            Error::Invalid(format!(
-                "bad rate `{text}`: {why}; write it like \"1000/1s\" or \"10/1m\""
-            ))
-        };
-        let (limit, period) = text
-            .split_once('/')
-            .ok_or_else(|| bad("no `/` between the starts and the period".into()))?;
-        let limit: u32 = limit
-            .trim()
-            .parse()
-            .map_err(|e| bad(format!("the starts `{}`: {e}", limit.trim())))?;
-        let period = period.trim();
-        let period = if period.starts_with(|c: char| c.is_ascii_digit()) {
-            parse_duration(period)
-        } else {
-            parse_duration(&format!("1{period}"))
-        }
-        .map_err(|e| bad(e.to_string()))?;
-        let rate = Rate { limit, period };
-        rate.validate().map_err(|e| bad(e.to_string()))?;
-        Ok(rate)
+        let syntax::Rate { limit, period } = syntax::Rate::parse(text).map_err(Error::Invalid)?;
+        Ok(Rate { limit, period })
     }
 }
 
@@ -306,7 +291,7 @@ mod tests {
         );
         assert!(error("0/1s").contains("at least 1"));
         assert!(error("x/1s").contains("the starts `x`"));
-        assert!(error("10/0ms").contains("at least 1 ms"));
+        assert!(error("10/0ms").contains("at least 1ms"));
         assert!(error("10/fortnight").contains("bad rate `10/fortnight`"));
     }
 

@@ -8,8 +8,8 @@ use serde_json::value::RawValue;
 use crate::backoff::Backoff;
 pub(crate) use crate::clock::Timestamp;
 use crate::error::ErrorKind;
-use crate::flow::{Coalesce, KeyLimits};
 pub(crate) use crate::error::ErrorReport;
+use crate::flow::{Coalesce, KeyLimits};
 pub(crate) use crate::ids::{JobId, LeaseToken};
 pub(crate) use crate::status::JobStatus;
 

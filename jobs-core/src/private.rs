@@ -10,6 +10,6 @@ pub use serde_json;
 pub use crate::inject::Inject;
 pub use crate::payload::Payload;
 pub use crate::{
-    Backoff, CronSpec, IntoJobResult, Job, JobContext, JobError, JobOptions, Registration,
-    StateKey, StateMap,
+    Backoff, Coalesce, CronSpec, IntoJobResult, Job, JobContext, JobError, JobOptions, KeyLimits,
+    Rate, Registration, StateKey, StateMap,
 };

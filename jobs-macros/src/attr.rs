@@ -10,6 +10,8 @@ use syn::{Expr, ExprArray, ExprLit, ExprUnary, Lit, LitBool, LitInt, LitStr, Met
 
 use crate::backoff_syntax::{self, Spec};
 use crate::errors::Errors;
+use crate::rate::Rate;
+use crate::template::Template;
 
 /// Every key, with the example that error messages show for it.
 const KEYS: &[(&str, &str)] = &[
@@ -25,8 +27,22 @@ const KEYS: &[(&str, &str)] = &[
     ("tags", r#"tags = ["billing", "email"]"#),
     ("cron", r#"cron = "0 * * * *""#),
     ("tz", r#"tz = "Europe/Paris""#),
+    (
+        "concurrency_key",
+        r#"concurrency_key = "customer:{customer_id}""#,
+    ),
+    ("concurrency", "concurrency = 1"),
+    ("rate", r#"rate = "10/1s""#),
+    ("throttle", r#"throttle = "{user_id}""#),
+    ("debounce", r#"debounce = "{user_id}""#),
+    ("window", r#"window = "5s""#),
     ("crate", r#"crate = "my_jobs""#),
 ];
+
+/// The keys that need `concurrency_key`: the limits it shares.
+const KEY_LIMITS: [&str; 2] = ["concurrency", "rate"];
+/// The keys that need `window`, of which a job takes one: how it coalesces.
+const COALESCE: [&str; 2] = ["throttle", "debounce"];
 
 /// A parsed value and the span of the tokens it came from.
 pub(crate) struct Spanned<T> {
@@ -41,12 +57,7 @@ pub(crate) enum Unique {
     /// `unique` or `unique = true`: the job's name, a colon and the payload as JSON.
     Payload,
     /// `unique = "welcome:{user_id}"`: a format string over payload fields.
-    Template {
-        /// The string as written.
-        lit: LitStr,
-        /// The fields its placeholders name, each once, in order of first use.
-        fields: Vec<String>,
-    },
+    Template(Template),
 }
 
 /// The keys of one `#[job(...)]`, each `None` when not given.
@@ -76,8 +87,38 @@ pub(crate) struct Attrs {
     pub cron: Option<LitStr>,
     /// `tz = "…"`.
     pub tz: Option<LitStr>,
+    /// `concurrency_key = "…"`, a template.
+    pub concurrency_key: Option<Template>,
+    /// `concurrency = N`: at most N running per key.
+    pub concurrency: Option<Spanned<u32>>,
+    /// `rate = "…"`: at most so many starts per period per key.
+    pub rate: Option<Spanned<Rate>>,
+    /// `throttle = "…"`, a template.
+    pub throttle: Option<Template>,
+    /// `debounce = "…"`, a template.
+    pub debounce: Option<Template>,
+    /// `window = "…"`, of `throttle` or `debounce`.
+    pub window: Option<Spanned<Duration>>,
     /// `crate = "…"`, parsed as a path.
     pub krate: Option<Path>,
+}
+
+impl Attrs {
+    /// Every key template given: `unique`'s, `concurrency_key`, `throttle`, `debounce`.
+    pub(crate) fn templates(&self) -> impl Iterator<Item = &Template> {
+        let unique = match &self.unique {
+            Some(Unique::Template(template)) => Some(template),
+            _ => None,
+        };
+        [
+            unique,
+            self.concurrency_key.as_ref(),
+            self.throttle.as_ref(),
+            self.debounce.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+    }
 }
 
 /// Parses the tokens between the attribute's parentheses into every key that is right, adding an
@@ -110,6 +151,16 @@ pub(crate) fn parse(args: TokenStream, errors: &mut Errors) -> Attrs {
             errors.push(syn::Error::new_spanned(
                 path,
                 format!("`{key}` set more than once"),
+            ));
+            continue;
+        }
+        if let Some(other) = rival(key).filter(|other| seen.contains(other)) {
+            errors.push(syn::Error::new_spanned(
+                path,
+                format!(
+                    "`{other}` and `{key}` cannot both be set: a job either throttles or \
+                     debounces; keep one"
+                ),
             ));
             continue;
         }
@@ -160,6 +211,7 @@ fn check_together(attrs: &Attrs, written: &HashSet<&str>, errors: &mut Errors) {
             "`tz` applies to a cron job only: add `cron = \"...\"` or remove `tz`",
         );
     }
+    check_flow(attrs, written, errors);
     let Some(backoff) = &attrs.backoff else {
         return;
     };
@@ -181,8 +233,78 @@ fn check_together(attrs: &Attrs, written: &HashSet<&str>, errors: &mut Errors) {
     }
 }
 
+/// The key that excludes `key`, if any: a job throttles or debounces, not both.
+fn rival(key: &str) -> Option<&'static str> {
+    let [throttle, debounce] = COALESCE;
+    match key {
+        _ if key == throttle => Some(debounce),
+        _ if key == debounce => Some(throttle),
+        _ => None,
+    }
+}
+
+/// Reports flow keys given without the key they belong with: `concurrency` and `rate` with
+/// `concurrency_key`, `window` with `throttle` or `debounce`.
+fn check_flow(attrs: &Attrs, written: &HashSet<&str>, errors: &mut Errors) {
+    let spans = [
+        attrs.concurrency.as_ref().map(|c| c.span),
+        attrs.rate.as_ref().map(|r| r.span),
+    ];
+    if !written.contains("concurrency_key") {
+        for (key, span) in KEY_LIMITS.iter().zip(spans) {
+            if let Some(span) = span {
+                errors.at(
+                    span,
+                    format!(
+                        "`{key}` limits the jobs that share a key: add `{}`",
+                        example("concurrency_key")
+                    ),
+                );
+            }
+        }
+    }
+    if let Some(key) = attrs
+        .concurrency_key
+        .as_ref()
+        .filter(|_| !KEY_LIMITS.iter().any(|key| written.contains(key)))
+    {
+        errors.at(
+            key.lit.span(),
+            format!(
+                "`concurrency_key` limits nothing alone: add `{}` and/or `{}`",
+                example("concurrency"),
+                example("rate")
+            ),
+        );
+    }
+    let coalesces = COALESCE.iter().any(|key| written.contains(key));
+    if let Some(window) = attrs.window.as_ref().filter(|_| !coalesces) {
+        errors.at(
+            window.span,
+            format!(
+                "`window` is the window of `throttle` or `debounce`: add `{}` or `{}`",
+                example("throttle"),
+                example("debounce")
+            ),
+        );
+    }
+    if written.contains("window") {
+        return;
+    }
+    for template in [&attrs.throttle, &attrs.debounce].into_iter().flatten() {
+        errors.at(
+            template.lit.span(),
+            format!(
+                "`{}` needs a window: add `{}`",
+                template.key,
+                example("window")
+            ),
+        );
+    }
+}
+
 /// Stores the value of `key` in `attrs`.
-fn parse_value(attrs: &mut Attrs, key: &str, value: &Expr) -> syn::Result<()> {
+fn parse_value(attrs: &mut Attrs, key: &'static str, value: &Expr) -> syn::Result<()> {
     match key {
         "queue" => attrs.queue = Some(non_empty(string(key, value)?)?),
         "attempts" => attrs.attempts = Some(integer(key, value, "0 to 4294967295")?),
@@ -196,6 +318,12 @@ fn parse_value(attrs: &mut Attrs, key: &str, value: &Expr) -> syn::Result<()> {
         "tags" => attrs.tags = Some(tags(value)?),
         "cron" => attrs.cron = Some(string(key, value)?),
         "tz" => attrs.tz = Some(non_empty(string(key, value)?)?),
+        "concurrency_key" => attrs.concurrency_key = Some(template(key, value)?),
+        "concurrency" => attrs.concurrency = Some(integer(key, value, "1 to 4294967295")?),
+        "rate" => attrs.rate = Some(rate(&string(key, value)?)?),
+        "throttle" => attrs.throttle = Some(template(key, value)?),
+        "debounce" => attrs.debounce = Some(template(key, value)?),
+        "window" => attrs.window = Some(duration(&string(key, value)?)?),
         "crate" => attrs.krate = Some(path(&string(key, value)?)?),
         _ => unreachable!("`{key}` is in KEYS"),
     }
@@ -349,11 +477,7 @@ fn unique(value: &Expr) -> syn::Result<Option<Unique>> {
         }) => Ok(b.value.then_some(Unique::Payload)),
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
-        }) => {
-            let fields = placeholders(&lit.value()).map_err(|e| syn::Error::new(lit.span(), e))?;
-            let lit = lit.clone();
-            Ok(Some(Unique::Template { lit, fields }))
-        }
+        }) => Ok(Some(Unique::Template(Template::parse("unique", lit)?))),
         _ => Err(wrong_type(
             "unique",
             value,
@@ -362,38 +486,20 @@ fn unique(value: &Expr) -> syn::Result<Option<Unique>> {
     }
 }
 
-/// The field names in a `unique` template's `{placeholders}`, each once.
-fn placeholders(template: &str) -> Result<Vec<String>, String> {
-    let mut fields: Vec<String> = Vec::new();
-    let mut chars = template.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '{' if chars.peek() == Some(&'{') => {
-                chars.next();
-            }
-            '}' if chars.peek() == Some(&'}') => {
-                chars.next();
-            }
-            '}' => return Err(format!("unmatched `}}` in `unique` template `{template}`; write `}}}}` for a literal brace")),
-            '{' => {
-                let inner: String = chars.by_ref().take_while(|c| *c != '}').collect();
-                let name = inner.split(':').next().unwrap_or_default().trim();
-                let is_ident = name.starts_with(|c: char| c.is_alphabetic() || c == '_')
-                    && name.chars().all(|c| c.is_alphanumeric() || c == '_');
-                if !is_ident {
-                    return Err(format!(
-                        "`{{{inner}}}` in `unique` template `{template}` names no field; \
-                         placeholders name payload fields: `{{user_id}}`"
-                    ));
-                }
-                if !fields.iter().any(|f| f == name) {
-                    fields.push(name.to_string());
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(fields)
+/// A non-empty key template, for `key`.
+fn template(key: &'static str, value: &Expr) -> syn::Result<Template> {
+    let lit = string(key, value).map_err(|_| wrong_type(key, value, "a key template"))?;
+    Template::parse(key, &non_empty(lit)?)
+}
+
+/// A rate, in the grammar `Rate`'s `FromStr` reads.
+fn rate(lit: &LitStr) -> syn::Result<Spanned<Rate>> {
+    let value =
+        Rate::parse(&lit.value()).map_err(|message| syn::Error::new(lit.span(), message))?;
+    Ok(Spanned {
+        value,
+        span: lit.span(),
+    })
 }
 
 #[cfg(test)]
@@ -432,7 +538,8 @@ mod tests {
             queue = "email", attempts = 3, backoff = "linear(2s)", backoff_max = "10m",
             jitter = true, priority = -5, timeout = "1m 30s", unique, name = "welcome",
             tags = ["billing", "email"], cron = "0 * * * *", tz = "Europe/Paris",
-            crate = "my_jobs",
+            concurrency_key = "k", concurrency = 1, rate = "1/1s", throttle = "t",
+            window = "1s", crate = "my_jobs",
         });
         assert_eq!(attrs.queue.unwrap().value(), "email");
         assert_eq!(attrs.attempts.unwrap().value, 3);
@@ -493,15 +600,116 @@ mod tests {
             unique = "a:{user_id}:{{literal}}:{email:>8}:{user_id}"
         ));
         match attrs.unique.unwrap() {
-            Unique::Template { fields, .. } => assert_eq!(fields, ["user_id", "email"]),
+            Unique::Template(template) => {
+                assert_eq!(template.fields, ["user_id", "email"]);
+                assert_eq!(template.key, "unique");
+            }
             Unique::Payload => panic!("expected a template"),
         }
-        assert_eq!(placeholders("plain").unwrap(), Vec::<String>::new());
-        assert!(placeholders("a:{}").unwrap_err().contains("names no field"));
-        assert!(placeholders("a:{0}")
-            .unwrap_err()
-            .contains("names no field"));
-        assert!(placeholders("a}").unwrap_err().contains("unmatched `}`"));
+        assert_eq!(
+            one(quote!(unique = "a:{}")),
+            "`{}` in `unique` template `a:{}` names no field; placeholders name payload \
+             fields: `{user_id}`"
+        );
+    }
+
+    #[test]
+    fn flow_keys_parse() {
+        let attrs = parse_ok(quote!(
+            concurrency_key = "customer:{customer_id}",
+            concurrency = 2,
+            rate = "10/1s",
+            throttle = "{user_id}",
+            window = "5s",
+        ));
+        let key = attrs.concurrency_key.unwrap();
+        assert_eq!(
+            (key.key, key.fields),
+            ("concurrency_key", vec!["customer_id".into()])
+        );
+        assert_eq!(attrs.concurrency.unwrap().value, 2);
+        assert_eq!(
+            attrs.rate.unwrap().value,
+            Rate {
+                limit: 10,
+                period: S
+            }
+        );
+        assert_eq!(attrs.throttle.unwrap().fields, ["user_id"]);
+        assert!(attrs.debounce.is_none());
+        assert_eq!(attrs.window.unwrap().value, 5 * S);
+        let attrs = parse_ok(quote!(
+            concurrency_key = "k",
+            rate = "1/m",
+            debounce = "d",
+            window = "1s"
+        ));
+        assert!(attrs.concurrency.is_none());
+        assert_eq!(attrs.templates().count(), 2);
+        assert_eq!(attrs.debounce.unwrap().key, "debounce");
+    }
+
+    #[test]
+    fn flow_keys_need_their_partners() {
+        assert_eq!(
+            one(quote!(concurrency = 1)),
+            "`concurrency` limits the jobs that share a key: add \
+             `concurrency_key = \"customer:{customer_id}\"`"
+        );
+        assert_eq!(
+            one(quote!(rate = "10/1s")),
+            "`rate` limits the jobs that share a key: add \
+             `concurrency_key = \"customer:{customer_id}\"`"
+        );
+        assert_eq!(
+            one(quote!(concurrency_key = "{id}")),
+            "`concurrency_key` limits nothing alone: add `concurrency = 1` and/or \
+             `rate = \"10/1s\"`"
+        );
+        assert_eq!(
+            one(quote!(window = "5s")),
+            "`window` is the window of `throttle` or `debounce`: add `throttle = \"{user_id}\"` \
+             or `debounce = \"{user_id}\"`"
+        );
+        assert_eq!(
+            one(quote!(throttle = "{id}")),
+            "`throttle` needs a window: add `window = \"5s\"`"
+        );
+        assert_eq!(
+            one(quote!(debounce = "{id}")),
+            "`debounce` needs a window: add `window = \"5s\"`"
+        );
+        assert_eq!(
+            one(quote!(throttle = "{id}", debounce = "{id}", window = "1s")),
+            "`throttle` and `debounce` cannot both be set: a job either throttles or debounces; \
+             keep one"
+        );
+        assert_eq!(
+            one(quote!(debounce = "{id}", throttle = "{id}", window = "1s")),
+            "`debounce` and `throttle` cannot both be set: a job either throttles or debounces; \
+             keep one"
+        );
+    }
+
+    #[test]
+    fn a_wrong_partner_is_reported_once() {
+        // Each key is written, so only the bad value is reported.
+        assert!(one(quote!(concurrency_key = 1, concurrency = 1))
+            .starts_with("`concurrency_key` takes a key template: "));
+        assert!(
+            one(quote!(concurrency_key = "{id}", rate = "10 per second"))
+                .starts_with("bad rate `10 per second`: no `/`")
+        );
+        assert!(one(quote!(concurrency_key = "{id}", concurrency = "1"))
+            .starts_with("`concurrency` takes an integer"));
+        assert!(one(quote!(throttle = "{id}", window = 5)).starts_with("`window` takes a string"));
+        assert!(
+            one(quote!(debounce = "", window = "5s")).starts_with("expected a non-empty string")
+        );
+        assert!(one(quote!(concurrency_key = "{id}", rate = "0/1s"))
+            .starts_with("bad rate `0/1s`: the starts must be at least 1"));
+        assert!(one(quote!(concurrency_key = "{id}", concurrency = -1))
+            .starts_with("`concurrency = -1` is out of range (1 to 4294967295)"));
     }
 
     #[test]
@@ -517,7 +725,14 @@ mod tests {
             "{}",
             errors[0]
         );
-        assert!(errors[0].ends_with("`tz`, `crate`"), "{}", errors[0]);
+        assert!(
+            errors[0].ends_with(
+                "`tz`, `concurrency_key`, `concurrency`, `rate`, `throttle`, `debounce`, \
+                 `window`, `crate`"
+            ),
+            "{}",
+            errors[0]
+        );
         assert_eq!(errors[1], "`attempts` takes an integer: `attempts = 3`");
         assert_eq!(errors[2], "`attempts` set more than once");
         assert!(

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use proc_macro2::{Ident, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned as _;
 
@@ -46,12 +46,16 @@ fn expand(attrs: &Attrs, func: &Func) -> TokenStream {
     let constructor = job.constructor();
     let options = options(attrs, p);
     let unique_key = unique_key(attrs, p);
+    let key_limits = key_limits(attrs, p);
+    let coalesce = coalesce(attrs, p);
     let cron = cron(attrs, p);
     let required_state = required_state(func, p);
     let run = run(&job);
     let impl_job = job.impl_job(quote! {
         #options
         #unique_key
+        #key_limits
+        #coalesce
         #cron
         #required_state
         #run
@@ -154,17 +158,7 @@ fn unique_key(attrs: &Attrs, p: &TokenStream) -> Option<TokenStream> {
             let payload = #p::serde_json::to_string(self).ok()?;
             ::std::format!("{}:{}", <Self as #p::Job>::NAME, payload)
         },
-        Unique::Template { lit, fields } if fields.is_empty() => {
-            let text = lit.value().replace("{{", "{").replace("}}", "}");
-            quote!(::std::string::String::from(#text))
-        }
-        Unique::Template { lit, fields } => {
-            let args = fields.iter().map(|field| {
-                let field = Ident::new(field, lit.span());
-                quote_spanned!(lit.span()=> #field = self.#field)
-            });
-            quote!(::std::format!(#lit, #(#args),*))
-        }
+        Unique::Template(template) => template.expand(),
     };
     Some(quote! {
         fn unique_key(&self) -> ::core::option::Option<::std::string::String> {
@@ -173,13 +167,56 @@ fn unique_key(attrs: &Attrs, p: &TokenStream) -> Option<TokenStream> {
     })
 }
 
+/// `Some(value)`, or `None` when there is no value.
+fn option(value: Option<TokenStream>) -> TokenStream {
+    match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// `fn key_limits()`, for a job with a `concurrency_key`.
+fn key_limits(attrs: &Attrs, p: &TokenStream) -> Option<TokenStream> {
+    let key = attrs.concurrency_key.as_ref()?.expand();
+    let concurrency = option(attrs.concurrency.as_ref().map(|n| {
+        let n = n.value;
+        quote!(#n)
+    }));
+    let rate = option(attrs.rate.as_ref().map(|rate| {
+        let (limit, period) = (rate.value.limit, duration(rate.value.period));
+        quote!(#p::Rate::new(#limit, #period))
+    }));
+    Some(quote! {
+        fn key_limits(&self) -> ::core::option::Option<#p::KeyLimits> {
+            ::core::option::Option::Some(#p::KeyLimits {
+                key: #key,
+                concurrency: #concurrency,
+                rate: #rate,
+            })
+        }
+    })
+}
+
+/// `fn coalesce()`, for a job that throttles or debounces (`valid` ensures a `window`).
+fn coalesce(attrs: &Attrs, p: &TokenStream) -> Option<TokenStream> {
+    let (mode, template) = match (&attrs.throttle, &attrs.debounce) {
+        (Some(template), _) => (quote!(Throttle), template),
+        (None, Some(template)) => (quote!(Debounce), template),
+        (None, None) => return None,
+    };
+    let key = template.expand();
+    let window = duration(attrs.window.as_ref()?.value);
+    Some(quote! {
+        fn coalesce(&self) -> ::core::option::Option<#p::Coalesce> {
+            ::core::option::Option::Some(#p::Coalesce::#mode { key: #key, window: #window })
+        }
+    })
+}
+
 /// `fn cron()`, for a periodic job.
 fn cron(attrs: &Attrs, p: &TokenStream) -> Option<TokenStream> {
     let expression = attrs.cron.as_ref()?;
-    let timezone = match &attrs.tz {
-        Some(tz) => quote!(::core::option::Option::Some(#tz)),
-        None => quote!(::core::option::Option::None),
-    };
+    let timezone = option(attrs.tz.as_ref().map(|tz| quote!(#tz)));
     Some(quote! {
         fn cron() -> ::core::option::Option<#p::CronSpec> {
             ::core::option::Option::Some(#p::CronSpec { expression: #expression, timezone: #timezone })
@@ -284,6 +321,10 @@ mod tests {
             !out.contains("fn cron") && !out.contains("fn unique_key"),
             "{out}"
         );
+        assert!(
+            !out.contains("fn key_limits") && !out.contains("fn coalesce"),
+            "{out}"
+        );
         assert_eq!(out.matches("IntoJobResult").count(), 2, "{out}");
     }
 
@@ -386,6 +427,66 @@ mod tests {
         assert_contains(
             &out,
             &[":: std :: string :: String :: from (\"only-{one}\")"],
+        );
+    }
+
+    #[test]
+    fn flow_keys() {
+        let out = expanded(
+            quote!(
+                concurrency_key = "customer:{customer_id}",
+                concurrency = 1,
+                rate = "10/1s",
+                throttle = "{user_id}",
+                window = "5s"
+            ),
+            quote!(
+                async fn f(customer_id: i64, user_id: i64) {}
+            ),
+        );
+        assert_contains(&out, &[
+            "fn key_limits (& self) -> :: core :: option :: Option < :: jobs :: __private :: KeyLimits > { \
+             :: core :: option :: Option :: Some (:: jobs :: __private :: KeyLimits { \
+             key : :: std :: format ! (\"customer:{customer_id}\" , customer_id = self . customer_id) , \
+             concurrency : :: core :: option :: Option :: Some (1u32) , \
+             rate : :: core :: option :: Option :: Some (:: jobs :: __private :: Rate :: new (10u32 , \
+             :: core :: time :: Duration :: from_millis (1000u64))) , }) }",
+            "fn coalesce (& self) -> :: core :: option :: Option < :: jobs :: __private :: Coalesce > { \
+             :: core :: option :: Option :: Some (:: jobs :: __private :: Coalesce :: Throttle { \
+             key : :: std :: format ! (\"{user_id}\" , user_id = self . user_id) , \
+             window : :: core :: time :: Duration :: from_millis (5000u64) }) }",
+        ]);
+        let out = expanded(
+            quote!(
+                crate = "my_jobs",
+                concurrency_key = "all",
+                rate = "5/m",
+                debounce = "digest",
+                window = "1m"
+            ),
+            quote!(
+                async fn f() {}
+            ),
+        );
+        assert!(!out.contains(":: jobs"), "{out}");
+        assert_contains(&out, &[
+            "key : :: std :: string :: String :: from (\"all\") , \
+             concurrency : :: core :: option :: Option :: None , \
+             rate : :: core :: option :: Option :: Some (my_jobs :: __private :: Rate :: new (5u32 , \
+             :: core :: time :: Duration :: from_millis (60000u64))) ,",
+            "my_jobs :: __private :: Coalesce :: Debounce { key : :: std :: string :: String :: from (\"digest\") , \
+             window : :: core :: time :: Duration :: from_millis (60000u64) }",
+        ]);
+        let out = expanded(
+            quote!(concurrency = 0, throttle = "{x}"),
+            quote!(
+                async fn f() {}
+            ),
+        );
+        assert_eq!(out.matches("compile_error !").count(), 4, "{out}");
+        assert!(
+            !out.contains("fn key_limits") && !out.contains("fn coalesce"),
+            "{out}"
         );
     }
 

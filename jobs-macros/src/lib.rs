@@ -15,6 +15,10 @@ mod errors;
 mod expand;
 mod fallback;
 mod payload;
+// The grammar `jobs_core::Rate` parses, compiled here too.
+#[path = "../../jobs-core/src/rate_syntax.rs"]
+mod rate;
+mod template;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -65,6 +69,12 @@ use proc_macro::TokenStream;
 /// | `tags` | `["billing", "email"]`: tags every job of the type carries | none |
 /// | `cron` | `"0 * * * *"` (5 fields, or 6 with seconds first); the fn then takes no payload | none |
 /// | `tz` | `"Europe/Paris"`, with `cron` only | UTC |
+/// | `concurrency_key` | a template `"customer:{customer_id}"`: the jobs of the queue with the same key share `concurrency` and `rate` | none |
+/// | `concurrency` | `1` (at least 1): at most so many of a key's jobs running at once; with `concurrency_key` | none |
+/// | `rate` | `"10/1s"`, `"100/m"`: at most so many of a key's jobs starting in any such period; with `concurrency_key` | none |
+/// | `throttle` | a template `"{user_id}"`: an enqueue within `window` of the kept job of its key stores nothing | none |
+/// | `debounce` | a template `"{user_id}"`: the job runs `window` after the last enqueue of its key | none |
+/// | `window` | `"5s"`, with `throttle` or `debounce` | none |
 /// | `crate` | the path of a renamed `jobs` dependency: `"my_jobs"` | `"::jobs"` |
 ///
 /// Defaults are `JobOptions::default()`'s (`DEFAULT_QUEUE`, `DEFAULT_ATTEMPTS`, `DEFAULT_PRIORITY`
@@ -73,6 +83,56 @@ use proc_macro::TokenStream;
 /// humantime's syntax (`"500ms"`, `"1h 30m"`) in whole milliseconds, the precision jobs are
 /// stored with, here and in `Backoff`: `"1500us"` is an error. A `unique` key is checked against
 /// enqueued jobs that are still pending or running.
+///
+/// # Flow control
+///
+/// `concurrency_key`, `throttle` and `debounce` take templates like `unique`'s: `format!`'s
+/// syntax, each placeholder naming a payload field. They make `Job::key_limits()` and
+/// `Job::coalesce()`, which every enqueue stores (an `Enqueue`'s `.with_key_limits(..)`,
+/// `.throttle(..)` or `.debounce(..)` overrides them). `rate` is written as `Rate`'s `FromStr`
+/// reads it: the starts, a slash, the period (a bare unit means one of it: `"100/s"`).
+///
+/// ```
+/// use std::time::Duration;
+/// use jobs::prelude::*;
+/// use jobs::Job;
+/// use jobs::{Coalesce, KeyLimits, Rate};
+///
+/// // At most one sync per customer at a time, and ten per second.
+/// #[job(concurrency_key = "customer:{customer_id}", concurrency = 1, rate = "10/1s")]
+/// async fn sync_customer(customer_id: i64) {
+///     let _ = customer_id;
+/// }
+///
+/// // One refresh per user every five seconds, however often it is asked for.
+/// #[job(throttle = "feed:{user_id}", window = "5s")]
+/// async fn refresh_feed(user_id: i64) {
+///     let _ = user_id;
+/// }
+///
+/// assert_eq!(
+///     Job::key_limits(&SyncCustomer::new(42)),
+///     Some(KeyLimits {
+///         key: "customer:42".into(),
+///         concurrency: Some(1),
+///         rate: Some(Rate::new(10, Duration::from_secs(1))),
+///     })
+/// );
+/// assert_eq!(
+///     Job::coalesce(&RefreshFeed::new(7)),
+///     Some(Coalesce::Throttle { key: "feed:7".into(), window: Duration::from_secs(5) })
+/// );
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let backend = jobs::MemoryBackend::new();
+/// let first = RefreshFeed::new(7).enqueue(&backend).await?;
+/// let again = RefreshFeed::new(7).enqueue(&backend).await?;
+/// assert!(again.is_duplicate() && again.id() == first.id());
+/// # Ok::<(), jobs::Error>(()) }).unwrap();
+/// ```
+///
+/// `concurrency` and `rate` need a `concurrency_key` (and it needs one of them), `window` needs
+/// `throttle` or `debounce` (and each needs it), and a job either throttles or debounces.
 ///
 /// # Errors
 ///

@@ -4,7 +4,7 @@
 use syn::{ReturnType, Signature, Type};
 
 use crate::ast::Func;
-use crate::attr::{Attrs, Unique};
+use crate::attr::Attrs;
 use crate::errors::Errors;
 
 /// Reports every way the fn's signature, apart from its parameters and generics, cannot make a
@@ -47,8 +47,17 @@ pub(crate) fn check(attrs: &Attrs, func: &Func) -> syn::Result<()> {
             "`attempts = 0` would never run the job; use 1 or more",
         );
     }
+    if let Some(concurrency) = attrs.concurrency.as_ref().filter(|c| c.value == 0) {
+        errors.at(
+            concurrency.span,
+            "`concurrency = 0` would never run a job of the key; use 1 or more",
+        );
+    }
     if let Some(timeout) = attrs.timeout.as_ref().filter(|t| t.value.is_zero()) {
         errors.at(timeout.span, "`timeout` must be longer than zero");
+    }
+    if let Some(window) = attrs.window.as_ref().filter(|w| w.value.is_zero()) {
+        errors.at(window.span, "`window` must be longer than zero");
     }
     if let Some(cron) = &attrs.cron {
         let text = cron.value();
@@ -72,18 +81,9 @@ pub(crate) fn check(attrs: &Attrs, func: &Func) -> syn::Result<()> {
             ));
         }
     }
-    if let Some(Unique::Template { lit, fields }) = &attrs.unique {
-        let payload: Vec<String> = func.payload().map(|(i, _, _)| i.to_string()).collect();
-        for field in fields.iter().filter(|f| !payload.contains(f)) {
-            let known = match payload.len() {
-                0 => "the job has no payload fields".to_string(),
-                _ => format!("the payload fields are `{}`", payload.join("`, `")),
-            };
-            errors.at(
-                lit.span(),
-                format!("`{{{field}}}` in `unique` is not a payload field; {known}"),
-            );
-        }
+    let payload: Vec<String> = func.payload().map(|(i, _, _)| i.to_string()).collect();
+    for template in attrs.templates() {
+        template.check_fields(&payload, &mut errors);
     }
     errors.finish(())
 }
@@ -115,7 +115,15 @@ mod tests {
         let item = quote!(
             async fn f(a: i64, s: State<M>, ctx: JobContext) -> Result<(), E> {}
         );
-        assert!(errors(quote!(attempts = 1, unique = "k:{a}"), item).is_empty());
+        assert!(errors(quote!(attempts = 1, unique = "k:{a}"), item.clone()).is_empty());
+        let flow = quote!(
+            concurrency_key = "c:{a}",
+            concurrency = 1,
+            rate = "5/1s",
+            debounce = "{a}",
+            window = "1s"
+        );
+        assert!(errors(flow, item).is_empty());
         let cron = quote!(
             async fn nightly(s: State<M>) {}
         );
@@ -155,6 +163,27 @@ mod tests {
                 "`attempts = 0` would never run the job; use 1 or more",
                 "`timeout` must be longer than zero",
                 "`{id}` in `unique` is not a payload field; the payload fields are `a`",
+            ]
+        );
+        let found = errors(
+            quote!(
+                concurrency_key = "c:{customer}",
+                concurrency = 0,
+                throttle = "{a}:{b}",
+                window = "0s"
+            ),
+            quote!(
+                async fn f(a: i64) {}
+            ),
+        );
+        assert_eq!(
+            found,
+            [
+                "`concurrency = 0` would never run a job of the key; use 1 or more",
+                "`window` must be longer than zero",
+                "`{customer}` in `concurrency_key` is not a payload field; the payload fields \
+                 are `a`",
+                "`{b}` in `throttle` is not a payload field; the payload fields are `a`",
             ]
         );
         let found = errors(

@@ -50,7 +50,7 @@ pub async fn worker_holds_each_keys_concurrency(b: AnyBackend) {
                 concurrency: Some(1),
                 rate: None,
             };
-            Overlaps { ms: 20 }.key_limits(limits)
+            Overlaps { ms: 20 }.with_key_limits(limits)
         })
         .collect();
     let started = Instant::now();
