@@ -16,7 +16,7 @@ use jobs_core::{later, Coalesce, Enqueued, Error, JobId, NewJob, Timestamp};
 use sqlx::{Connection, PgConnection, Row};
 use uuid::Uuid;
 
-use crate::enqueue::bind_columns;
+use crate::columns::bind_columns;
 use crate::error::{db, is_unique_key_violation, RACE_ROUNDS};
 use crate::fates::{self, answer, Fate, Held, Slot, Target};
 use crate::sql::Sql;

@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, CompleteParams, Completion, Error, FetchParams, FlowParams, KeyLimits, LeasedJob,
-    Producer, QueueFlow, QueueLimits, Rate, ReadParams, SetLimitsParams,
+    Backend, CompleteParams, Completion, Error, FlowParams, KeyLimits, LeasedJob, Producer,
+    QueueFlow, QueueLimits, Rate, ReadParams, SetLimitsParams,
 };
 use jobs_postgres::PgBackend;
 
-use crate::support::{at, backend_in, fetch, fresh_backend, new_job, put, t0};
+use crate::support::{at, backend_in, fetch, fetch_within, fresh_backend, new_job, put, t0};
 
 async fn limit(backend: &PgBackend, queue: &str, limits: QueueLimits) {
     backend
@@ -34,18 +34,7 @@ async fn fetch_flowing(
     limit: usize,
     now_ms: i64,
 ) -> Vec<LeasedJob> {
-    backend
-        .fetch(FetchParams {
-            names: None,
-            queues: vec![queue.to_string()],
-            limit,
-            worker: "w".into(),
-            lease_for: Duration::from_secs(60),
-            now: at(now_ms),
-            flow: flow(backend).await,
-        })
-        .await
-        .expect("fetch")
+    fetch_within(backend, queue, limit, now_ms, flow(backend).await).await
 }
 
 async fn scalar(backend: &PgBackend, query: &str) -> i64 {

@@ -4,7 +4,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, Backoff, EnqueueParams, FetchParams, JobError, JobId, LeasedJob, NewJob, Timestamp,
+    Backend, Backoff, EnqueueParams, FetchParams, JobError, JobId, LeasedJob, NewJob, QueueFlow,
+    Timestamp,
 };
 use jobs_macros::job;
 use jobs_postgres::PgBackend;
@@ -136,6 +137,17 @@ pub(crate) async fn fetch(
     limit: usize,
     now_ms: i64,
 ) -> Vec<LeasedJob> {
+    fetch_within(backend, queue, limit, now_ms, Vec::new()).await
+}
+
+/// [`fetch`], enforcing `flow`.
+pub(crate) async fn fetch_within(
+    backend: &PgBackend,
+    queue: &str,
+    limit: usize,
+    now_ms: i64,
+    flow: Vec<QueueFlow>,
+) -> Vec<LeasedJob> {
     backend
         .fetch(FetchParams {
             names: None,
@@ -144,7 +156,7 @@ pub(crate) async fn fetch(
             worker: "w".into(),
             lease_for: Duration::from_secs(60),
             now: at(now_ms),
-            flow: Vec::new(),
+            flow,
         })
         .await
         .expect("fetch")
