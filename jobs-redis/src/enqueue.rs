@@ -231,9 +231,7 @@ impl RedisBackend {
                 max_depth: max_depth.parse().map_err(Error::backend)?,
             });
         }
-        (!stored.is_empty())
-            .then(|| parse_id(&stored))
-            .transpose()
+        (!stored.is_empty()).then(|| parse_id(&stored)).transpose()
     }
 
     /// Adds queues to the registry (and to those known here). A queue this backend registered
