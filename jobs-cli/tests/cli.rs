@@ -535,7 +535,7 @@ fn bad_limits_change_nothing(s: Store) {
         (&["limit", "email", "--rate", "fast"][..], "bad rate `fast`"),
         (
             &["limit", "email", "--rate", "0/1s"],
-            "the limit must be at least 1",
+            "the starts must be at least 1",
         ),
         (
             &["limit", "email", "--rate", "10/fortnight"],
