@@ -8,18 +8,22 @@
 -- HGETALL gave it before the lease: the caller knows what the lease wrote (status running, one
 -- more attempt, started now, the lease itself), so it is not sent back.
 local promoted = promote(1000)
-local limit = tonumber(ARGV[6])
 local flow = read_flow(8)
 local known = known_names(9)
+local limit = queue_room(tonumber(ARGV[6]), flow)
 -- {member, score, fields} per job taken, in ready order.
 local taken = {}
-if limit >= 1 and not flow and not known then
+-- Jobs with key limits wait apart; while none does, a limited queue is read as a plain one,
+-- within its room.
+if flow and keyed_waiting() then
+  -- The merged walk below takes them all, in order.
+elseif limit >= 1 and not known then
   local popped = redis.call('ZPOPMIN', READY, limit)
   for j = 1, #popped, 2 do
     local fields = redis.call('HGETALL', job_key(string.sub(popped[j], 15)))
     taken[#taken + 1] = { popped[j], popped[j + 1], fields }
   end
-elseif limit >= 1 and not flow then
+elseif limit >= 1 then
   taken = known_head(limit, known)
   local members = {}
   for n, job in ipairs(taken) do
@@ -27,11 +31,10 @@ elseif limit >= 1 and not flow then
   end
   zrem_all(READY, members)
 end
--- A fetch that must check limits, or that found fewer jobs than it may take while jobs with
--- key limits wait apart (whatever the worker knows of the queue, they are taken within their
--- limits), walks both ready sets.
-if limit > #taken and (flow or redis.call('ZCARD', KREADY) > 0) then
-  local picked = flow_head(limit - #taken, known, flow)
+-- While jobs with key limits wait apart, a fetch that found fewer jobs than it may take walks
+-- both ready sets (whatever the worker knows of the queue, they are taken within their limits).
+if limit > #taken and keyed_waiting() then
+  local picked = flow_head(limit - #taken, known)
   local members = { [READY] = {}, [KREADY] = {} }
   for _, job in ipairs(picked) do
     local set = members[job[4]]
@@ -40,7 +43,10 @@ if limit > #taken and (flow or redis.call('ZCARD', KREADY) > 0) then
   end
   zrem_all(READY, members[READY])
   zrem_all(KREADY, members[KREADY])
-  count_starts(picked, flow)
+  count_key_starts(picked)
+end
+if flow and flow.rate and #taken > 0 then
+  log_starts(STARTS, #taken, flow.period)
 end
 -- Promoted jobs left over: idle workers share them.
 if promoted > 0 and not none_ready() then

@@ -5,7 +5,8 @@
 -- period in ms` (a part empty when unset). The queue's running jobs are its running set; its
 -- starts, and those of each key whose limits have a rate, are sliding logs (`starts`,
 -- `kstarts:<key>`): one entry per fetch batch, scored by its time, the member the fetch's
--- token prefix and the count; entries older than the window are dropped when counted, and a
+-- token prefix and the count, and one entry `total:<n>` scored +inf holding the sum of the
+-- others, so counting reads only the entries that leave the window (dropped as they do); a
 -- log expires a minute after its window. The running jobs of each key are counted in `krun`
 -- (fetch adds, every script that moves a job out of running subtracts: see `stop_running`).
 --
@@ -28,22 +29,64 @@ local function read_flow(i)
   return { concurrency = tonumber(c), rate = tonumber(l), period = tonumber(p) }
 end
 
--- The starts that `log` holds inside the window of `period` ms that ends now (the older ones
--- are dropped).
-local function started(log, period)
-  redis.call('ZREMRANGEBYSCORE', log, '-inf', int(NOW - period * 1000))
-  local n = 0
-  for _, entry in ipairs(redis.call('ZRANGE', log, 0, -1)) do
-    n = n + tonumber(string.match(entry, ':(%d+)$'))
+-- The `total:<n>` entry of `log` (nil for an empty log) and its n.
+local function log_total(log)
+  local top = redis.call('ZRANGE', log, -1, -1)[1]
+  return top, top and tonumber(string.match(top, '^total:(%d+)$')) or 0
+end
+
+-- Replaces `log`'s total entry `old` (nil: none) by one of `n`.
+local function set_total(log, old, n)
+  if old then
+    redis.call('ZREM', log, old)
   end
-  return n
+  redis.call('ZADD', log, '+inf', 'total:' .. n)
+end
+
+-- The starts that `log` holds inside the window of `period` ms that ends now (the older ones
+-- are dropped, and the total with them).
+local function started(log, period)
+  local cutoff = int(NOW - period * 1000)
+  local gone = 0
+  for _, entry in ipairs(redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)) do
+    gone = gone + tonumber(string.match(entry, ':(%d+)$'))
+  end
+  local top, total = log_total(log)
+  if gone > 0 then
+    redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff)
+    set_total(log, top, total - gone)
+  end
+  return total - gone
 end
 
 -- Logs `n` starts now in `log`, whose rate has a period of `period` ms (the entry's member is
 -- the fetch's token prefix, ARGV[7], and the count).
 local function log_starts(log, n, period)
+  local top, total = log_total(log)
   redis.call('ZADD', log, NOW_S, ARGV[7] .. ':' .. n)
+  set_total(log, top, total + n)
   redis.call('PEXPIRE', log, int(period + 60000))
+end
+
+-- Whether jobs with key limits wait in `kready` (asked once per call).
+local keyed = nil
+local function keyed_waiting()
+  if keyed == nil then
+    keyed = redis.call('ZCARD', KREADY) > 0
+  end
+  return keyed
+end
+
+-- How many of `limit` jobs the queue's limits `flow` (nil: none) let start now.
+local function queue_room(limit, flow)
+  local room = limit
+  if flow and flow.concurrency then
+    room = math.min(room, flow.concurrency - redis.call('ZCARD', RUNNING))
+  end
+  if flow and flow.rate then
+    room = math.min(room, flow.rate - started(STARTS, flow.period))
+  end
+  return math.max(room, 0)
 end
 
 -- A reader of sorted set `set` in order, `window` members at a time.
@@ -102,19 +145,12 @@ local function key_room(keys, k)
   return key, l and p
 end
 
--- The first `limit` ready jobs, of `ready` and `kready` in their merged order, that the
--- queue's limits `flow` (nil: none) and each job's key limits let start now, of the names in
--- `known` (nil: every name), without taking them: a list of {member, score, fields, set, key,
--- key rate period}. Looks past at most FLOW_SCAN jobs held back by their key, and KNOWN_SCAN
--- of other names.
-local function flow_head(limit, known, flow)
-  local room = limit
-  if flow and flow.concurrency then
-    room = math.min(room, flow.concurrency - redis.call('ZCARD', RUNNING))
-  end
-  if flow and flow.rate then
-    room = math.min(room, flow.rate - started(STARTS, flow.period))
-  end
+-- The first `room` ready jobs, of `ready` and `kready` in their merged order, that each job's
+-- key limits let start now, of the names in `known` (nil: every name), without taking them
+-- (the caller applied the queue's own limits to `room`): a list of {member, score, fields,
+-- set, key, key rate period}. Looks past at most FLOW_SCAN jobs held back by their key, and
+-- KNOWN_SCAN of other names.
+local function flow_head(room, known)
   local out = {}
   local window = math.max(room, 16)
   local plain, keyed = reader(READY, window), reader(KREADY, window)
@@ -148,8 +184,8 @@ local function flow_head(limit, known, flow)
 end
 
 -- Counts the starts of the jobs `flow_head` picked and this fetch took: the running jobs of
--- each key, and the starts of the queue's rate (`flow`, nil when none) and of each key's.
-local function count_starts(taken, flow)
+-- each key, and the starts of each key's rate.
+local function count_key_starts(taken)
   local running, rated = {}, {}
   for _, job in ipairs(taken) do
     local key, period = job[5], job[6]
@@ -166,8 +202,5 @@ local function count_starts(taken, flow)
   end
   for key, r in pairs(rated) do
     log_starts(KSTARTS .. key, r[1], r[2])
-  end
-  if flow and flow.rate and #taken > 0 then
-    log_starts(STARTS, #taken, flow.period)
   end
 end

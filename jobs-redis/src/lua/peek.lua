@@ -6,24 +6,29 @@
 if promote(1000) > 0 then
   wake()
 end
-local limit = tonumber(ARGV[4])
 local flow = read_flow(5)
 local known = known_names(6)
--- A peek without limits to check walks the ready jobs with key limits too only when the plain
--- ones do not fill it.
+local limit = queue_room(tonumber(ARGV[4]), flow)
+if limit < 1 then
+  return finish({})
+end
+-- Without jobs with key limits waiting apart (or limits to walk them by), the plain jobs
+-- come first; the ready jobs with key limits only when the plain ones do not fill the peek.
 local head = nil
-if not flow and not known then
+if flow and keyed_waiting() then
+  head = flow_head(limit, known)
+elseif not known then
   local plain = redis.call('ZRANGE', READY, 0, limit - 1, 'WITHSCORES')
-  if #plain == 2 * limit or redis.call('ZCARD', KREADY) == 0 then
+  if #plain == 2 * limit or not keyed_waiting() then
     return finish(plain)
   end
-elseif not flow then
+else
   head = known_head(limit, known)
-  if #head < limit and redis.call('ZCARD', KREADY) > 0 then
+  if #head < limit and keyed_waiting() then
     head = nil
   end
 end
-head = head or flow_head(limit, known, flow)
+head = head or flow_head(limit, known)
 local out = {}
 for _, job in ipairs(head) do
   out[#out + 1] = job[1]

@@ -140,7 +140,7 @@ async fn flow_keys_live_in_the_queues_slot_and_the_prefixs() {
     let listed: Vec<String> = keys_like(&mut conn, &p, "}:*").await;
     assert!(listed.contains(&format!("{{{p}}}:limits")), "{listed:?}");
     assert!(listed.contains(&format!("{{{p}}}:keyed")), "{listed:?}");
-    let starts: Vec<(String, i64)> = redis::cmd("ZRANGE")
+    let starts: Vec<(String, String)> = redis::cmd("ZRANGE")
         .arg(format!("{{{p}:fq}}:starts"))
         .arg(0)
         .arg(-1)
@@ -148,9 +148,14 @@ async fn flow_keys_live_in_the_queues_slot_and_the_prefixs() {
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert_eq!(starts.len(), 1, "one entry per fetch batch");
+    assert_eq!(
+        starts.len(),
+        2,
+        "one entry per fetch batch, and the total: {starts:?}"
+    );
     assert!(starts[0].0.ends_with(":3"), "{starts:?}");
-    assert_eq!(starts[0].1, t0().timestamp_micros());
+    assert_eq!(starts[0].1, t0().timestamp_micros().to_string());
+    assert_eq!(starts[1], ("total:3".to_string(), "inf".to_string()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
