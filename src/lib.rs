@@ -67,6 +67,10 @@ pub use jobs_postgres as postgres;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use jobs_redis as redis;
+/// The web dashboard (feature `web`): an axum router to nest under any path.
+#[cfg(feature = "web")]
+#[cfg_attr(docsrs, doc(cfg(feature = "web")))]
+pub use jobs_web as web;
 
 /// The metrics the worker records, and their names (feature `metrics`).
 #[cfg(feature = "metrics")]

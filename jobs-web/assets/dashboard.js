@@ -1,0 +1,94 @@
+// The jobs dashboard's live updates. Nothing here is needed for an action to work: without
+// it, the pages show what they were rendered with.
+(function () {
+  "use strict";
+
+  // Calls `fn` at most once per `ms`, the last call winning.
+  function throttle(fn, ms) {
+    var timer = null;
+    return function () {
+      if (timer) return;
+      timer = setTimeout(function () { timer = null; fn(); }, ms);
+    };
+  }
+
+  function getJson(path) {
+    return fetch(path, { headers: { accept: "application/json" } }).then(function (r) {
+      if (!r.ok) throw new Error(path + ": " + r.status);
+      return r.json();
+    });
+  }
+
+  // Listens to api/events (for `queue`, or every queue), calling `onEvent` with each event
+  // and `onMissed` when some may have been missed.
+  function listen(queue, onEvent, onMissed) {
+    if (!window.EventSource) return;
+    var url = "api/events" + (queue ? "?queue=" + encodeURIComponent(queue) : "");
+    var source = new EventSource(url);
+    source.addEventListener("job", function (e) { onEvent(JSON.parse(e.data)); });
+    source.addEventListener("missed", onMissed);
+  }
+
+  function setText(el, text) {
+    if (el && el.textContent !== text) el.textContent = text;
+  }
+
+  var number = new Intl.NumberFormat("en-US");
+
+  // The overview: re-reads api/queues on events (throttled) and every few seconds.
+  function overview(table) {
+    var refresh = throttle(function () {
+      getJson("api/queues").then(function (queues) {
+        queues.forEach(function (q) {
+          var row = table.querySelector('tr[data-queue="' + CSS.escape(q.name) + '"]');
+          if (!row) return;
+          Object.keys(q.counts).forEach(function (status) {
+            var cell = row.querySelector('td[data-count="' + status + '"]');
+            if (cell) setText(cell.querySelector("a") || cell, number.format(q.counts[status]));
+          });
+          setText(row.querySelector('td[data-count="finished_last_minute"]'), number.format(q.finished_last_minute));
+          setText(row.querySelector('td[data-count="finished_last_hour"]'), number.format(q.finished_last_hour));
+        });
+      }).catch(function () {});
+    }, 1000);
+    listen(null, refresh, refresh);
+    setInterval(refresh, 5000);
+  }
+
+  // A job's page: re-reads api/jobs/{id} on its events and, while it is active, every few
+  // seconds; updates its status, progress, attempt, timings and result.
+  function job(section) {
+    var id = section.getAttribute("data-job");
+    var active = ["scheduled", "pending", "running"];
+    var refresh = throttle(function () {
+      getJson("api/jobs/" + encodeURIComponent(id)).then(function (j) {
+        var status = document.getElementById("job-status");
+        if (status && status.textContent !== j.status) {
+          status.textContent = j.status;
+          status.className = "badge status-" + j.status;
+        }
+        setText(document.getElementById("job-progress"), j.progress + "%");
+        var bar = section.querySelector("progress");
+        if (bar) bar.value = j.progress;
+        setText(document.getElementById("job-attempt"), j.attempt + " of " + j.max_attempts);
+        if (j.result !== null && j.result !== undefined) {
+          setText(document.getElementById("job-result"), JSON.stringify(j.result, null, 2));
+        }
+      }).catch(function () {});
+    }, 300);
+    listen(section.getAttribute("data-queue"), function (e) {
+      if (e.id === id) refresh();
+    }, refresh);
+    setInterval(function () {
+      var status = document.getElementById("job-status");
+      if (status && active.indexOf(status.textContent) >= 0) refresh();
+    }, 3000);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var queues = document.getElementById("queues");
+    if (queues) overview(queues);
+    var section = document.getElementById("job");
+    if (section) job(section);
+  });
+})();

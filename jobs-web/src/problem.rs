@@ -1,0 +1,60 @@
+//! `Problem`: why a request was refused or failed, as an HTTP status and a message; answered as
+//! JSON by the API (`{"error": "..."}`) and as a page by the HTML routes.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+/// A refusal or a failure, with the status it answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Problem {
+    /// The HTTP status.
+    pub(crate) status: StatusCode,
+    /// What went wrong, for a person.
+    pub(crate) message: String,
+}
+
+impl Problem {
+    /// A request that cannot be understood (400).
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        Problem::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// A request refused (403).
+    pub(crate) fn forbidden(message: impl Into<String>) -> Self {
+        Problem::new(StatusCode::FORBIDDEN, message)
+    }
+
+    /// Something that does not exist (404).
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
+        Problem::new(StatusCode::NOT_FOUND, message)
+    }
+
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Problem {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<jobs_core::Error> for Problem {
+    fn from(error: jobs_core::Error) -> Self {
+        use jobs_core::Error;
+        let status = match &error {
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::WrongStatus { .. } | Error::UniqueKeyHeld { .. } => StatusCode::CONFLICT,
+            Error::Invalid(_) => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        Problem::new(status, error.to_string())
+    }
+}
+
+impl IntoResponse for Problem {
+    /// The API's form: `{"error": "..."}` with the status.
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({ "error": self.message });
+        (self.status, Json(body)).into_response()
+    }
+}
