@@ -7,17 +7,21 @@
 //!
 //! Human output is aligned tables; `--json` prints one JSON document per command instead (the
 //! serde forms of the library's types). Errors print one line, `jobs: <message>`, on stderr and
-//! exit with 2 for a usage error or a bad URL, 3 for a server that cannot be reached, 4 for an
-//! unknown job id, 1 otherwise.
+//! exit with 2 for a usage error or a bad URL, 3 for a server that cannot be reached (or, for
+//! `serve`, an address that cannot be listened on), 4 for an unknown job id, 1 otherwise.
+//!
+//! `jobs serve --bind 127.0.0.1:8080` serves the web dashboard (`jobs_web`) of the backend.
 
 #![forbid(unsafe_code)]
 
 mod commands;
 mod format;
 mod limit;
+mod serve;
 mod table;
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -93,6 +97,23 @@ enum Command {
         #[arg(long, default_value = "1s")]
         interval: humantime::Duration,
     },
+    /// Serves the web dashboard: the queues, the jobs, the dead-letter set, the schedules and
+    /// the workers, with retry, cancel, delete, pause and resume, until SIGTERM or Ctrl-C.
+    ///
+    /// It has no authentication of its own: bind it to loopback, or put it behind a proxy
+    /// that authenticates, or pass --read-only.
+    Serve(ServeArgs),
+}
+
+/// Where and how `serve` serves the dashboard.
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The address to listen on: an IP address and a port (port 0: any free one).
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "IP:PORT")]
+    bind: SocketAddr,
+    /// Show no actions and refuse every write (each POST answers 403).
+    #[arg(long)]
+    read_only: bool,
 }
 
 /// The filter of `list`.
@@ -212,13 +233,15 @@ enum Failure {
     Usage(String),
     /// The command cannot apply here: exit 1.
     Refused(String),
+    /// A resource the command needs cannot be had (an address to listen on): exit 3.
+    Unavailable(String),
 }
 
 impl Failure {
     fn code(&self) -> u8 {
         match self {
             Failure::Jobs(jobs::Error::Invalid(_)) | Failure::Usage(_) => 2,
-            Failure::Jobs(jobs::Error::Connect { .. }) => 3,
+            Failure::Jobs(jobs::Error::Connect { .. }) | Failure::Unavailable(_) => 3,
             Failure::Jobs(jobs::Error::NotFound(_)) => 4,
             Failure::Jobs(_) | Failure::Refused(_) => 1,
         }
@@ -227,7 +250,7 @@ impl Failure {
     fn message(&self) -> String {
         match self {
             Failure::Jobs(e) => e.to_string(),
-            Failure::Usage(m) | Failure::Refused(m) => m.clone(),
+            Failure::Usage(m) | Failure::Refused(m) | Failure::Unavailable(m) => m.clone(),
         }
     }
 }
@@ -301,6 +324,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         let every = Duration::from(interval).max(Duration::from_millis(100));
         return commands::watch(&backend, json, every).await;
     }
+    if let Command::Serve(args) = cli.command {
+        return serve::serve(backend, args.bind, args.read_only).await;
+    }
     let out = match cli.command {
         Command::Stats => commands::stats(&backend, json).await?,
         Command::Queues => commands::queues(&backend, json).await?,
@@ -330,7 +356,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Resume { queue } => commands::pause(&backend, &queue, false, json).await?,
         Command::Limit(args) => limit::limit(&backend, json, &args).await?,
         Command::Migrate { recount } => commands::migrate(&backend, recount, json).await?,
-        Command::Watch { .. } => unreachable!("handled above"),
+        Command::Watch { .. } | Command::Serve(_) => unreachable!("handled above"),
     };
     print(&out);
     Ok(())

@@ -285,6 +285,9 @@ macro_rules! on_both {
     };
 }
 
+#[path = "cli/serve.rs"]
+mod serve;
+
 on_both!(
     stats_and_queues,
     stats_and_queues_pg,

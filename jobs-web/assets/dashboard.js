@@ -55,18 +55,26 @@
     setInterval(refresh, 5000);
   }
 
+  // Replaces the job's section by the server's current rendering of it (every field, the
+  // attempts and the actions the new status allows), without reloading the page.
+  function rerender(section) {
+    return fetch(window.location.href, { headers: { accept: "text/html" } })
+      .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("job");
+        if (fresh) section.replaceChildren.apply(section, Array.from(fresh.childNodes));
+      });
+  }
+
   // A job's page: re-reads api/jobs/{id} on its events and, while it is active, every few
-  // seconds; updates its status, progress, attempt, timings and result.
+  // seconds; a new status re-renders the job, progress and attempts update in place.
   function job(section) {
     var id = section.getAttribute("data-job");
     var active = ["scheduled", "pending", "running"];
     var refresh = throttle(function () {
       getJson("api/jobs/" + encodeURIComponent(id)).then(function (j) {
         var status = document.getElementById("job-status");
-        if (status && status.textContent !== j.status) {
-          status.textContent = j.status;
-          status.className = "badge status-" + j.status;
-        }
+        if (status && status.textContent !== j.status) return rerender(section);
         setText(document.getElementById("job-progress"), j.progress + "%");
         var bar = section.querySelector("progress");
         if (bar) bar.value = j.progress;

@@ -170,7 +170,7 @@ pub(crate) fn respond(shell: &Shell, page: Result<Markup, Problem>) -> Response 
 /// A time, as UTC to the second, with its RFC 3339 form for machines.
 pub(crate) fn time(at: Timestamp) -> Markup {
     html! {
-        time datetime=(at.to_rfc3339()) { (at.format("%Y-%m-%d %H:%M:%S")) }
+        time datetime=(at.to_rfc3339()) title="UTC" { (at.format("%Y-%m-%d %H:%M:%S")) " " span.tz { "UTC" } }
     }
 }
 
