@@ -63,7 +63,31 @@ async fn main() {
             .prefix(&prefix)
             .expect("a prefix");
         measure("redis", AnyBackend::new(backend), n, None).await;
-        eprintln!("remove the keys with: redis-cli --scan --pattern '{{{prefix}*' | xargs -n 500 redis-cli unlink");
+        remove_keys(&prefix).await;
+    }
+}
+
+/// Deletes the keys under `prefix` (the backend's keys start with `{prefix`).
+async fn remove_keys(prefix: &str) {
+    use jobs_redis::redis::AsyncCommands;
+    let client = jobs_redis::redis::Client::open("redis://127.0.0.1:6379/0").expect("a URL");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("Redis");
+    let keys: Vec<String> = {
+        let mut iter = conn
+            .scan_match::<_, String>(format!("{{{prefix}*"))
+            .await
+            .expect("scan");
+        let mut keys = Vec::new();
+        while let Some(key) = iter.next_item().await {
+            keys.push(key.expect("a key"));
+        }
+        keys
+    };
+    for chunk in keys.chunks(1_000) {
+        let _: () = conn.unlink(chunk).await.expect("unlink");
     }
 }
 
