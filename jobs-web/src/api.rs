@@ -9,11 +9,11 @@ use jobs_core::{JobRecord, Operations, Page, PageRequest, ScheduleSummary, Worke
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::actions::{BulkAction, JobAction, QueueAction};
 use crate::count::{count, Count};
 use crate::filters::{parse_after, parse_id, FilterForm};
 use crate::problem::Problem;
 use crate::queues::{queues, QueueView};
+use crate::verbs::{BulkAction, JobAction, QueueAction};
 use crate::{events, Ctx};
 
 /// What a route answers.

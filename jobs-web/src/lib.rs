@@ -89,6 +89,7 @@ mod pages;
 mod prefix;
 mod problem;
 mod queues;
+mod verbs;
 
 /// What every handler shares: the backend, the mode and the CSRF token.
 #[derive(Clone)]

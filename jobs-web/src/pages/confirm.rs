@@ -3,11 +3,11 @@
 
 use maud::{html, Markup};
 
-use crate::actions::BulkAction;
 use crate::count::Count;
 use crate::filters::FilterForm;
 use crate::layout::Shell;
 use crate::prefix::with_query;
+use crate::verbs::BulkAction;
 
 /// The page asking to confirm `action` on the `matching` jobs of `form`.
 pub(crate) fn page(

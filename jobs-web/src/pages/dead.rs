@@ -7,9 +7,9 @@ use jobs_core::JobStatus;
 use maud::html;
 
 use super::jobs::{filters_form, load, next_link, table, ListQuery};
-use crate::actions::BulkAction;
 use crate::layout::{respond, Shell};
 use crate::problem::Problem;
+use crate::verbs::BulkAction;
 use crate::Ctx;
 
 /// `GET /dead`.

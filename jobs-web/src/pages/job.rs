@@ -7,11 +7,11 @@ use jobs_core::{DeadReason, JobRecord, Operations};
 use maud::{html, Markup};
 
 use super::NoticeQuery;
-use crate::actions::JobAction;
 use crate::filters::parse_id;
 use crate::layout::{dash, maybe_time, respond, time, Shell};
 use crate::prefix::with_query;
 use crate::problem::Problem;
+use crate::verbs::JobAction;
 use crate::Ctx;
 
 /// `GET /jobs/{id}`.

@@ -7,11 +7,11 @@ use jobs_core::{JobRecord, JobStatus, Operations, Page, PageRequest};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use crate::actions::JobAction;
 use crate::filters::{parse_after, FilterForm};
 use crate::layout::{badge, dash, maybe_time, respond, time, Shell};
 use crate::prefix::with_query;
 use crate::problem::Problem;
+use crate::verbs::JobAction;
 use crate::Ctx;
 
 /// Jobs per page of a list.
