@@ -163,8 +163,9 @@ impl PgBackend {
     }
 
     /// Counts the completed and cancelled jobs again from their rows, in place of the counts
-    /// kept as they change (see [`schema`](crate::schema)): the repair after workers of a
-    /// release without migration 0005 finished jobs beside this one. It reads every
+    /// and the per-minute buckets kept as they change (see [`schema`](crate::schema)): the
+    /// repair after workers of a release without migrations 0005 and 0007 finished jobs beside
+    /// this one. It reads every
     /// finished row and holds writes to `jobs` back while it does (about 0.25 s per million
     /// rows here). `jobs migrate --recount` runs it.
     pub async fn recount(&self) -> Result<(), Error> {

@@ -1,12 +1,20 @@
-//! The fetch of queues with limits or keyed jobs: one transaction that locks the checked
-//! queues, then counts and leases in one statement (`sql/fetch_limited.sql`).
+//! The fetch of queues with limits or keyed jobs: one statement (`sql/fetch_limited.sql`)
+//! calling the schema's `fetch_limited` function, which locks the checked queues, then counts
+//! and leases.
 //!
 //! Under READ COMMITTED a statement's snapshot is taken when it starts, so a lock taken inside
 //! the counting statement would not make the leases that another fetcher committed meanwhile
-//! visible to it. The locks are therefore taken by a statement of their own
-//! (`sql/fetch_lock.sql`: a transaction-level advisory lock per checked queue, in sorted
-//! order) before the counting statement, in the same transaction: the limited fetches of one
-//! queue take turns across every process, and each counts what the previous one leased.
+//! visible to it. The function therefore takes the locks (a transaction-level advisory lock per
+//! checked queue, in sorted order) in a statement of its own, before the counting statement:
+//! each statement of a VOLATILE function takes a fresh snapshot, so the limited fetches of one
+//! queue take turns across every process, each counting what the previous one leased, and the
+//! locks go when the calling statement's transaction ends, all in one round trip.
+//!
+//! A queue's rate is counted from its running total (`flow_started`), which the function keeps
+//! as it removes the log rows that left the window and logs the new starts, so a fetch reads
+//! one row for it however many batches the window holds (a key's rate still sums its key's
+//! rows inside the window: at most its limit). A fetch that finds no room anywhere ends before
+//! reading any job. The function lives in migration 0006: changing it takes a new migration.
 //!
 //! A keyed queue's scan looks at most [`FLOW_SCAN`] candidates beyond its room, so a long run
 //! of jobs of saturated keys delays the jobs behind it (until the keys have room) rather than
@@ -38,22 +46,10 @@ pub(crate) async fn fetch_rows(
     p: &FetchParams,
 ) -> Result<Vec<PgRow>, Error> {
     let flow_of = |queue: &String| checked.iter().find(|f| &f.queue == queue);
-    let locked: Vec<&str> = queues
-        .iter()
-        .filter(|q| flow_of(q).is_some())
-        .map(String::as_str)
-        .collect();
     let limits: Vec<_> = queues
         .iter()
         .map(|q| flow_of(q).map(|f| (f.limits, f.keyed)))
         .collect();
-    let mut tx = pool.begin().await.map_err(db)?;
-    sqlx::query(&sql.fetch_lock)
-        .bind(sql.schema.name())
-        .bind(&locked)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
     let rows = sqlx::query(&sql.fetch_limited)
         .bind(queues)
         .bind(p.now)
@@ -72,10 +68,10 @@ pub(crate) async fn fetch_rows(
         )
         .bind(limits.iter().map(Option::is_some).collect::<Vec<_>>())
         .bind(i64::try_from(FLOW_SCAN).unwrap_or(i64::MAX))
-        .fetch_all(&mut *tx)
+        .bind(sql.schema.name())
+        .fetch_all(pool)
         .await
         .map_err(db)?;
-    tx.commit().await.map_err(db)?;
     Ok(rows)
 }
 

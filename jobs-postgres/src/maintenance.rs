@@ -35,8 +35,9 @@ pub(crate) async fn rescue<'e>(
 }
 
 /// Removes finished jobs beyond the retention policy, oldest first, and folds the queue's
-/// `finished_counts` rows into one per status (see `sql/prune.sql`), so that table stays at
-/// about one row per queue and status plus one per write since the last prune.
+/// `finished_counts` rows into one per status and its `finished_minutes` rows into one per
+/// minute of the last 25 hours (see `sql/prune.sql`), so those tables stay at about one row per
+/// queue and status, and per queue and minute, plus one per write since the last prune.
 pub(crate) async fn prune<'e>(
     sql: &Sql,
     exec: impl PgExecutor<'e>,
@@ -51,6 +52,7 @@ pub(crate) async fn prune<'e>(
         .bind(p.keep_count.map(|n| i64::try_from(n).unwrap_or(i64::MAX)))
         .bind(p.finished_before)
         .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+        .bind(p.now)
         .fetch_one(exec)
         .await
         .map_err(db)?;

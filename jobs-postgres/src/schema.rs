@@ -37,18 +37,30 @@
 //!   in `jobs`, through their partial indexes. Workers of a release before migration 0005 add
 //!   no rows: upgrade with them stopped, or repair with
 //!   [`PgBackend::recount`](crate::PgBackend::recount) afterwards.
+//! - `finished_minutes` (migration 0007): the same jobs by queue and minute finished
+//!   (`date_bin('1 minute', finished_at, 'epoch')`), delta rows `(queue, minute, n)` written by
+//!   the same statements in the same way, so that a queue's throughput since a time
+//!   ([`finished_since`](jobs_core::Backend::finished_since)) is the rows of `jobs` up to the
+//!   next minute boundary plus the buckets from there on. Prune folds the rows of each minute
+//!   into one and drops the minutes more than 25 hours before its `now`, recording the first
+//!   minute kept in `finished_horizons (queue, minute)`; a count reaching back before it counts
+//!   the rows of `jobs`. The TRUNCATE trigger of 0007 empties both, and
+//!   [`PgBackend::recount`](crate::PgBackend::recount) rebuilds the buckets with the counts.
 //! - Flow control (migration 0006): `queue_flow`, one row per queue with limits
 //!   (`concurrency`, `rate_limit` and `rate_period_ms`, `max_depth`) or into which jobs with
 //!   key limits were enqueued (`keyed`); `flow_starts`, the sliding logs of starts, one row
 //!   `(queue, key, at, until, n)` per limited fetch batch and rated scope (`key` NULL for the
-//!   queue), removed by the queue's next limited fetch once `until` passed; `coalesce_keys`,
+//!   queue), removed by the queue's next limited fetch once out of the window; `flow_started`,
+//!   each rated queue's running total of its own log rows (so a fetch reads one row, not the
+//!   window); `coalesce_keys`,
 //!   the throttle and debounce keys `(queue, mode, key)` with the job holding each (and a
 //!   throttle window's end). In `jobs`, `key_limits` (`jsonb`, the job's own key limits) and
 //!   `flow_counted`, set by every fetch that enforces limits (and, for the running jobs, by
 //!   setting a concurrency): `jobs_flow_running (queue, key_limits->>'key')` over the counted
 //!   leased rows is what a limited fetch counts. The plain fetch takes no job with key limits
-//!   and writes nothing new; a fetch of queues with limits or keyed jobs is a transaction that
-//!   locks them (see `limited.rs`). Enqueues into a bounded queue, and of jobs that throttle,
+//!   and writes nothing new; a fetch of queues with limits or keyed jobs is one statement
+//!   calling the schema's `fetch_limited` function, which locks them, then counts and leases
+//!   (see `limited.rs`). Enqueues into a bounded queue, and of jobs that throttle,
 //!   debounce or carry key limits, take a guarded transaction (see `guarded.rs`); the plain
 //!   enqueue statements store nothing into a bounded queue (a probe of `queue_flow`).
 //!

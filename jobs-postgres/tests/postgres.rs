@@ -14,6 +14,8 @@ mod counts;
 mod durability;
 #[path = "postgres/enqueue.rs"]
 mod enqueue;
+#[path = "postgres/finished_since.rs"]
+mod finished_since;
 #[path = "postgres/flow.rs"]
 mod flow;
 #[path = "postgres/history.rs"]

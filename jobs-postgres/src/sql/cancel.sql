@@ -2,7 +2,8 @@
 -- selected in id order (NULL: every selected job) by the conditions spliced in for
 -- {selection}, which bind $3 onwards (see `select.rs`). A running job's lease is revoked, so
 -- its worker's later writes are refused, and the queues' cancelled counts in
--- `finished_counts` gain the jobs cancelled. $2 now (the finish time).
+-- `finished_counts`, and their buckets of the minute of $2 in `finished_minutes`, gain the jobs
+-- cancelled. $2 now (the finish time).
 WITH picked AS (
     SELECT j.id, j.status
     FROM {schema}.jobs j
@@ -26,6 +27,12 @@ cancelled AS (
 counted AS (
     INSERT INTO {schema}.finished_counts (queue, status, n)
     SELECT queue, 'cancelled', count(*) FROM cancelled GROUP BY queue
+),
+binned AS (
+    INSERT INTO {schema}.finished_minutes (queue, minute, n)
+    SELECT queue, date_bin('1 minute', $2::timestamptz, timestamptz 'epoch'), count(*)
+    FROM cancelled
+    GROUP BY queue
 )
 SELECT ARRAY(SELECT id FROM cancelled ORDER BY id) AS changed,
        '{}'::uuid[] AS held,

@@ -21,7 +21,8 @@
 -- other flush besides the fetch's).
 --
 -- The completion runs as two updates so that the jobs it completes are told from those it
--- completes again, and counted in `finished_counts` (one delta row per queue): `completed`
+-- completes again, and counted in `finished_counts` and `finished_minutes` (one delta row per
+-- queue, all in the minute of $4): `completed`
 -- takes the rows still running, and `repeated` rewrites, as they are, the rows of the items
 -- `completed` did not take that are completed under the presented token. A repeat that meets
 -- a first completion still being committed waits for it in `completed`, finds the row no longer
@@ -50,6 +51,12 @@ WITH completed AS (
 counted AS (
     INSERT INTO {schema}.finished_counts (queue, status, n)
     SELECT queue, 'completed', count(*) FROM completed GROUP BY queue
+),
+binned AS (
+    INSERT INTO {schema}.finished_minutes (queue, minute, n)
+    SELECT queue, date_bin('1 minute', $4::timestamptz, timestamptz 'epoch'), count(*)
+    FROM completed
+    GROUP BY queue
 ),
 repeated AS (
     UPDATE {schema}.jobs j

@@ -9,6 +9,15 @@
 -- inserted in their place, so every snapshot sums to the exact count. A row a concurrent fold
 -- deletes first is skipped here (its sum is that fold's to insert), and a row added after this
 -- statement's snapshot stays for the next fold.
+--
+-- Likewise for the queue's buckets in `finished_minutes`, which are kept from its horizon on:
+-- the first minute 25 hours before $5 (now), or the later one an earlier prune recorded. The
+-- minutes before it are dropped, the jobs pruned are taken off their minutes, and the rows of
+-- each minute that has several are replaced by their sum; a minute's single row stays as it is,
+-- so a fold rewrites only the minutes written since the last. The horizon recorded in
+-- `finished_horizons` only moves forwards (`GREATEST` over the committed row, should a
+-- concurrent prune with a later $5 commit first), and a count reaching back before it counts
+-- the rows of `jobs` instead (see `finished_since.sql`).
 WITH cutoff AS (
     SELECT finished_at, id
     FROM {schema}.jobs
@@ -31,7 +40,7 @@ pruned AS (
     DELETE FROM {schema}.jobs j
     USING doomed
     WHERE j.id = doomed.id
-    RETURNING j.id, j.status
+    RETURNING j.id, j.status, j.finished_at
 ),
 unfolded AS (
     DELETE FROM {schema}.finished_counts
@@ -46,6 +55,42 @@ folded AS (
           SELECT status, -count(*) FROM pruned GROUP BY status) t
     GROUP BY status
     HAVING sum(n) <> 0
+),
+horizon AS (
+    SELECT GREATEST(
+        date_bin('1 minute', $5::timestamptz, timestamptz 'epoch') - interval '25 hours',
+        (SELECT minute FROM {schema}.finished_horizons WHERE queue = $1)
+    ) AS minute
+),
+unbinned AS (
+    DELETE FROM {schema}.finished_minutes
+    WHERE queue = $1
+      AND (minute < (SELECT minute FROM horizon)
+           OR minute IN (SELECT minute
+                         FROM {schema}.finished_minutes
+                         WHERE queue = $1
+                         GROUP BY minute
+                         HAVING count(*) > 1))
+    RETURNING minute, n
+),
+binned AS (
+    INSERT INTO {schema}.finished_minutes (queue, minute, n)
+    SELECT $1, minute, sum(n)
+    FROM (SELECT minute, n FROM unbinned
+          UNION ALL
+          SELECT date_bin('1 minute', finished_at, timestamptz 'epoch'), -count(*)
+          FROM pruned
+          WHERE finished_at IS NOT NULL
+          GROUP BY 1) t
+    WHERE minute >= (SELECT minute FROM horizon)
+    GROUP BY minute
+    HAVING sum(n) <> 0
+),
+bounded AS (
+    INSERT INTO {schema}.finished_horizons (queue, minute)
+    SELECT $1, minute FROM horizon
+    ON CONFLICT (queue) DO UPDATE
+    SET minute = GREATEST({schema}.finished_horizons.minute, EXCLUDED.minute)
 ),
 remembered AS (
     INSERT INTO {schema}.queues (name)

@@ -6,9 +6,10 @@
 -- batch that this statement retries, is left alone and reported with that holder. A concurrent
 -- enqueue that takes a key after this statement's snapshot makes it fail on the unique index
 -- (the caller runs it again, and the new snapshot sees that holder). The cancelled jobs
--- retried are taken off their queues' counts in `finished_counts`.
+-- retried are taken off their queues' counts in `finished_counts` and off their minutes'
+-- buckets in `finished_minutes`.
 WITH picked AS (
-    SELECT j.id, j.queue, j.unique_key, j.status
+    SELECT j.id, j.queue, j.unique_key, j.status, j.finished_at
     FROM {schema}.jobs j
     WHERE {selection}
     ORDER BY j.id
@@ -16,7 +17,7 @@ WITH picked AS (
     FOR UPDATE
 ),
 retryable AS (
-    SELECT p.id, p.queue, p.unique_key, p.status,
+    SELECT p.id, p.queue, p.unique_key, p.status, p.finished_at,
            (SELECT h.id
             FROM {schema}.jobs h
             WHERE h.queue = p.queue
@@ -28,7 +29,7 @@ retryable AS (
     WHERE p.status IN ('dead', 'cancelled')
 ),
 decided AS (
-    SELECT id, queue, unique_key, status,
+    SELECT id, queue, unique_key, status, finished_at,
            CASE WHEN unique_key IS NOT NULL THEN COALESCE(active, NULLIF(first, id)) END AS holder
     FROM retryable
 ),
@@ -43,11 +44,18 @@ retried AS (
         lease_expires_at = NULL
     FROM decided d
     WHERE j.id = d.id AND d.holder IS NULL
-    RETURNING j.id, j.queue, d.status AS was
+    RETURNING j.id, j.queue, d.status AS was, d.finished_at AS finished
 ),
 counted AS (
     INSERT INTO {schema}.finished_counts (queue, status, n)
     SELECT queue, 'cancelled', -count(*) FROM retried WHERE was = 'cancelled' GROUP BY queue
+),
+binned AS (
+    INSERT INTO {schema}.finished_minutes (queue, minute, n)
+    SELECT queue, date_bin('1 minute', finished, timestamptz 'epoch'), -count(*)
+    FROM retried
+    WHERE was = 'cancelled' AND finished IS NOT NULL
+    GROUP BY 1, 2
 ),
 notified AS (
     SELECT count(pg_notify($3, q.queue)) AS queues

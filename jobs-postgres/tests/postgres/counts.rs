@@ -4,14 +4,13 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Action, Backend, CompleteParams, Completion, CountsParams, ErrorKind, ErrorReport, FailParams,
-    Failure, FetchParams, JobFilter, LeasedJob, ManageParams, Operations, ProgressParams,
-    PruneParams, QueueCounts, Release, ReleaseParams, RenewParams, RescueParams, RescueTarget,
-    Target,
+    Action, Backend, CountsParams, ErrorKind, ErrorReport, FailParams, Failure, FetchParams,
+    JobFilter, LeasedJob, ManageParams, Operations, ProgressParams, PruneParams, QueueCounts,
+    Release, ReleaseParams, RenewParams, RescueParams, RescueTarget, Target,
 };
 use jobs_postgres::PgBackend;
 
-use crate::support::{at, fetch, fresh_backend, new_job, put, t0};
+use crate::support::{at, complete, fetch, fresh_backend, new_job, put, t0};
 
 /// The counts the backend answers for `queue`.
 async fn kept(backend: &PgBackend, queue: &str) -> QueueCounts {
@@ -50,23 +49,6 @@ async fn exact(backend: &PgBackend, step: &str) -> QueueCounts {
         );
     }
     kept(backend, "c").await
-}
-
-async fn complete(backend: &PgBackend, leased: &[LeasedJob], now_ms: i64) -> Vec<bool> {
-    let items = leased
-        .iter()
-        .map(|j| Completion {
-            lease: j.lease(),
-            result: serde_json::value::to_raw_value(&1).unwrap(),
-        })
-        .collect();
-    backend
-        .complete(CompleteParams {
-            items,
-            now: at(now_ms),
-        })
-        .await
-        .expect("complete")
 }
 
 /// Fails each job, to a retry at `retry_at_ms` or (`None`) to dead.

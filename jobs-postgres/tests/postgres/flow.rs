@@ -177,18 +177,30 @@ async fn the_log_of_starts_keeps_only_the_rows_inside_a_window() {
     )
     .await;
     put(&backend, (0..10).map(|_| new_job("r", "q")).collect(), t0()).await;
+    let rows = "SELECT count(*) FROM {schema}.flow_starts WHERE queue = 'q' AND key IS NULL";
+    // The running total the fetches count: the sum of the queue's log rows.
+    let total = "SELECT n FROM {schema}.flow_started WHERE queue = 'q'";
     assert_eq!(fetch_flowing(&backend, "q", 1, 0).await.len(), 1);
     assert_eq!(fetch_flowing(&backend, "q", 5, 500).await.len(), 1);
-    let rows = "SELECT count(*) FROM {schema}.flow_starts WHERE queue = 'q' AND key IS NULL";
     assert_eq!(scalar(&backend, rows).await, 2, "a row per fetch batch");
+    assert_eq!(scalar(&backend, total).await, 2);
     assert_eq!(fetch_flowing(&backend, "q", 5, 1_000).await.len(), 1);
     assert_eq!(
         scalar(&backend, rows).await,
         2,
         "the row of t0 left the window and the log"
     );
+    assert_eq!(scalar(&backend, total).await, 2);
     assert_eq!(fetch_flowing(&backend, "q", 5, 2_500).await.len(), 2);
     assert_eq!(scalar(&backend, rows).await, 1);
+    assert_eq!(scalar(&backend, total).await, 2);
+    assert!(fetch_flowing(&backend, "q", 5, 3_499).await.is_empty());
+    assert_eq!(fetch_flowing(&backend, "q", 5, 5_000).await.len(), 2);
+    assert_eq!(
+        scalar(&backend, total).await,
+        2,
+        "the batch of 2,500 left as the one of 5,000 came"
+    );
 }
 
 #[tokio::test]

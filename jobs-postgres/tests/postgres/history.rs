@@ -181,8 +181,11 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     sqlx::raw_sql(&format!(
         "SET search_path TO \"{schema}\";
          DROP TABLE workers, schedules, queues, liveness, paused_queues, finished_counts,
-             queue_flow, flow_starts, coalesce_keys;
+             queue_flow, flow_starts, flow_started, coalesce_keys, finished_minutes,
+             finished_horizons;
          DROP FUNCTION finished_counts_clear CASCADE;
+         DROP FUNCTION finished_minutes_clear CASCADE;
+         DROP FUNCTION fetch_limited;
          ALTER TABLE jobs DROP COLUMN tags, DROP COLUMN key_limits, DROP COLUMN flow_counted;
          DELETE FROM _jobs_migrations WHERE version > 1;
          RESET search_path;"
@@ -221,7 +224,7 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     .fetch_all(backend.pool())
     .await
     .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
     // Migration 5 counted the completed job it found.
     let counts = backend
         .counts(CountsParams { queue: "h".into() })

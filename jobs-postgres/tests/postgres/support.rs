@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, Backoff, EnqueueParams, FetchParams, JobError, JobId, LeasedJob, NewJob, QueueFlow,
-    Timestamp,
+    Backend, Backoff, CompleteParams, Completion, EnqueueParams, FetchParams, JobError, JobId,
+    LeasedJob, NewJob, QueueFlow, Timestamp,
 };
 use jobs_macros::job;
 use jobs_postgres::PgBackend;
@@ -129,7 +129,24 @@ pub(crate) async fn put(backend: &impl Backend, jobs: Vec<NewJob>, now: Timestam
     stored.into_iter().map(|e| e.id).collect()
 }
 
-/// The number of jobs stored in the `jobs` table of `schema`.
+/// Completes `leased` at `now_ms`, answering which completions were accepted.
+pub(crate) async fn complete(backend: &PgBackend, leased: &[LeasedJob], now_ms: i64) -> Vec<bool> {
+    let items = leased
+        .iter()
+        .map(|j| Completion {
+            lease: j.lease(),
+            result: serde_json::value::to_raw_value(&1).unwrap(),
+        })
+        .collect();
+    backend
+        .complete(CompleteParams {
+            items,
+            now: at(now_ms),
+        })
+        .await
+        .expect("complete")
+}
+
 /// Leases up to `limit` jobs of `queue` at `now_ms` as worker `w`, with a 60 s lease.
 pub(crate) async fn fetch(
     backend: &PgBackend,
@@ -162,6 +179,7 @@ pub(crate) async fn fetch_within(
         .expect("fetch")
 }
 
+/// The number of jobs stored in the `jobs` table of `schema`.
 pub(crate) async fn rows_in(pool: &PgPool, schema: &str) -> i64 {
     sqlx::query_scalar(&format!("SELECT count(*) FROM \"{schema}\".jobs"))
         .fetch_one(pool)
