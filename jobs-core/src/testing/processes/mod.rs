@@ -46,10 +46,7 @@ impl Job for Tally {
     const NAME: &'static str = "conformance.tally";
     type Output = u64;
     fn options() -> JobOptions {
-        JobOptions {
-            queue: QUEUE.into(),
-            ..Default::default()
-        }
+        in_queue()
     }
     async fn run(self, ctx: JobContext, _state: StateMap) -> Result<u64, JobError> {
         if self.stall && ctx.attempt() == 1 {
@@ -60,6 +57,14 @@ impl Job for Tally {
         println!("span {start} {}", unix_micros());
         say_ran(&ctx)?;
         Ok(self.n)
+    }
+}
+
+/// The options of the processes' jobs: their queue, and the defaults.
+fn in_queue() -> JobOptions {
+    JobOptions {
+        queue: QUEUE.into(),
+        ..Default::default()
     }
 }
 
@@ -89,10 +94,7 @@ impl Job for Newer {
     const NAME: &'static str = "conformance.newer";
     type Output = u64;
     fn options() -> JobOptions {
-        JobOptions {
-            queue: QUEUE.into(),
-            ..Default::default()
-        }
+        in_queue()
     }
     async fn run(self, ctx: JobContext, _state: StateMap) -> Result<u64, JobError> {
         say_ran(&ctx)?;
