@@ -39,6 +39,7 @@ mod cron;
 mod enqueue;
 mod error;
 mod event;
+pub mod fates;
 mod filter;
 mod flow;
 mod ids;

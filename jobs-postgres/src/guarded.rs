@@ -12,13 +12,13 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
+use jobs_core::fates::{self, answer, Fate, Held, Slot, Target};
 use jobs_core::{later, Coalesce, Enqueued, Error, JobId, NewJob, Timestamp};
 use sqlx::{Connection, PgConnection, Row};
 use uuid::Uuid;
 
 use crate::columns::bind_columns;
 use crate::error::{db, is_unique_key_violation, RACE_ROUNDS};
-use crate::fates::{self, answer, Fate, Held, Slot, Target};
 use crate::sql::Sql;
 
 /// Whether `job` must be enqueued this way, whatever its queue.

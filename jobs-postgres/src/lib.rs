@@ -98,7 +98,6 @@ mod connect;
 mod enqueue;
 mod error;
 mod events;
-mod fates;
 mod fetch;
 mod flow;
 mod guarded;

@@ -13,12 +13,13 @@ use async_trait::async_trait;
 use crate::backend::*;
 use crate::clock;
 use crate::event::{EventHub, EventStream, JobEvent};
+use crate::fates::{self, Fate, Held};
 use crate::filter::JobFilter;
-use crate::flow::{Coalesce, KeyLimits, QueueFlow, QueueLimits, FLOW_SCAN};
+use crate::flow::{KeyLimits, QueueFlow, QueueLimits, FLOW_SCAN};
 use crate::liveness::{liveness, Liveness};
 use crate::model::{
-    first_holders, AttemptError, Enqueued, ErrorReport, JobId, JobRecord, JobStatus, Lease,
-    LeaseToken, LeasedJob, NewJob, QueueCounts, Timestamp,
+    AttemptError, Enqueued, ErrorReport, JobId, JobRecord, JobStatus, Lease, LeaseToken, LeasedJob,
+    NewJob, QueueCounts, Timestamp,
 };
 use crate::presence::{StoredSchedule, WorkerInfo};
 use crate::wake::{WakeHub, Wakeup};
@@ -87,16 +88,6 @@ impl std::fmt::Debug for MemoryBackend {
 
 /// Order of ready jobs: priority, then run_at, then FIFO (ids are time-ordered).
 type ReadyKey = (i16, Timestamp, JobId);
-
-/// What an enqueue does with one job of its batch.
-enum Fate {
-    /// Stored.
-    New,
-    /// Not stored: this job holds its unique or throttle key.
-    Duplicate(JobId),
-    /// Folded into this waiting job of its debounce key.
-    Debounce(JobId),
-}
 
 #[derive(Default)]
 struct Store {
@@ -294,64 +285,42 @@ impl Store {
     }
 
     /// Stores a batch: each job is new, a duplicate of the holder of its unique or throttle
-    /// key, or folded into its debounce key's waiting job. Nothing is stored when the new jobs
-    /// would overfill a bounded queue.
+    /// key, or folded into its debounce key's waiting job (see [`fates`]). Nothing is stored
+    /// when the new jobs would overfill a bounded queue.
     fn insert(&mut self, jobs: Vec<NewJob>, now: Timestamp) -> Result<Vec<Enqueued>, Error> {
-        let fates = self.fates(&jobs, now);
+        let fates = fates::fates(&jobs, &self.held(&jobs, now));
         self.check_depth(&jobs, &fates)?;
-        Ok(jobs
-            .into_iter()
-            .zip(fates)
-            .map(|(job, fate)| self.apply(job, fate, now))
-            .collect())
+        let answers: Vec<Enqueued> = (0..jobs.len())
+            .map(|i| fates::answer(&jobs, &fates, i))
+            .collect();
+        for ((job, fate), answer) in jobs.into_iter().zip(fates).zip(&answers) {
+            self.apply(job, fate, answer.id, now);
+        }
+        Ok(answers)
     }
 
-    /// What becomes of each job of a batch, the earlier jobs of the batch counting as stored.
-    fn fates(&self, jobs: &[NewJob], now: Timestamp) -> Vec<Fate> {
-        let holders = first_holders(jobs);
-        let mut taken: HashMap<(&str, &str, bool), JobId> = HashMap::new();
+    /// The keys the stored jobs hold that `jobs` meet: active jobs' unique keys, throttle
+    /// windows that last, debounce keys whose job still waits.
+    fn held<'j>(&self, jobs: &'j [NewJob], now: Timestamp) -> Held<'j> {
         let waiting = |id: JobId| {
             self.jobs
                 .get(&id)
                 .is_some_and(|r| matches!(r.status, JobStatus::Pending | JobStatus::Scheduled))
         };
-        let mut fates: Vec<Fate> = Vec::with_capacity(jobs.len());
-        for (job, holder) in jobs.iter().zip(holders) {
-            let unique_holder = holder
-                .map(|first| match fates[first] {
-                    Fate::New => jobs[first].id,
-                    Fate::Duplicate(id) | Fate::Debounce(id) => id,
-                })
-                .or_else(|| {
-                    let key = job.unique_key.as_ref()?;
-                    self.idx
-                        .unique
-                        .get(&(job.queue.clone(), key.clone()))
-                        .copied()
-                });
-            let fate = match (unique_holder, &job.coalesce) {
-                (Some(id), _) => Fate::Duplicate(id),
-                (None, None) => Fate::New,
-                (None, Some(coalesce)) => {
-                    let debounce = matches!(coalesce, Coalesce::Debounce { .. });
-                    let slot = (job.queue.as_str(), coalesce.key(), debounce);
-                    let holder = taken
-                        .get(&slot)
-                        .copied()
-                        .or_else(|| self.flow.holder(&job.queue, coalesce, now, waiting));
-                    match holder {
-                        Some(id) if debounce => Fate::Debounce(id),
-                        Some(id) => Fate::Duplicate(id),
-                        None => {
-                            taken.insert(slot, job.id);
-                            Fate::New
-                        }
-                    }
+        let mut held = Held::default();
+        for job in jobs {
+            if let Some(key) = &job.unique_key {
+                if let Some(&id) = self.idx.unique.get(&(job.queue.clone(), key.clone())) {
+                    held.unique.insert((job.queue.as_str(), key.as_str()), id);
                 }
-            };
-            fates.push(fate);
+            }
+            if let (Some(coalesce), Some(slot)) = (&job.coalesce, fates::slot(job)) {
+                if let Some(id) = self.flow.holder(&job.queue, coalesce, now, waiting) {
+                    held.coalesce.insert(slot, id);
+                }
+            }
         }
-        fates
+        held
     }
 
     /// [`Error::QueueFull`] when a bounded queue cannot take the batch's new jobs.
@@ -377,20 +346,18 @@ impl Store {
         Ok(())
     }
 
-    fn apply(&mut self, job: NewJob, fate: Fate, now: Timestamp) -> Enqueued {
-        let id = match fate {
-            Fate::Duplicate(id) => id,
-            Fate::Debounce(id) => {
-                self.update(id, |r| {
+    /// Carries out `job`'s fate; `answer` is the job it answers with (for a fold, the one it
+    /// folds into, stored by now).
+    fn apply(&mut self, job: NewJob, fate: Fate, answer: JobId, now: Timestamp) {
+        match fate {
+            Fate::Duplicate(_) => {}
+            Fate::Fold(_) => {
+                let status = job.initial_status(now);
+                self.update(answer, |r| {
                     r.payload = job.payload;
                     r.run_at = job.run_at;
-                    r.status = if job.run_at > now {
-                        JobStatus::Scheduled
-                    } else {
-                        JobStatus::Pending
-                    };
+                    r.status = status;
                 });
-                id
             }
             Fate::New => {
                 if let Some(coalesce) = &job.coalesce {
@@ -400,18 +367,9 @@ impl Store {
                     self.flow.keyed.insert(job.queue.clone());
                 }
                 let record = JobRecord::new(job, now);
-                let id = record.id;
                 self.idx.index(&record);
-                self.jobs.insert(id, record);
-                return Enqueued {
-                    id,
-                    duplicate: false,
-                };
+                self.jobs.insert(record.id, record);
             }
-        };
-        Enqueued {
-            id,
-            duplicate: true,
         }
     }
 

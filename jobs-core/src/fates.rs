@@ -1,18 +1,20 @@
-//! What becomes of each job of a guarded enqueue's batch, given the keys the store's jobs hold:
-//! stored, a duplicate of the holder of its unique or throttle key, or folded into the waiting
-//! job of its debounce key. The batch's earlier jobs count as stored, so a second job of one
-//! throttle key in a batch is a duplicate of the first, and a second of one debounce key folds
-//! into the first.
+//! What becomes of each job of an enqueue's batch, given the keys the store's jobs hold: stored,
+//! a duplicate of the holder of its unique or throttle key, or folded into the waiting job of
+//! its debounce key. The batch's earlier jobs count as stored, so a second job of one throttle
+//! key in a batch is a duplicate of the first, and a second of one debounce key folds into the
+//! first. Backend SPI: a backend looks up the holders of the batch's keys (under whatever lock
+//! makes the answer hold), then applies these rules, the same for every store.
 
 use std::collections::HashMap;
 
-use jobs_core::{first_holders, Coalesce, Enqueued, JobId, NewJob};
+use crate::flow::Coalesce;
+use crate::model::{first_holders, Enqueued, JobId, NewJob};
 
 /// A coalesce key of a queue: (queue, mode, key), the mode `throttle` or `debounce` as stored.
-pub(crate) type Slot<'j> = (&'j str, &'static str, &'j str);
+pub type Slot<'j> = (&'j str, &'static str, &'j str);
 
 /// The coalesce key `job` takes, if any.
-pub(crate) fn slot(job: &NewJob) -> Option<Slot<'_>> {
+pub fn slot(job: &NewJob) -> Option<Slot<'_>> {
     let coalesce = job.coalesce.as_ref()?;
     let mode = match coalesce {
         Coalesce::Throttle { .. } => "throttle",
@@ -23,7 +25,7 @@ pub(crate) fn slot(job: &NewJob) -> Option<Slot<'_>> {
 
 /// The job a debounced job folds into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Target {
+pub enum Target {
     /// A waiting job of the store.
     Stored(JobId),
     /// A new job of the batch, by index.
@@ -32,7 +34,7 @@ pub(crate) enum Target {
 
 /// What an enqueue does with one job of its batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Fate {
+pub enum Fate {
     /// Stored.
     New,
     /// Not stored: this job holds its unique or throttle key.
@@ -43,16 +45,16 @@ pub(crate) enum Fate {
 
 /// The keys the store's jobs hold that the batch meets.
 #[derive(Debug, Default)]
-pub(crate) struct Held<'j> {
+pub struct Held<'j> {
     /// The active job holding each (queue, unique key).
-    pub(crate) unique: HashMap<(&'j str, &'j str), JobId>,
+    pub unique: HashMap<(&'j str, &'j str), JobId>,
     /// The job holding each coalesce key: a throttle key's kept job while its window lasts, a
     /// debounce key's job while it waits.
-    pub(crate) coalesce: HashMap<Slot<'j>, JobId>,
+    pub coalesce: HashMap<Slot<'j>, JobId>,
 }
 
 /// The fate of each job of `jobs`, in order.
-pub(crate) fn fates(jobs: &[NewJob], held: &Held<'_>) -> Vec<Fate> {
+pub fn fates(jobs: &[NewJob], held: &Held<'_>) -> Vec<Fate> {
     let mut taken: HashMap<Slot<'_>, usize> = HashMap::new();
     let mut fates: Vec<Fate> = Vec::with_capacity(jobs.len());
     for (i, (job, first)) in jobs.iter().zip(first_holders(jobs)).enumerate() {
@@ -87,7 +89,7 @@ pub(crate) fn fates(jobs: &[NewJob], held: &Held<'_>) -> Vec<Fate> {
 }
 
 /// What the enqueue answers for job `i` whose fate, and that of every job before it, is known.
-pub(crate) fn answer(jobs: &[NewJob], fates: &[Fate], i: usize) -> Enqueued {
+pub fn answer(jobs: &[NewJob], fates: &[Fate], i: usize) -> Enqueued {
     let (id, duplicate) = match fates[i] {
         Fate::New => (jobs[i].id, false),
         Fate::Duplicate(id) | Fate::Fold(Target::Stored(id)) => (id, true),
@@ -100,7 +102,7 @@ pub(crate) fn answer(jobs: &[NewJob], fates: &[Fate], i: usize) -> Enqueued {
 mod tests {
     use std::time::Duration;
 
-    use jobs_core::{Backoff, Timestamp};
+    use crate::{Backoff, Timestamp};
 
     use super::*;
 
