@@ -74,6 +74,20 @@ impl Liveness {
         liveness().1
     }
 
+    /// Waits until the hold stands, up to `within`; returns at once when it never can (the
+    /// backend's side is gone). False when it does not stand.
+    pub async fn stands_within(&self, within: Duration) -> bool {
+        let mut since = self.since.clone();
+        let stood = tokio::time::timeout(within, since.wait_for(Option::is_some)).await;
+        matches!(stood, Ok(Ok(_)))
+    }
+
+    /// Whether the hold can still stand: false once the backend's side is gone (or never was,
+    /// [`Liveness::unsupported`]).
+    pub fn can_stand(&self) -> bool {
+        self.since.has_changed().is_ok()
+    }
+
     /// How long the hold has stood without a break; `None` while it does not.
     pub fn held_for(&self) -> Option<Duration> {
         self.since.borrow().map(|since| since.elapsed())
@@ -154,5 +168,30 @@ mod tests {
         keeper.held();
         assert!(liveness.held_for().expect("held again") < first);
         assert_eq!(Liveness::unsupported().held_for(), None);
+    }
+
+    #[tokio::test]
+    async fn a_worker_can_wait_for_its_hold_to_stand() {
+        let (keeper, liveness) = liveness();
+        assert!(!liveness.stands_within(Duration::from_millis(20)).await);
+        assert!(liveness.can_stand());
+        let stand = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            keeper.held();
+            keeper
+        });
+        assert!(liveness.stands_within(Duration::from_secs(5)).await);
+        let _keeper = stand.await.unwrap();
+        let begun = Instant::now();
+        assert!(
+            !Liveness::unsupported()
+                .stands_within(Duration::from_secs(5))
+                .await
+        );
+        assert!(
+            begun.elapsed() < Duration::from_secs(1),
+            "it cannot stand: no wait"
+        );
+        assert!(!Liveness::unsupported().can_stand());
     }
 }

@@ -31,6 +31,8 @@ use super::{cron, maintenance};
 
 /// The most jobs one fetch asks for.
 const MAX_FETCH: usize = 256;
+/// How long a starting worker waits for its liveness hold to stand before it takes jobs.
+const FIRST_HOLD: Duration = Duration::from_secs(2);
 
 impl Worker {
     /// Runs until the shutdown signal from ctrl-c or SIGTERM.
@@ -143,12 +145,21 @@ impl Worker {
 
     /// Holds the worker's liveness, so that other workers rescue its jobs at once should its
     /// process die. Without it (the store refused), its jobs are rescued when their leases lapse.
+    ///
+    /// Waits up to [`FIRST_HOLD`] for the hold to stand before the worker takes any job: a
+    /// worker that dies right after its first fetch is then still seen gone.
     async fn hold_liveness(&self) -> Liveness {
         let params = HoldParams {
             worker: self.id.clone(),
         };
         match self.backend.hold_liveness(params).await {
-            Ok(liveness) => liveness,
+            Ok(liveness) => {
+                let stands = liveness.stands_within(FIRST_HOLD).await;
+                if !stands && liveness.can_stand() {
+                    tracing::warn!(worker = %self.id, "the worker's liveness does not stand yet; should it die before it does, its jobs wait for their leases to lapse");
+                }
+                liveness
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "could not hold the worker's liveness; should it die, its jobs wait for their leases to lapse");
                 Liveness::unsupported()
