@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::backend::*;
+use crate::catalog::{PublishedType, StoredVersion};
 use crate::event::{EventStream, JobEvent};
 use crate::flow::QueueFlow;
 use crate::liveness::Liveness;
@@ -130,6 +131,15 @@ impl Backend for AnyBackend {
     }
     async fn stored_schedules(&self, p: SchedulesParams) -> Result<Vec<StoredSchedule>, Error> {
         self.0.stored_schedules(p).await
+    }
+    async fn publish_types(&self, p: PublishTypesParams) -> Result<(), Error> {
+        self.0.publish_types(p).await
+    }
+    async fn job_types(&self, p: JobTypesParams) -> Result<Vec<PublishedType>, Error> {
+        self.0.job_types(p).await
+    }
+    async fn stored_versions(&self, p: StoredVersionsParams) -> Result<Vec<StoredVersion>, Error> {
+        self.0.stored_versions(p).await
     }
     async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
         self.0.subscribe(p).await

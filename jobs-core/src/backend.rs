@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::catalog::{JobTypeInfo, KnownJob, PublishedType, StoredVersion};
 use crate::error::ErrorKind;
 use crate::event::{EventStream, JobEvent};
 use crate::filter::JobFilter;
@@ -59,10 +60,12 @@ pub struct FetchParams {
     pub lease_for: Duration,
     /// The current time: only jobs with `run_at <= now` are ready.
     pub now: Timestamp,
-    /// Only jobs of these names (`None`: of every name). A worker passes the names it runs, so
-    /// a job it does not know stays waiting, in its place, for a worker that does (during a
-    /// rolling deploy, an older release's workers leave the newer release's jobs alone).
-    pub names: Option<Vec<String>>,
+    /// Only jobs of these names, each stored at its version or older (`None`: every job). A
+    /// worker passes the names and versions it runs, so a job it does not know, or stored by a
+    /// newer release at a newer version, stays waiting, in its place, for a worker that knows
+    /// it (during a rolling deploy, an older release's workers leave the newer release's jobs
+    /// alone).
+    pub known: Option<Vec<KnownJob>>,
     /// The limits to enforce, for those of `queues` that have any or that hold keyed jobs (as
     /// [`Backend::flow`] last told the worker). A fetch leases no job beyond a queue's
     /// concurrency or rate, nor beyond a job's own [`KeyLimits`](crate::KeyLimits) (which
@@ -389,6 +392,26 @@ pub struct SaveSchedulesParams {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SchedulesParams {}
 
+/// Publishes job types to the catalog.
+#[derive(Clone, Debug)]
+pub struct PublishTypesParams {
+    /// The types (an existing entry of the same name and version is replaced).
+    pub types: Vec<JobTypeInfo>,
+    /// The current time.
+    pub now: Timestamp,
+}
+
+/// Lists the catalog of job types.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JobTypesParams {}
+
+/// Counts the waiting and running jobs of some names by stored version.
+#[derive(Clone, Debug)]
+pub struct StoredVersionsParams {
+    /// The stored names.
+    pub names: Vec<String>,
+}
+
 /// Asks for a wake-up signal.
 #[derive(Clone, Debug)]
 pub struct SubscribeParams {
@@ -506,6 +529,19 @@ pub trait Backend: Send + Sync + 'static {
     /// The recorded cron schedules, by name, each with its last stored tick.
     async fn stored_schedules(&self, params: SchedulesParams)
         -> Result<Vec<StoredSchedule>, Error>;
+
+    /// Records job types in the catalog, each by name and version.
+    async fn publish_types(&self, params: PublishTypesParams) -> Result<(), Error>;
+
+    /// The catalog: every published version of every job type, by name then version.
+    async fn job_types(&self, params: JobTypesParams) -> Result<Vec<PublishedType>, Error>;
+
+    /// For each of `params.names`, how many of its pending, scheduled and running jobs are
+    /// stored at each version, by name then version (versions without such jobs are left out).
+    async fn stored_versions(
+        &self,
+        params: StoredVersionsParams,
+    ) -> Result<Vec<StoredVersion>, Error>;
 
     /// A signal that fires when jobs may have become ready in one of the queues.
     async fn subscribe(&self, params: SubscribeParams) -> Result<Wakeup, Error>;

@@ -266,6 +266,7 @@ impl<J: Job> Enqueue<J> {
             name: J::NAME.to_string(),
             queue: self.queue.clone().unwrap_or(defaults.queue),
             payload: serde_json::value::to_raw_value(&self.job)?,
+            version: J::VERSION,
             priority: self.priority.unwrap_or(defaults.priority),
             run_at,
             max_attempts,

@@ -177,6 +177,20 @@ pub enum StartProblem {
         /// What is wrong with it.
         reason: String,
     },
+    /// Jobs are stored at a payload version that no chain of upgrades leads up from.
+    #[error("job `{job}`: {jobs} waiting or running jobs are stored at version {stored}, and no upgrade leads from version {missing} (register `#[job_upgrade(from = {missing})]`; this build's version is {current})")]
+    NoUpgradePath {
+        /// The job's stored name.
+        job: String,
+        /// The stored version.
+        stored: u32,
+        /// How many jobs are stored at it.
+        jobs: u64,
+        /// The first version without an upgrade.
+        missing: u32,
+        /// This build's version.
+        current: u32,
+    },
     /// No queue was named and no job is registered.
     #[error("no queues to run: no job is registered and none were named with `.queues(..)`")]
     NoQueues,

@@ -82,6 +82,11 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// orphans them.
     const NAME: &'static str;
 
+    /// The payload's version, stored with each job: raise it when the payload's shape changes,
+    /// and register an upgrade from the previous one with `#[job_upgrade(from = N)]` (see
+    /// [`upgrade`](crate::upgrade)).
+    const VERSION: u32 = 1;
+
     /// What the handler returns on success, stored as JSON and readable by id.
     type Output: Serialize + DeserializeOwned + Send + 'static;
 
@@ -104,6 +109,12 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// How this job coalesces with an earlier one of the same key, if its type throttles or
     /// debounces.
     fn coalesce(&self) -> Option<Coalesce> {
+        None
+    }
+
+    /// The JSON Schema of the payload, published to the catalog (`#[job]` derives it with
+    /// schemars); `None` when the type has none.
+    fn schema() -> Option<serde_json::Value> {
         None
     }
 

@@ -33,6 +33,7 @@
 mod any;
 mod backend;
 mod backoff;
+mod catalog;
 mod clock;
 mod context;
 mod cron;
@@ -59,6 +60,7 @@ mod serde_millis;
 mod state;
 mod status;
 pub mod testkit;
+pub mod upgrade;
 mod url_options;
 mod wake;
 mod worker;
@@ -69,6 +71,7 @@ pub mod testing;
 pub use any::AnyBackend;
 pub use backend::*;
 pub use backoff::{parse_duration, Backoff, BackoffKind, MAX_DELAY};
+pub use catalog::{JobTypeInfo, KnownJob, PublishedType, StoredVersion};
 pub use clock::{later, Clock, ManualClock, SystemClock, Timestamp};
 pub use context::{BackendContext, CompletionHook, JobContext};
 pub use cron::Schedule;
@@ -87,8 +90,8 @@ pub use job::{
 pub use liveness::{liveness, Hold, Liveness, LivenessKeeper};
 pub use memory::MemoryBackend;
 pub use model::{
-    first_holders, AttemptError, DeadReason, Enqueued, JobRecord, Json, Lease, LeaseRef, LeasedJob,
-    NewJob, QueueCounts,
+    first_holders, first_version, AttemptError, DeadReason, Enqueued, JobRecord, Json, Lease,
+    LeaseRef, LeasedJob, NewJob, QueueCounts,
 };
 pub use operations::{
     Operations, Page, PageRequest, QueueSummary, ScheduleSummary, Stranded, WorkerSummary,

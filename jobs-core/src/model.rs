@@ -80,6 +80,9 @@ pub struct NewJob {
     pub queue: String,
     /// The arguments, as JSON.
     pub payload: Json,
+    /// The payload's version (the job type's `#[job(version)]`, 1 by default).
+    #[serde(default = "first_version")]
+    pub version: u32,
     /// Lower runs first.
     pub priority: i16,
     /// Not run before this time.
@@ -104,6 +107,11 @@ pub struct NewJob {
     /// How the enqueue coalesces with an earlier job of the same key (throttle, debounce).
     #[serde(default)]
     pub coalesce: Option<Coalesce>,
+}
+
+/// The version of a payload stored without one: every job stored before versions existed.
+pub const fn first_version() -> u32 {
+    1
 }
 
 impl NewJob {
@@ -153,6 +161,9 @@ pub struct JobRecord {
     pub queue: String,
     /// The arguments, as JSON.
     pub payload: Json,
+    /// The payload's version.
+    #[serde(default = "first_version")]
+    pub version: u32,
     /// Lower runs first.
     pub priority: i16,
     /// Not run before this time.
@@ -203,6 +214,7 @@ impl JobRecord {
             name: job.name,
             queue: job.queue,
             payload: job.payload,
+            version: job.version,
             priority: job.priority,
             run_at: job.run_at,
             status,

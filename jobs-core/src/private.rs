@@ -9,6 +9,7 @@ pub use serde_json;
 
 pub use crate::inject::Inject;
 pub use crate::payload::Payload;
+pub use crate::upgrade::{upgrade_with, PayloadVersion, Upgrade};
 pub use crate::{
     Backoff, Coalesce, CronSpec, IntoJobResult, Job, JobContext, JobError, JobOptions, KeyLimits,
     Rate, Registration, StateKey, StateMap,

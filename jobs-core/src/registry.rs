@@ -1,6 +1,7 @@
 //! The registry of job types: filled by `#[job]` through inventory, or by hand with `register`.
 
 use std::any::TypeId;
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -12,12 +13,13 @@ use crate::error::{ErrorKind, StartProblem};
 use crate::job::{CronSpec, Job, JobOptions};
 use crate::model::Json;
 use crate::state::{StateKey, StateMap};
+use crate::upgrade;
 use crate::JobError;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-type RunFn = fn(&RawValue, JobContext, StateMap) -> BoxFuture<Result<Json, JobError>>;
+type RunFn = fn(&RawValue, u32, JobContext, StateMap) -> BoxFuture<Result<Json, JobError>>;
 
 /// Everything a worker needs to run one job type, with the type erased.
 #[derive(Clone, Copy)]
@@ -26,7 +28,10 @@ pub struct JobType {
     pub name: &'static str,
     /// The Rust type's path, for error messages.
     pub type_name: &'static str,
+    /// The payload's version.
+    pub version: u32,
     type_id: fn() -> TypeId,
+    schema: fn() -> Option<serde_json::Value>,
     options: fn() -> JobOptions,
     cron: fn() -> Option<CronSpec>,
     required_state: fn() -> Vec<StateKey>,
@@ -39,7 +44,9 @@ impl JobType {
         JobType {
             name: J::NAME,
             type_name: std::any::type_name::<J>(),
+            version: J::VERSION,
             type_id: TypeId::of::<J>,
+            schema: J::schema,
             options: J::options,
             cron: J::cron,
             required_state: J::required_state,
@@ -57,39 +64,38 @@ impl JobType {
         (self.cron)()
     }
 
+    /// The JSON Schema of the payload, if the type has one.
+    pub fn schema(&self) -> Option<serde_json::Value> {
+        (self.schema)()
+    }
+
     /// The state types the handler takes.
     pub fn required_state(&self) -> Vec<StateKey> {
         (self.required_state)()
     }
 
-    /// Decodes the payload and runs the handler; the result comes back as JSON.
+    /// Decodes the payload, stored at `version` (upgraded first when older than the type's),
+    /// and runs the handler; the result comes back as JSON.
     pub fn run(
         &self,
         payload: &RawValue,
+        version: u32,
         ctx: JobContext,
         state: StateMap,
     ) -> BoxFuture<Result<Json, JobError>> {
-        (self.run)(payload, ctx, state)
+        (self.run)(payload, version, ctx, state)
     }
 }
 
 fn run_erased<J: Job>(
     payload: &RawValue,
+    version: u32,
     ctx: JobContext,
     state: StateMap,
 ) -> BoxFuture<Result<Json, JobError>> {
-    let decoded = serde_json::from_str::<J>(payload.get());
+    let decoded = decode::<J>(payload, version);
     Box::pin(async move {
-        let job = decoded.map_err(|e| {
-            JobError::of_kind(
-                ErrorKind::Decode,
-                format!(
-                    "payload does not deserialize as `{}` (job `{}`): {e}",
-                    std::any::type_name::<J>(),
-                    J::NAME
-                ),
-            )
-        })?;
+        let job = decoded.map_err(|e| JobError::of_kind(ErrorKind::Decode, e))?;
         let output = job.run(ctx, state).await?;
         serde_json::value::to_raw_value(&output).map_err(|e| {
             JobError::fatal(format!(
@@ -97,6 +103,32 @@ fn run_erased<J: Job>(
                 J::NAME
             ))
         })
+    })
+}
+
+/// The job `payload` stored at `version` holds, upgraded to `J`'s version.
+fn decode<J: Job>(payload: &RawValue, version: u32) -> Result<J, String> {
+    let upgraded;
+    let current = match version.cmp(&J::VERSION) {
+        Ordering::Equal => payload,
+        Ordering::Less => {
+            upgraded = upgrade::upgrade(J::NAME, version, J::VERSION, payload)?;
+            &*upgraded
+        }
+        Ordering::Greater => {
+            return Err(format!(
+                "payload of job `{}` is stored at version {version}, newer than this build's {}",
+                J::NAME,
+                J::VERSION
+            ))
+        }
+    };
+    serde_json::from_str::<J>(current.get()).map_err(|e| {
+        format!(
+            "payload does not deserialize as `{}` (job `{}`): {e}",
+            std::any::type_name::<J>(),
+            J::NAME
+        )
     })
 }
 

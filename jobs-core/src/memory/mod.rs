@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use crate::backend::*;
+use crate::catalog::{KnownJob, PublishedType, StoredVersion};
 use crate::clock;
 use crate::event::{EventHub, EventStream, JobEvent};
 use crate::fates::{self, Fate, Held};
@@ -105,6 +106,8 @@ struct Store {
     liveness: HashMap<String, bool>,
     /// The paused queues.
     paused: BTreeSet<String>,
+    /// The catalog of job types, by name and version.
+    types: BTreeMap<(String, u32), PublishedType>,
     flow: Flow,
 }
 
@@ -506,7 +509,7 @@ impl Backend for MemoryBackend {
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
         let mut store = self.store();
         let mut picked: Vec<ReadyKey> = Vec::new();
-        let known = |r: &JobRecord| p.names.as_ref().is_none_or(|names| names.contains(&r.name));
+        let known = |r: &JobRecord| KnownJob::admits(p.known.as_deref(), &r.name, r.version);
         for queue in &p.queues {
             let limits = p.flow.iter().find(|f| &f.queue == queue).map(|f| &f.limits);
             picked.extend(store.ready(queue, p.limit, limits, known, p.now));
@@ -877,6 +880,42 @@ impl Backend for MemoryBackend {
                 last_tick: store.cron_ticks.get(&schedule.name).copied(),
                 schedule: schedule.clone(),
                 seen_at: *seen_at,
+            })
+            .collect())
+    }
+
+    async fn publish_types(&self, p: PublishTypesParams) -> Result<(), Error> {
+        let mut store = self.store();
+        for info in p.types {
+            let key = (info.name.clone(), info.version);
+            let published = PublishedType {
+                info,
+                published_at: p.now,
+            };
+            store.types.insert(key, published);
+        }
+        Ok(())
+    }
+
+    async fn job_types(&self, _: JobTypesParams) -> Result<Vec<PublishedType>, Error> {
+        Ok(self.store().types.values().cloned().collect())
+    }
+
+    async fn stored_versions(&self, p: StoredVersionsParams) -> Result<Vec<StoredVersion>, Error> {
+        let store = self.store();
+        let mut counts: BTreeMap<(&str, u32), u64> = BTreeMap::new();
+        let waiting = [JobStatus::Pending, JobStatus::Scheduled, JobStatus::Running];
+        for job in store.jobs.values() {
+            if waiting.contains(&job.status) && p.names.contains(&job.name) {
+                *counts.entry((&job.name, job.version)).or_default() += 1;
+            }
+        }
+        Ok(counts
+            .into_iter()
+            .map(|((name, version), jobs)| StoredVersion {
+                name: name.to_string(),
+                version,
+                jobs,
             })
             .collect())
     }

@@ -53,7 +53,7 @@ where
     let (bad, mut healthy) = poison_among_healthy(b, corrupt).await;
     let leased = b
         .fetch(FetchParams {
-            names: None,
+            known: None,
             queues: vec![QUEUE.into()],
             limit: 10,
             worker: "w".into(),

@@ -47,6 +47,7 @@ pub(super) fn new_job(name: &str) -> NewJob {
         name: name.to_string(),
         queue: QUEUE.to_string(),
         payload: json(r#"{"n":1}"#),
+        version: 1,
         priority: 10,
         run_at: t0(),
         max_attempts: 3,

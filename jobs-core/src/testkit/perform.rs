@@ -80,7 +80,7 @@ impl<J: Job> Perform<J> {
             .await?;
         let leased = backend
             .fetch(FetchParams {
-                names: None,
+                known: None,
                 queues: vec![queue],
                 limit: 1,
                 worker: "testkit".into(),
@@ -93,7 +93,12 @@ impl<J: Job> Perform<J> {
             .ok_or_else(|| JobError::fatal("the job was not stored"))?;
         let ctx = JobContext::new(AnyBackend::new(backend), &leased);
         let output = JobType::of::<J>()
-            .run(&leased.record.payload, ctx, self.state)
+            .run(
+                &leased.record.payload,
+                leased.record.version,
+                ctx,
+                self.state,
+            )
             .await?;
         Ok(serde_json::from_str(output.get())?)
     }

@@ -37,6 +37,7 @@ pub(crate) async fn schedule_ticks(
                 name: job.name.to_string(),
                 queue: options.queue.clone(),
                 payload: RawValue::from_string("{}".into()).expect("valid JSON"),
+                version: job.version,
                 priority: options.priority,
                 run_at: tick,
                 max_attempts: options.max_attempts,

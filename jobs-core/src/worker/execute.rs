@@ -86,7 +86,12 @@ async fn run_handler(
     };
     let metrics = shared.metrics.job(&record.queue, &record.name);
     let timer = metrics.started(shared.clock.as_ref(), record.run_at);
-    let handler = job_type.run(&record.payload, ctx.clone(), shared.state.clone());
+    let handler = job_type.run(
+        &record.payload,
+        record.version,
+        ctx.clone(),
+        shared.state.clone(),
+    );
     let deadline = async {
         match record.timeout {
             Some(limit) => tokio::time::sleep(limit).await,

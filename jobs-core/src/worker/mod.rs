@@ -28,6 +28,7 @@ mod shared;
 mod shutdown;
 mod start;
 mod unwind;
+mod versions;
 
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, FetchParams, HoldParams, SubscribeParams};
+use crate::catalog::KnownJob;
 use crate::context::JobContext;
 use crate::event::{EventKind, JobEvent};
 use crate::liveness::Liveness;
@@ -27,7 +28,7 @@ use super::queue_state::{watch_queue_state, QueueStates, FLOW_RETRY, FLOW_RETRY_
 use super::renew::keep_alive;
 use super::shared::{Retries, Shared};
 use super::start::{plan, Periodic};
-use super::{cron, maintenance};
+use super::{cron, maintenance, versions};
 
 /// The most jobs one fetch asks for.
 const MAX_FETCH: usize = 256;
@@ -51,6 +52,7 @@ impl Worker {
     /// stored name, a handler's `State<T>` is missing, a cron schedule does not parse.
     pub async fn run_until(self, signal: impl Future<Output = ()> + Send) -> Result<(), Error> {
         let plan = plan(&self)?;
+        versions::check_stored_versions(&self.backend, &plan.types).await?;
         let wakeup = self
             .backend
             .subscribe(SubscribeParams {
@@ -74,6 +76,7 @@ impl Worker {
             written: Notify::new(),
         });
         presence.announce(&shared).await;
+        versions::publish_types(&shared).await;
         let queues = plan.queues;
         tracing::info!(worker = %self.id, ?queues, concurrency = self.concurrency, "worker started");
 
@@ -200,9 +203,17 @@ impl Worker {
         let batch = (prefetch / 2).max(1);
         let mut pause = Duration::from_millis(50);
         let mut flow_retry = FLOW_RETRY;
-        // Only the names this worker runs: another's job waits for a worker that knows it.
-        let mut names: Vec<String> = shared.types.keys().cloned().collect();
-        names.sort_unstable();
+        // Only the names and versions this worker runs: another's job waits for a worker that
+        // knows it.
+        let mut known: Vec<KnownJob> = shared
+            .types
+            .values()
+            .map(|t| KnownJob {
+                name: t.name.to_string(),
+                version: t.version,
+            })
+            .collect();
+        known.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         loop {
             while jobs.try_join_next().is_some() {}
             let permits = take_slots(&slots, batch).await;
@@ -225,7 +236,7 @@ impl Worker {
                 continue;
             }
             let params = FetchParams {
-                names: Some(names.clone()),
+                known: Some(known.clone()),
                 queues: open,
                 limit: permits.len(),
                 worker: self.id.clone(),

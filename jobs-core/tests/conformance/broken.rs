@@ -35,6 +35,10 @@ enum Flaw {
     WorkersNeverExpire,
     /// Fetches jobs of every name, whatever names the fetch gives.
     IgnoresNames,
+    /// Fetches jobs of the names given at every version, however new.
+    IgnoresVersions,
+    /// Stores every job at version 1.
+    ForgetsVersions,
     /// Never names a worker gone.
     SeesNoneGone,
     /// Publishes no events.
@@ -77,7 +81,7 @@ impl Broken {
         let mut got = self
             .inner
             .fetch(FetchParams {
-                names: None,
+                known: None,
                 limit: usize::MAX,
                 ..p.clone()
             })
@@ -111,6 +115,7 @@ impl Backend for Broken {
             match self.flaw {
                 Flaw::ForgetsKeyLimits => job.key_limits = None,
                 Flaw::NeverCoalesces => job.coalesce = None,
+                Flaw::ForgetsVersions => job.version = 1,
                 _ => {}
             }
         }
@@ -122,7 +127,17 @@ impl Backend for Broken {
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
         match self.flaw {
             Flaw::Lifo => self.fetch_newest(p).await,
-            Flaw::IgnoresNames => self.inner.fetch(FetchParams { names: None, ..p }).await,
+            Flaw::IgnoresNames => self.inner.fetch(FetchParams { known: None, ..p }).await,
+            Flaw::IgnoresVersions => {
+                let known = p.known.clone().map(|known| {
+                    let newest = |k: KnownJob| KnownJob {
+                        version: u32::MAX,
+                        ..k
+                    };
+                    known.into_iter().map(newest).collect()
+                });
+                self.inner.fetch(FetchParams { known, ..p }).await
+            }
             Flaw::IgnoresFlow => {
                 let flow = Vec::new();
                 self.inner.fetch(FetchParams { flow, ..p }).await
@@ -256,6 +271,15 @@ impl Backend for Broken {
     async fn stored_schedules(&self, p: SchedulesParams) -> Result<Vec<StoredSchedule>, Error> {
         self.inner.stored_schedules(p).await
     }
+    async fn publish_types(&self, p: PublishTypesParams) -> Result<(), Error> {
+        self.inner.publish_types(p).await
+    }
+    async fn job_types(&self, p: JobTypesParams) -> Result<Vec<PublishedType>, Error> {
+        self.inner.job_types(p).await
+    }
+    async fn stored_versions(&self, p: StoredVersionsParams) -> Result<Vec<StoredVersion>, Error> {
+        self.inner.stored_versions(p).await
+    }
     async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
         self.inner.subscribe(p).await
     }
@@ -331,6 +355,11 @@ caught! {
         workers_show_the_jobs_they_run;
     names_check_catches_a_fetch_that_ignores_names: IgnoresNames =>
         fetch_takes_only_the_names_given;
+    version_check_catches_a_fetch_that_ignores_versions: IgnoresVersions =>
+        versions_newer_than_known_stay_waiting;
+    version_check_catches_a_store_that_forgets_versions: ForgetsVersions =>
+        versions_are_stored_with_each_job,
+        versions_stored_are_counted_for_waiting_and_running_jobs;
     pause_checks_catch_a_store_that_never_pauses: NeverPauses =>
         pause_marks_queues_until_resumed,
         worker_takes_nothing_from_a_paused_queue;

@@ -104,6 +104,12 @@ macro_rules! __conformance_checks {
                 workers_deregister_forgets_a_worker,
                 workers_show_the_jobs_they_run,
             }
+            store::versions {
+                versions_are_stored_with_each_job,
+                versions_newer_than_known_stay_waiting,
+                versions_stored_are_counted_for_waiting_and_running_jobs,
+                versions_published_are_listed_by_name_and_version,
+            }
             worker::outcomes {
                 worker_runs_jobs_and_returns_typed_results,
                 worker_retries_follow_backoff,

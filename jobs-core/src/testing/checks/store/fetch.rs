@@ -105,21 +105,27 @@ pub async fn fetch_takes_only_the_names_given(b: AnyBackend) {
         job.run_at = at(offset);
         ids.push(put(&b, job).await);
     }
-    let names = |n: &[&str]| Some(n.iter().map(|s| s.to_string()).collect());
+    let names = |n: &[&str]| {
+        let known = n.iter().map(|s| KnownJob {
+            name: s.to_string(),
+            version: 1,
+        });
+        Some(known.collect())
+    };
 
     // An older worker: one job at a time, across both queues, so a multi-queue fetch that
     // looks at each queue's head first must look past the jobs it cannot run.
     let mut old = Vec::new();
     for _ in 0..3 {
         let mut params = fetch_params(&[QUEUE, OTHER_QUEUE], 1, t0());
-        params.names = names(&["old.step"]);
+        params.known = names(&["old.step"]);
         let got = b.fetch(params).await.expect("fetch");
         assert_eq!(got.len(), 1, "an old job is ready");
         old.push(got[0].record.id);
     }
     assert_eq!(old, vec![ids[1], ids[3], ids[4]]);
     let mut params = fetch_params(&[QUEUE, OTHER_QUEUE], 10, t0());
-    params.names = names(&["old.step", "unheard.of"]);
+    params.known = names(&["old.step", "unheard.of"]);
     assert!(
         b.fetch(params).await.expect("fetch").is_empty(),
         "only jobs of other names are left"
@@ -135,7 +141,7 @@ pub async fn fetch_takes_only_the_names_given(b: AnyBackend) {
 
     // A newer worker takes them, each on its first attempt, still in run order.
     let mut params = fetch_params(&[QUEUE, OTHER_QUEUE], 10, t0());
-    params.names = names(&["new.step", "old.step"]);
+    params.known = names(&["new.step", "old.step"]);
     let got = b.fetch(params).await.expect("fetch");
     let taken: Vec<(JobId, u32)> = got
         .iter()

@@ -14,6 +14,7 @@ pub(super) mod pause;
 pub(super) mod presence;
 pub(super) mod prune;
 pub(super) mod tags;
+pub(super) mod versions;
 
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ use crate::*;
 /// Fetch `limit` jobs of `queues` at `now` as the worker `"checker"`, with a 5 s lease.
 fn fetch_params(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {
     FetchParams {
-        names: None,
+        known: None,
         queues: queues.iter().map(|q| q.to_string()).collect(),
         limit,
         worker: "checker".to_string(),

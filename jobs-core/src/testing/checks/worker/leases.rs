@@ -14,7 +14,7 @@ pub async fn worker_reruns_jobs_of_a_dead_worker(b: AnyBackend) {
         .await
         .unwrap();
     let params = FetchParams {
-        names: None,
+        known: None,
         queues: vec![QUEUE.into()],
         limit: 3,
         worker: "crashed".into(),
