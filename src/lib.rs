@@ -40,7 +40,7 @@
 mod connect;
 
 pub use connect::connect;
-pub use jobs_macros::job;
+pub use jobs_macros::{job, job_upgrade};
 
 // Enqueueing and reading jobs back.
 pub use jobs_core::{
@@ -80,14 +80,14 @@ pub use jobs_core::metrics;
 /// Helpers for an application's tests, on the memory backend: [`MemoryBackend::enqueued`],
 /// [`Worker::drain`] and [`perform`](testing::perform).
 pub mod testing {
-    pub use jobs_core::testkit::{perform, Drained, Perform};
+    pub use jobs_core::testkit::{perform, perform_stored, Drained, Perform};
     pub use jobs_core::ManualClock;
 }
 
 /// What a job author and an enqueuer need: `use jobs::prelude::*;`.
 pub mod prelude {
     pub use jobs_core::{JobContext, JobError, JobExt, JobState, State};
-    pub use jobs_macros::job;
+    pub use jobs_macros::{job, job_upgrade};
 }
 
 #[doc(hidden)]

@@ -109,7 +109,7 @@ async fn load(backend: &AnyBackend, n: u64, dead: bool) {
             .expect("enqueue");
         let leased = backend
             .fetch(FetchParams {
-                names: None,
+                known: None,
                 queues: vec!["email".into()],
                 limit: size as usize,
                 worker: "bench-setup".into(),

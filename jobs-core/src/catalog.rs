@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::backoff::Backoff;
-use crate::model::Timestamp;
+use crate::model::{JobId, Json, NewJob, Timestamp};
 use crate::registry::JobType;
 
 /// One version of a job type, as workers publish it.
@@ -50,6 +50,30 @@ impl JobTypeInfo {
             timeout: options.timeout,
             tags: options.tags,
             schema: job.schema(),
+        }
+    }
+}
+
+impl JobTypeInfo {
+    /// A new job of this type with `payload` (taken to be of this version), ready at `now`,
+    /// with the type's defaults.
+    pub fn new_job(&self, payload: Json, now: Timestamp) -> NewJob {
+        NewJob {
+            id: JobId::new(),
+            name: self.name.clone(),
+            queue: self.queue.clone(),
+            payload,
+            version: self.version,
+            priority: self.priority,
+            run_at: now,
+            max_attempts: self.max_attempts,
+            backoff: self.backoff,
+            timeout: self.timeout,
+            unique_key: None,
+            trace_context: None,
+            tags: self.tags.clone(),
+            key_limits: None,
+            coalesce: None,
         }
     }
 }

@@ -51,7 +51,7 @@ pub const WAIT_CHECK: Duration = Duration::from_secs(5);
 #[doc(hidden)]
 pub enum ViaBackend {}
 
-impl<B: Backend> Producer<ViaBackend> for &B {
+impl<B: Backend + ?Sized> Producer<ViaBackend> for &B {
     async fn enqueue_jobs(self, jobs: Vec<NewJob>, now: Timestamp) -> Result<Vec<Enqueued>, Error> {
         if !self.events_heard() {
             return self.enqueue(EnqueueParams { jobs, now }).await;

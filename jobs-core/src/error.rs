@@ -80,6 +80,19 @@ pub enum Error {
         /// Its maximum depth.
         max_depth: u64,
     },
+    /// No worker has published a job type of this name to the catalog.
+    #[error("no job type `{0}` is published: a worker that runs it publishes it when it starts")]
+    UnknownJobType(String),
+    /// A JSON payload does not match its job type's published schema: nothing was stored.
+    #[error("payload does not match the schema of job `{name}` (version {version}): {}", problems.join("; "))]
+    InvalidPayload {
+        /// The job type.
+        name: String,
+        /// The version whose schema it was checked against.
+        version: u32,
+        /// Every way it does not match.
+        problems: Vec<String>,
+    },
     /// The worker could not start; every problem found is listed.
     #[error("worker cannot start: {}", StartProblem::join(.0))]
     Start(Vec<StartProblem>),

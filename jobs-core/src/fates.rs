@@ -112,6 +112,7 @@ mod tests {
             name: "n".into(),
             queue: "q".into(),
             payload: serde_json::value::to_raw_value(&1).unwrap(),
+            version: 1,
             priority: 0,
             run_at: Timestamp::default(),
             max_attempts: 1,

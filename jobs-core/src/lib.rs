@@ -33,6 +33,7 @@
 mod any;
 mod backend;
 mod backoff;
+mod by_name;
 mod catalog;
 mod clock;
 mod context;

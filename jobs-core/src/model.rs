@@ -338,6 +338,7 @@ mod tests {
             name: "n".into(),
             queue: queue.into(),
             payload: serde_json::value::to_raw_value(&()).unwrap(),
+            version: 1,
             priority: 0,
             run_at: Utc::now(),
             max_attempts: 1,

@@ -12,12 +12,14 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::*;
+use crate::by_name;
+use crate::catalog::PublishedType;
 use crate::clock::{Clock, SystemClock};
 use crate::cron::Schedule;
 use crate::event::EventStream;
 use crate::filter::JobFilter;
 use crate::flow::QueueLimits;
-use crate::model::{JobId, JobRecord, JobStatus, QueueCounts, Timestamp};
+use crate::model::{Enqueued, JobId, JobRecord, JobStatus, QueueCounts, Timestamp};
 use crate::presence::{ScheduleInfo, WorkerInfo};
 use crate::Error;
 
@@ -217,6 +219,21 @@ pub trait Operations {
     /// The events of the jobs of `queues` (of every queue when empty), published by any
     /// process from now on: enqueued, started, progress, completed, failed, dead.
     async fn job_events(&self, queues: &[&str]) -> Result<EventStream, Error>;
+
+    /// The catalog: every version of every job type that workers published (name, version,
+    /// defaults, payload schema), by name then version.
+    async fn catalog(&self) -> Result<Vec<PublishedType>, Error>;
+
+    /// The newest published version of the job type `name`; [`Error::UnknownJobType`] when
+    /// none is.
+    async fn job_type(&self, name: &str) -> Result<PublishedType, Error>;
+
+    /// Enqueues a job of the type `name`, as its newest published version, with a JSON
+    /// payload and the type's defaults, due now. The payload is checked against the type's
+    /// schema first: [`Error::InvalidPayload`] lists every way it does not match, and nothing
+    /// is stored; [`Error::UnknownJobType`] when no worker published the type.
+    async fn enqueue_json(&self, name: &str, payload: serde_json::Value)
+        -> Result<Enqueued, Error>;
 }
 
 #[async_trait]
@@ -415,6 +432,22 @@ impl<B: Backend + ?Sized> Operations for B {
                 worker,
             })
             .collect())
+    }
+
+    async fn catalog(&self) -> Result<Vec<PublishedType>, Error> {
+        self.job_types(JobTypesParams {}).await
+    }
+
+    async fn job_type(&self, name: &str) -> Result<PublishedType, Error> {
+        by_name::newest(self, name).await
+    }
+
+    async fn enqueue_json(
+        &self,
+        name: &str,
+        payload: serde_json::Value,
+    ) -> Result<Enqueued, Error> {
+        by_name::enqueue_json(self, name, payload).await
     }
 
     async fn job_events(&self, queues: &[&str]) -> Result<EventStream, Error> {

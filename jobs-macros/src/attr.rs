@@ -36,6 +36,7 @@ const KEYS: &[(&str, &str)] = &[
     ("throttle", r#"throttle = "{user_id}""#),
     ("debounce", r#"debounce = "{user_id}""#),
     ("window", r#"window = "5s""#),
+    ("version", "version = 2"),
     ("crate", r#"crate = "my_jobs""#),
 ];
 
@@ -99,6 +100,8 @@ pub(crate) struct Attrs {
     pub debounce: Option<Template>,
     /// `window = "…"`, of `throttle` or `debounce`.
     pub window: Option<Spanned<Duration>>,
+    /// `version = N`: the payload's version.
+    pub version: Option<Spanned<u32>>,
     /// `crate = "…"`, parsed as a path.
     pub krate: Option<Path>,
 }
@@ -324,6 +327,7 @@ fn parse_value(attrs: &mut Attrs, key: &'static str, value: &Expr) -> syn::Resul
         "throttle" => attrs.throttle = Some(template(key, value)?),
         "debounce" => attrs.debounce = Some(template(key, value)?),
         "window" => attrs.window = Some(duration(&string(key, value)?)?),
+        "version" => attrs.version = Some(integer(key, value, "1 to 4294967295")?),
         "crate" => attrs.krate = Some(path(&string(key, value)?)?),
         _ => unreachable!("`{key}` is in KEYS"),
     }
@@ -728,7 +732,7 @@ mod tests {
         assert!(
             errors[0].ends_with(
                 "`tz`, `concurrency_key`, `concurrency`, `rate`, `throttle`, `debounce`, \
-                 `window`, `crate`"
+                 `window`, `version`, `crate`"
             ),
             "{}",
             errors[0]

@@ -51,7 +51,15 @@ fn expand(attrs: &Attrs, func: &Func) -> TokenStream {
     let cron = cron(attrs, p);
     let required_state = required_state(func, p);
     let run = run(&job);
+    let version = attrs.version.as_ref().map(|v| {
+        let n = v.value;
+        quote_spanned!(v.span=> const VERSION: u32 = #n;)
+    });
     let impl_job = job.impl_job(quote! {
+        #version
+        fn schema() -> ::core::option::Option<#p::serde_json::Value> {
+            ::core::option::Option::Some(#p::schema_of::<Self>())
+        }
         #options
         #unique_key
         #key_limits
@@ -71,6 +79,12 @@ fn expand(attrs: &Attrs, func: &Func) -> TokenStream {
             #constructor
 
             #impl_job
+
+            #[automatically_derived]
+            impl #p::PayloadVersion for #ident {
+                const JOB: &'static str = <Self as #p::Job>::NAME;
+                const VERSION: u32 = <Self as #p::Job>::VERSION;
+            }
 
             #p::inventory::submit! { #p::Registration::of::<#ident>() }
         };

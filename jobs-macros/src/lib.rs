@@ -19,6 +19,7 @@ mod payload;
 #[path = "../../jobs-core/src/rate_syntax.rs"]
 mod rate;
 mod template;
+mod upgrade;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -143,4 +144,49 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn job(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::job(args.into(), input.into()).into()
+}
+
+/// Registers an upgrade of a job's payload from version `from` to the next: a plain fn that
+/// takes the old payload (a type of yours that deserializes what version `from` stored) and
+/// returns the payload of version `from + 1` (the job itself, or the older payload that the
+/// upgrade from `from + 1` takes). A worker applies the steps, in order, to a job stored at an
+/// older version before its handler runs.
+///
+/// ```
+/// use jobs::prelude::*;
+/// use serde::Deserialize;
+///
+/// /// What version 1 stored: the user's id as `user`.
+/// #[derive(Deserialize)]
+/// struct GreetV1 {
+///     user: u64,
+/// }
+///
+/// #[job(version = 2)]
+/// async fn greet(user_id: u64, greeting: String) -> Result<String, JobError> {
+///     Ok(format!("{greeting}, {user_id}"))
+/// }
+///
+/// #[job_upgrade(from = 1)]
+/// fn greet_v1(old: GreetV1) -> Greet {
+///     Greet { user_id: old.user, greeting: "Hello".into() }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// // A job stored by the first release runs, upgraded, on this one.
+/// let stored = serde_json::json!({ "user": 7 });
+/// let out = jobs::testing::perform_stored::<Greet>(stored, 1).await?;
+/// assert_eq!(out, "Hello, 7");
+/// # Ok::<(), JobError>(()) }).unwrap();
+/// ```
+///
+/// # Errors
+///
+/// The compiler checks each step: an upgrade from `N` whose return type is not version `N + 1`
+/// of a job (a step that skips a version, goes down, or returns something that is no payload
+/// version) does not build, and the error names the step. A worker refuses to start when jobs
+/// are stored at a version that no chain of upgrades leads up from.
+#[proc_macro_attribute]
+pub fn job_upgrade(args: TokenStream, input: TokenStream) -> TokenStream {
+    upgrade::job_upgrade(args.into(), input.into()).into()
 }

@@ -77,10 +77,12 @@ impl<'a> JobType<'a> {
                 LitStr::new(&format!("{path}::{method}"), ty.span())
             };
             let (ser, de) = (through("serialize_field"), through("deserialize_field"));
+            let schema = through("field_schema");
             let default = is_option(ty).then(|| quote!(#[serde(default)]));
             quote_spanned! {ident.span()=>
                 #[doc = #doc]
                 #[serde(serialize_with = #ser, deserialize_with = #de)]
+                #[schemars(schema_with = #schema)]
                 #default
                 pub #ident: #ty
             }
@@ -88,6 +90,7 @@ impl<'a> JobType<'a> {
         // An empty payload (a cron job, say) gets `Default`, as `new()` without arguments asks.
         let default = (func.payload().count() == 0).then(|| quote!(::core::default::Default,));
         let serde_crate = quote!(#p::serde).to_string();
+        let schemars_crate = quote!(#p::schemars).to_string();
         quote! {
             #(#docs)*
             #default_doc
@@ -98,8 +101,10 @@ impl<'a> JobType<'a> {
                 #default
                 #p::serde::Serialize,
                 #p::serde::Deserialize,
+                #p::schemars::JsonSchema,
             )]
             #[serde(crate = #serde_crate)]
+            #[schemars(crate = #schemars_crate)]
             #vis struct #ident {
                 #(#fields,)*
             }

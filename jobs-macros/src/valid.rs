@@ -53,6 +53,12 @@ pub(crate) fn check(attrs: &Attrs, func: &Func) -> syn::Result<()> {
             "`concurrency = 0` would never run a job of the key; use 1 or more",
         );
     }
+    if let Some(version) = attrs.version.as_ref().filter(|v| v.value == 0) {
+        errors.at(
+            version.span,
+            "versions count from 1 (the version of a job that names none): use 1 or more",
+        );
+    }
     if let Some(timeout) = attrs.timeout.as_ref().filter(|t| t.value.is_zero()) {
         errors.at(timeout.span, "`timeout` must be longer than zero");
     }

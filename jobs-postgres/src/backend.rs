@@ -17,6 +17,9 @@ use jobs_core::{
     EventHub, EventStream, EventsParams, FinishedParams, FlowParams, JobEvent, PauseParams,
     PausedParams, Publisher, QueueFlow, SetLimitsParams,
 };
+use jobs_core::{
+    JobTypesParams, PublishTypesParams, PublishedType, StoredVersion, StoredVersionsParams,
+};
 use sqlx::PgPool;
 use tokio::sync::Mutex;
 
@@ -27,8 +30,8 @@ use crate::pools::{self, Registration};
 use crate::schema::{Schema, DEFAULT_SCHEMA};
 use crate::sql::Sql;
 use crate::{
-    enqueue, events, fetch, flow, liveness, maintenance, manage, migrate, presence, queues, reads,
-    writes,
+    catalog, enqueue, events, fetch, flow, liveness, maintenance, manage, migrate, presence,
+    queues, reads, writes,
 };
 
 /// A job store in PostgreSQL. Cheap to clone: clones share the pool and the listener.
@@ -324,6 +327,18 @@ impl Backend for PgBackend {
 
     async fn stored_schedules(&self, _: SchedulesParams) -> Result<Vec<StoredSchedule>, Error> {
         presence::stored_schedules(&self.inner.sql, &self.inner.pool).await
+    }
+
+    async fn publish_types(&self, p: PublishTypesParams) -> Result<(), Error> {
+        catalog::publish_types(&self.inner.sql, &self.inner.pool, p).await
+    }
+
+    async fn job_types(&self, _: JobTypesParams) -> Result<Vec<PublishedType>, Error> {
+        catalog::job_types(&self.inner.sql, &self.inner.pool).await
+    }
+
+    async fn stored_versions(&self, p: StoredVersionsParams) -> Result<Vec<StoredVersion>, Error> {
+        catalog::stored_versions(&self.inner.sql, &self.inner.pool, p).await
     }
 
     /// Starts (once per backend) the task that LISTENs on the schema's channel, then subscribes.

@@ -9,11 +9,11 @@ use uuid::Uuid;
 use crate::record::{int4, millis};
 use crate::sql::PgQuery;
 
-/// Binds the columns both bulk inserts take first ($1 to $14), in their order: id, name,
+/// Binds the columns every bulk insert takes first ($1 to $15), in their order: id, name,
 /// queue, payload, priority, run_at, status (as of `now`), max_attempts, backoff, timeout,
-/// trace context, and the tags: every job's in one array (arrays of arrays must be
-/// rectangular), then where each job's start and end in it (1-based, inclusive; an empty
-/// range for none).
+/// trace context, the tags (every job's in one array, as arrays of arrays must be
+/// rectangular, then where each job's start and end in it: 1-based, inclusive, an empty range
+/// for none), and the payload's version.
 pub(crate) fn bind_columns<'q, J: Borrow<NewJob>>(
     query: PgQuery<'q>,
     jobs: &'q [J],
@@ -57,5 +57,6 @@ pub(crate) fn bind_columns<'q, J: Borrow<NewJob>>(
         )
         .bind(tags)
         .bind(tags_from)
-        .bind(tags_to))
+        .bind(tags_to)
+        .bind(all().map(|j| int4(j.version)).collect::<Vec<i32>>()))
 }

@@ -150,6 +150,7 @@ async fn enqueue_plain(
             .bind(&job.tags)
             .bind(now)
             .bind((!wake.is_empty()).then(|| sql.channel()))
+            .bind(int4(job.version))
             .execute(conn)
             .await
             .map_err(db)?

@@ -4,12 +4,14 @@
 //! Rows are decoded one by one: a row that does not decode is failed at once as dead, with an
 //! error of kind decode saying it is corrupt, and is not returned; the rest of its batch is.
 
-use jobs_core::{later, Error, FailParams, Failure, FetchParams, LeasedJob, Timestamp};
+use std::collections::BTreeMap;
+
+use jobs_core::{later, Error, FailParams, Failure, FetchParams, KnownJob, LeasedJob, Timestamp};
 use sqlx::PgPool;
 
 use crate::error::db;
 use crate::limited;
-use crate::record::leased;
+use crate::record::{int4, leased};
 use crate::sql::Sql;
 use crate::writes;
 
@@ -48,6 +50,7 @@ async fn fetch_once(
     p: &FetchParams,
 ) -> Result<(Vec<LeasedJob>, Vec<Failure>), Error> {
     let checked = limited::checked(&p.flow, queues);
+    let (names, versions) = known(p.known.as_deref());
     let rows = if checked.is_empty() {
         let query = match queues {
             [queue] => sqlx::query(&sql.fetch_one).bind(queue),
@@ -58,12 +61,13 @@ async fn fetch_once(
             .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
             .bind(&p.worker)
             .bind(later(p.now, p.lease_for))
-            .bind(p.names.as_deref())
+            .bind(names)
+            .bind(versions)
             .fetch_all(pool)
             .await
             .map_err(db)?
     } else {
-        limited::fetch_rows(sql, pool, queues, &checked, p).await?
+        limited::fetch_rows(sql, pool, queues, &checked, p, (names, versions)).await?
     };
     let mut jobs = Vec::with_capacity(rows.len());
     let mut corrupt = Vec::new();
@@ -74,6 +78,23 @@ async fn fetch_once(
         }
     }
     Ok((jobs, corrupt))
+}
+
+/// The names a fetch takes jobs of, and the newest version of each, as two arrays in one order
+/// (the statements compare a row's version with `versions[array_position(names, name)]`):
+/// both NULL when `known` is `None` (every job). A name listed twice counts with its newest
+/// version, as [`KnownJob::admits`] has it.
+pub(crate) fn known(known: Option<&[KnownJob]>) -> (Option<Vec<&str>>, Option<Vec<i32>>) {
+    let Some(known) = known else {
+        return (None, None);
+    };
+    let mut newest: BTreeMap<&str, u32> = BTreeMap::new();
+    for k in known {
+        let version = newest.entry(k.name.as_str()).or_default();
+        *version = (*version).max(k.version);
+    }
+    let versions = newest.values().map(|&v| int4(v)).collect();
+    (Some(newest.into_keys().collect()), Some(versions))
 }
 
 /// Fails the corrupt jobs of a fetch as dead. Should the write itself fail, their leases lapse

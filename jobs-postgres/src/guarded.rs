@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 use crate::columns::bind_columns;
 use crate::error::{db, is_unique_key_violation, RACE_ROUNDS};
+use crate::record::int4;
 use crate::sql::Sql;
 
 /// Whether `job` must be enqueued this way, whatever its queue.
@@ -204,7 +205,8 @@ async fn write(
     now: Timestamp,
     wakes: Wakes<'_>,
 ) -> Result<bool, Error> {
-    // The new jobs, each with the payload and run time of the last job folded into it.
+    // The new jobs, each with the payload (and its version) and run time of the last job folded
+    // into it.
     let mut rows: Vec<Cow<'_, NewJob>> = Vec::new();
     let mut row_of: HashMap<usize, usize> = HashMap::new();
     // The waiting jobs folded into, each with the index of the last job folded into it.
@@ -218,6 +220,7 @@ async fn write(
             Fate::Fold(Target::Batch(first)) => {
                 let row = rows[row_of[&first]].to_mut();
                 row.payload = jobs[i].payload.clone();
+                row.version = jobs[i].version;
                 row.run_at = jobs[i].run_at;
             }
             Fate::Fold(Target::Stored(id)) => {
@@ -276,6 +279,12 @@ async fn write(
                 .iter()
                 .map(|(_, j)| j.initial_status(now).as_str())
                 .collect::<Vec<_>>(),
+        )
+        .bind(
+            folds
+                .iter()
+                .map(|(_, j)| int4(j.version))
+                .collect::<Vec<i32>>(),
         )
         .bind(slots.iter().map(|s| s.0).collect::<Vec<_>>())
         .bind(slots.iter().map(|s| s.1).collect::<Vec<_>>())

@@ -93,6 +93,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+mod catalog;
 mod columns;
 mod connect;
 mod enqueue;

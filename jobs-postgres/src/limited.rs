@@ -14,7 +14,8 @@
 //! as it removes the log rows that left the window and logs the new starts, so a fetch reads
 //! one row for it however many batches the window holds (a key's rate still sums its key's
 //! rows inside the window: at most its limit). A fetch that finds no room anywhere ends before
-//! reading any job. The function lives in migration 0006: changing it takes a new migration.
+//! reading any job. The function lives in migration 0006, and takes the versions a worker
+//! knows since 0008: changing it takes a new migration.
 //!
 //! A keyed queue's scan looks at most [`FLOW_SCAN`] candidates beyond its room, so a long run
 //! of jobs of saturated keys delays the jobs behind it (until the keys have room) rather than
@@ -37,13 +38,15 @@ pub(crate) fn checked<'f>(flow: &'f [QueueFlow], queues: &[String]) -> Vec<&'f Q
 }
 
 /// Leases the rows of one limited fetch over `queues` (sorted, distinct), `checked` naming
-/// the limits of those it checks.
+/// the limits of those it checks, `known` the names and versions it takes
+/// ([`fetch::known`](crate::fetch::known)).
 pub(crate) async fn fetch_rows(
     sql: &Sql,
     pool: &PgPool,
     queues: &[String],
     checked: &[&QueueFlow],
     p: &FetchParams,
+    (names, versions): (Option<Vec<&str>>, Option<Vec<i32>>),
 ) -> Result<Vec<PgRow>, Error> {
     let flow_of = |queue: &String| checked.iter().find(|f| &f.queue == queue);
     let limits: Vec<_> = queues
@@ -56,7 +59,7 @@ pub(crate) async fn fetch_rows(
         .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
         .bind(&p.worker)
         .bind(later(p.now, p.lease_for))
-        .bind(p.names.as_deref())
+        .bind(names)
         .bind(column(&limits, |(l, _)| l.concurrency.map(int4)))
         .bind(column(&limits, |(l, _)| l.rate.map(|r| int4(r.limit))))
         .bind(column(&limits, |(l, _)| l.rate.map(|r| millis(r.period))))
@@ -69,6 +72,7 @@ pub(crate) async fn fetch_rows(
         .bind(limits.iter().map(Option::is_some).collect::<Vec<_>>())
         .bind(i64::try_from(FLOW_SCAN).unwrap_or(i64::MAX))
         .bind(sql.schema.name())
+        .bind(versions)
         .fetch_all(pool)
         .await
         .map_err(db)?;

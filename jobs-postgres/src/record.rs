@@ -45,11 +45,13 @@ fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
     let max_attempts: i32 = row.try_get("max_attempts").map_err(db)?;
     let progress: i16 = row.try_get("progress").map_err(db)?;
     let key_limits: Option<String> = row.try_get("key_limits").map_err(db)?;
+    let version: i32 = row.try_get("version").map_err(db)?;
     Ok(JobRecord {
         id,
         name: row.try_get("name").map_err(db)?,
         queue: row.try_get("queue").map_err(db)?,
         payload: json(row.try_get("payload").map_err(db)?)?,
+        version: payload_version(version)?,
         priority: row.try_get("priority").map_err(db)?,
         run_at: row.try_get("run_at").map_err(db)?,
         status: status.parse()?,
@@ -96,6 +98,11 @@ fn json(text: String) -> Result<Json, Error> {
 /// A `u32` count as an `integer` column (saturating).
 pub(crate) fn int4(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// A payload version from its `integer` column (which no statement makes negative).
+pub(crate) fn payload_version(stored: i32) -> Result<u32, Error> {
+    u32::try_from(stored).map_err(|_| Error::backend(format!("{stored} is no payload version")))
 }
 
 /// A duration as a `bigint` of milliseconds (saturating).

@@ -13,7 +13,10 @@
 //!   kinds were kept have none, and read back as retryable). The lease is three columns:
 //!   worker, token (a fresh `uuid` per fetch) and expiry, all set while the job runs; a
 //!   completed job keeps the token alone (the one it was completed under, so that a repeated
-//!   completion is recognised) and reads back without a lease. Tags are a `text[]`.
+//!   completion is recognised) and reads back without a lease. Tags are a `text[]`. `version`
+//!   (migration 0008, `integer`, 1 for the jobs stored before it) is the payload's version,
+//!   written by every enqueue (and, with the payload, by a debounced enqueue folding into a
+//!   waiting job).
 //! - `cron_ticks`: the last tick enqueued per schedule; claiming a tick is an upsert whose
 //!   `WHERE tick < EXCLUDED.tick` lets exactly one of many workers through.
 //! - `workers`: one row per live worker process, upserted by its heartbeats; rows whose
@@ -46,6 +49,12 @@
 //!   minute kept in `finished_horizons (queue, minute)`; a count reaching back before it counts
 //!   the rows of `jobs`. The TRUNCATE trigger of 0007 empties both, and
 //!   [`PgBackend::recount`](crate::PgBackend::recount) rebuilds the buckets with the counts.
+//! - `job_types` (migration 0008): the catalog, one row per published `(name, version)` with
+//!   the whole [`JobTypeInfo`](jobs_core::JobTypeInfo) as `jsonb` (`info`) and when it was last
+//!   published (`published_at`); workers upsert their types when they start. The versions of
+//!   the waiting and running jobs of some names
+//!   ([`stored_versions`](jobs_core::Backend::stored_versions)) are counted from `jobs`
+//!   through `jobs_ready` and `jobs_leased`, not from a table of their own.
 //! - Flow control (migration 0006): `queue_flow`, one row per queue with limits
 //!   (`concurrency`, `rate_limit` and `rate_period_ms`, `max_depth`) or into which jobs with
 //!   key limits were enqueued (`keyed`); `flow_starts`, the sliding logs of starts, one row
@@ -60,7 +69,8 @@
 //!   leased rows is what a limited fetch counts. The plain fetch takes no job with key limits
 //!   and writes nothing new; a fetch of queues with limits or keyed jobs is one statement
 //!   calling the schema's `fetch_limited` function, which locks them, then counts and leases
-//!   (see `limited.rs`). Enqueues into a bounded queue, and of jobs that throttle,
+//!   (see `limited.rs`; migration 0008 replaced it with one taking the versions, as the plain
+//!   fetch does). Enqueues into a bounded queue, and of jobs that throttle,
 //!   debounce or carry key limits, take a guarded transaction (see `guarded.rs`); the plain
 //!   enqueue statements store nothing into a bounded queue (a probe of `queue_flow`).
 //!
@@ -89,7 +99,11 @@
 //!   `pg_notify` once per queue that got a ready job (unless other enqueues of the process are
 //!   under way: then a task notifies after the commit, coalesced);
 //! - fetch: a CTE reading each queue through `jobs_ready` with `ORDER BY priority, run_at, id
-//!   LIMIT n FOR UPDATE SKIP LOCKED`, then `UPDATE … RETURNING` the leased rows;
+//!   LIMIT n FOR UPDATE SKIP LOCKED`, then `UPDATE … RETURNING` the leased rows. A worker that
+//!   names the jobs it knows passes two parallel arrays, the names and the newest version of
+//!   each, and a row is taken when `version <= versions[array_position(names, name)]` (NULL,
+//!   so not taken, for a name not listed): a filter on the rows the scan reads anyway, with
+//!   one array lookup per row, as the name filter it replaced cost;
 //! - complete, fail, release, renew: one `UPDATE … FROM unnest(ids, tokens, …)` whose
 //!   `WHERE lease_token = token AND status = 'running'` fences out stale workers, returning the
 //!   ids it accepted (complete also accepts, unchanged, a completed row under its token, and

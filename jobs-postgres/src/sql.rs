@@ -13,8 +13,8 @@ pub(crate) type PgQuery<'q> = Query<'q, Postgres, PgArguments>;
 
 /// The columns of a [`JobRecord`](jobs_core::JobRecord), read from the row alias `j`; JSON
 /// columns come back as text so they are handed on without re-encoding.
-const RECORD: &str = "j.id, j.name, j.queue, j.payload::text AS payload, j.priority, j.run_at, \
-    j.status, j.attempt, j.max_attempts, j.backoff::text AS backoff, j.timeout_ms, \
+const RECORD: &str = "j.id, j.name, j.queue, j.payload::text AS payload, j.version, j.priority, \
+    j.run_at, j.status, j.attempt, j.max_attempts, j.backoff::text AS backoff, j.timeout_ms, \
     j.lease_worker, j.lease_token, j.lease_expires_at, j.progress, j.result::text AS result, \
     j.errors::text AS errors, j.unique_key, j.trace_context, j.tags, j.created_at, \
     j.started_at, j.finished_at, j.key_limits::text AS key_limits";
@@ -67,6 +67,9 @@ pub(crate) struct Sql {
     pub live_workers: String,
     pub save_schedules: String,
     pub stored_schedules: String,
+    pub publish_types: String,
+    pub job_types: String,
+    pub stored_versions: String,
 }
 
 impl Sql {
@@ -116,6 +119,9 @@ impl Sql {
             live_workers: splice(include_str!("sql/live_workers.sql")),
             save_schedules: splice(include_str!("sql/save_schedules.sql")),
             stored_schedules: splice(include_str!("sql/stored_schedules.sql")),
+            publish_types: splice(include_str!("sql/publish_types.sql")),
+            job_types: splice(include_str!("sql/job_types.sql")),
+            stored_versions: splice(include_str!("sql/stored_versions.sql")),
             schema,
         }
     }

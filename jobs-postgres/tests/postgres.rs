@@ -30,6 +30,8 @@ mod poison;
 mod presence;
 #[path = "postgres/restart.rs"]
 mod restart;
+#[path = "postgres/versions.rs"]
+mod versions;
 
 /// The backend conformance suite of jobs-core, one `#[test]` per guarantee.
 mod conformance {

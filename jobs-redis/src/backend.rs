@@ -17,6 +17,9 @@ use jobs_core::{
     EventHub, EventStream, EventsParams, FinishedParams, FlowParams, JobEvent, PauseParams,
     PausedParams, Publisher, QueueFlow, SetLimitsParams,
 };
+use jobs_core::{
+    JobTypesParams, PublishTypesParams, PublishedType, StoredVersion, StoredVersionsParams,
+};
 use redis::{Client, Cmd, FromRedisValue, Script};
 
 use crate::connect::{self, Conn, Connected};
@@ -350,6 +353,18 @@ impl Backend for RedisBackend {
 
     async fn stored_schedules(&self, _: SchedulesParams) -> Result<Vec<StoredSchedule>, Error> {
         self.read_schedules().await
+    }
+
+    async fn publish_types(&self, p: PublishTypesParams) -> Result<(), Error> {
+        self.store_types(p).await
+    }
+
+    async fn job_types(&self, p: JobTypesParams) -> Result<Vec<PublishedType>, Error> {
+        self.read_types(p).await
+    }
+
+    async fn stored_versions(&self, p: StoredVersionsParams) -> Result<Vec<StoredVersion>, Error> {
+        self.count_versions(p).await
     }
 
     async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {

@@ -109,6 +109,11 @@ impl Keys {
         format!("{}schedules", self.global())
     }
 
+    /// The hash of the catalog of job types: `name|version` -> the published type as JSON.
+    pub(crate) fn types(&self) -> String {
+        format!("{}types", self.global())
+    }
+
     /// The pub/sub channel on which scripts announce that a queue has ready jobs.
     pub(crate) fn channel(&self) -> String {
         format!("{}:wake", self.prefix)
@@ -160,6 +165,7 @@ mod tests {
         assert_eq!(keys.schedules(), "{app}:schedules");
         assert_eq!(keys.flow_limits(), "{app}:limits");
         assert_eq!(keys.keyed(), "{app}:keyed");
+        assert_eq!(keys.types(), "{app}:types");
     }
 
     #[test]

@@ -15,6 +15,13 @@
 //! and cron ticks. A fetch across several queues peeks at each queue's head, then leases from
 //! each the share that the merged order gives it.
 //!
+//! A job's payload version is stored with it in the hash's `v` field, written only for a
+//! version other than 1 and read back as 1 when absent: every job stored before versions
+//! existed is of version 1, and so is nearly every job, so a bulk enqueue of version-1 jobs
+//! sends and stores nothing more (a job of another version costs one field of its `HSET`, about
+//! ten bytes on the wire and a few in the listpack). A debounced job that folds into a waiting
+//! one carries its version over with its payload.
+//!
 //! A job's tags are stored with it (the hash's `tg` field, absent when it has none) and indexed
 //! per queue in the sorted set `{p:q}:tag:<tag>` of its ids (score 0, so `ZRANGEBYLEX` pages it
 //! by id). The scripts that remove jobs (delete, prune) remove their index entries in the same
@@ -46,19 +53,35 @@
 //! sorted set `{p}:workers` of worker ids scored by when each is forgotten, beside the hash
 //! `{p}:worker-info` of their descriptions (every heartbeat drops the expired ones), and the
 //! hash `{p}:schedules` of schedules by name; a schedule's last tick is read from the `cron`
-//! hash of its queue. The hash `{p}:liveness` maps each worker to the client name of the
+//! hash of its queue. The catalog of job types is the hash `{p}:types`, field `name|version`
+//! (the version last, so a name may hold any character), value the published type as JSON:
+//! a worker publishes its types at start in one `HSET`, and `job_types` reads it in one
+//! `HGETALL`, sorting by name then version. The hash `{p}:liveness` maps each worker to the client name of the
 //! connection it keeps open (see the `liveness` module): a worker recorded there whose name
 //! `CLIENT LIST` (asked of every node of a cluster) no longer shows is gone, and the others
 //! rescue its jobs at once. The set `{p}:paused` names the paused queues, which every worker
 //! reads every half second.
 //!
-//! A fetch names the job names its worker runs. While the head of the ready set holds only
-//! those (the usual case), the fetch takes it as before; a job of another name is left in its
-//! place, and the fetch looks past it, examining at most 1,000 ready jobs per call. During a
-//! rolling deploy the newer release's jobs so wait for a newer worker; an older worker that
-//! found nothing it runs sleeps until a wake-up or its poll interval, and since an enqueue into
-//! a ready set that is not empty publishes no wake-up, it may pick up its own jobs only at the
-//! poll interval while stranded jobs wait ahead of them.
+//! A fetch names the jobs its worker runs: each name with the newest payload version it runs
+//! (sent as pairs after the script's other arguments). While the head of the ready set holds
+//! only jobs of those names at those versions or older (the usual case), the fetch takes it as
+//! before; a job of another name, or of a newer version, is left in its place, untouched, and
+//! the fetch looks past it, examining at most 1,000 ready jobs per call. The name and version
+//! are read from the `HGETALL` the fetch does anyway (`m` and `v`), so this costs no command.
+//! During a rolling deploy the newer release's jobs so wait for a newer worker; an older worker
+//! that found nothing it runs sleeps until a wake-up or its poll interval, and since an enqueue
+//! into a ready set that is not empty publishes no wake-up, it may pick up its own jobs only at
+//! the poll interval while stranded jobs wait ahead of them. A fetch that knows no job at all
+//! takes none and sends nothing.
+//!
+//! A starting worker counts the waiting and running jobs of its names by stored version
+//! (`stored_versions`): the versions script walks each queue's delayed, ready, keyed-ready and
+//! running sets in turn, at most 1,000 jobs per call (an `HMGET` of `s`, `m` and `v` each,
+//! counted inside Redis, so only the counts come back), from a cursor it hands back: the score
+//! and member of the last job it counted, found again by a binary search over the set's order
+//! rather than by index, so that jobs fetched from the head meanwhile shift nothing. The queues
+//! (each in its own slot) are walked side by side. A job that moves between sets during the
+//! walk may be counted twice or missed; on a queue at rest the counts are exact.
 //!
 //! # Flow control
 //!
@@ -116,20 +139,27 @@
 //! Inside Redis, the hot scripts keep the commands per job few, sending whatever concerns the
 //! whole batch as one command with many members:
 //!
-//! - enqueue: per job one `HSET` (status, times, priority, run_at, `m`); per call the `HGET` of
+//! - enqueue: per job one `HSET` (status, times, priority, run_at, `m`, and `v` for a version
+//!   other than 1); per call the `HGET` of
 //!   the queue's max depth, `ZMSCORE`
 //!   of the set of all jobs (which ids exist), `MSET` of the payloads, `ZADD` to all jobs and to
 //!   ready or delayed, `HINCRBY` of the counts, and `ZCARD` of ready with `PUBLISH` only if it
 //!   was empty (see below);
 //! - fetch: per job `HGETALL` and `HSET` (the lease); per call the due delayed jobs'
 //!   `ZRANGEBYSCORE`, `ZRANGE` and `ZREM` of the ready jobs taken (`ZPOPMIN` for a fetch that
-//!   names no job names), `ZADD` to running, `MGET` of the payloads, `HINCRBY`, and when it
+//!   takes every job, naming none), `ZADD` to running, `MGET` of the payloads, `HINCRBY`, and when it
 //!   leased fewer jobs than asked, the `ZCARD` of the keyed ready jobs;
 //! - complete: per job `HMGET` (the fence) and `HSET`; per call `ZREM` from running, `ZADD` to
 //!   done, `HINCRBY`; a refused job one more `HMGET` (whether it repeats the completion that
 //!   applied).
 //!
-//! A tagged job costs its enqueue one `ZADD` per tag, and its removal one `ZREM` per tag.
+//! A tagged job costs its enqueue one `ZADD` per tag, and its removal one `ZREM` per tag. A
+//! job whose payload version is not 1 costs its enqueue one field-value pair more in its
+//! `HSET`, and its fetch nothing (the version is in the hash it reads).
+//!
+//! `stored_versions`, once per worker start, costs per queue one script call per 1,000 waiting
+//! or running jobs (at least one), each with one `HMGET` per job and, past the first, about
+//! 2 + log2(size of the set) commands to find its cursor again.
 //!
 //! A single enqueue takes seven commands (the max depth's `HGET`, `ZADD NX` all, which also
 //! tells whether the id exists, `HSET`, `SET` payload, `ZCARD` and `ZADD` ready, `HINCRBY`),

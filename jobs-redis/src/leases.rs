@@ -41,6 +41,14 @@ fn token_tag(token: LeaseToken) -> u32 {
     (token.0.as_u128() >> 32) as u32
 }
 
+/// Appends the jobs a fetch takes, as known.lua reads them: a name and its newest version
+/// each (nothing: every job).
+fn push_known(inv: &mut Cmd, p: &FetchParams) {
+    for known in p.known.iter().flatten() {
+        inv.arg(&known.name).arg(known.version);
+    }
+}
+
 impl RedisBackend {
     pub(crate) async fn fetch_jobs(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
         let mut queues: Vec<&str> = Vec::with_capacity(p.queues.len());
@@ -49,7 +57,9 @@ impl RedisBackend {
                 queues.push(queue);
             }
         }
-        if p.limit == 0 || queues.is_empty() {
+        // A worker that knows no job takes none (`None` would take every job).
+        let knows_none = p.known.as_ref().is_some_and(Vec::is_empty);
+        if p.limit == 0 || queues.is_empty() || knows_none {
             return Ok(Vec::new());
         }
         self.inner().queues.remember(queues.iter().copied());
@@ -128,9 +138,7 @@ impl RedisBackend {
             .arg(limit)
             .arg(token_prefix(base))
             .arg(fetch_flow(&p.flow, queue));
-        for name in p.names.iter().flatten() {
-            inv.arg(name);
-        }
+        push_known(&mut inv, p);
         type Row = (String, Vec<String>, Option<String>, Vec<String>);
         let rows: Vec<Row> = self.run(&inv).await?;
         // What the script wrote, as a read of the job would give it back.
@@ -189,9 +197,7 @@ impl RedisBackend {
     async fn peek(&self, queue: &str, p: &FetchParams) -> Result<Vec<(i64, String)>, Error> {
         let mut inv = self.invocation(&SCRIPTS.peek, queue, p.now);
         inv.arg(p.limit).arg(fetch_flow(&p.flow, queue));
-        for name in p.names.iter().flatten() {
-            inv.arg(name);
-        }
+        push_known(&mut inv, p);
         let flat: Vec<String> = self.run(&inv).await?;
         flat.chunks_exact(2)
             .map(|pair| {

@@ -38,8 +38,9 @@
 //!
 //! # Storage
 //!
-//! Jobs live under `{<prefix>:<queue>}:…`, one cluster slot per queue; workers, schedules and
-//! the registry of queues under `{<prefix>}:…`. Jobs are kept only as durably as Redis is
+//! Jobs live under `{<prefix>:<queue>}:…`, one cluster slot per queue, each with its payload's
+//! version (a field written only when the version is not 1); workers, schedules, the catalog
+//! of job types and the registry of queues under `{<prefix>}:…`. Jobs are kept only as durably as Redis is
 //! configured to: without persistence a restart loses them; with `appendonly yes` and
 //! `appendfsync everysec`, at most about a second of changes. Retention bounds the memory
 //! used: a waiting job costs about 740 bytes, a retained completed one about 765.
@@ -48,6 +49,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+mod catalog;
 mod connect;
 mod enqueue;
 mod events;
@@ -66,6 +68,7 @@ mod queues;
 mod read;
 mod record;
 mod scripts;
+mod versions;
 
 pub use backend::RedisBackend;
 /// The Redis client this backend is built on, for [`RedisBackend::from_client`].

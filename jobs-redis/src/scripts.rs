@@ -59,6 +59,7 @@ scripts! {
     heartbeat: "presence.lua"; "heartbeat.lua",
     deregister: "presence.lua"; "deregister.lua",
     workers: "presence.lua"; "workers.lua",
+    versions: ; "versions.lua",
 }
 
 #[cfg(test)]

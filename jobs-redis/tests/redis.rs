@@ -25,6 +25,8 @@ mod restart;
 mod tags;
 #[path = "redis/urls.rs"]
 mod urls;
+#[path = "redis/versions.rs"]
+mod versions;
 #[path = "redis/wakeups.rs"]
 mod wakeups;
 

@@ -358,6 +358,7 @@ impl Store {
                 let status = job.initial_status(now);
                 self.update(answer, |r| {
                     r.payload = job.payload;
+                    r.version = job.version;
                     r.run_at = job.run_at;
                     r.status = status;
                 });

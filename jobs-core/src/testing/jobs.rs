@@ -313,3 +313,77 @@ impl Job for Overlaps {
         Ok(ctx.attempt())
     }
 }
+
+/// Version 2 of a payload whose version 1 stored `{"count": n}`; returns `"{label}:{n}"`.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Versioned {
+    pub n: u64,
+    pub label: String,
+}
+
+/// What version 1 of [`Versioned`] stored.
+#[derive(Deserialize)]
+pub(super) struct VersionedV1 {
+    count: u64,
+}
+
+impl crate::upgrade::PayloadVersion for VersionedV1 {
+    const JOB: &'static str = Versioned::NAME;
+    const VERSION: u32 = 1;
+}
+
+fn versioned_from_v1(old: VersionedV1) -> Versioned {
+    Versioned {
+        n: old.count,
+        label: "upgraded".to_string(),
+    }
+}
+
+inventory::submit! {
+    crate::upgrade::Upgrade::new(Versioned::NAME, 1, |raw| {
+        crate::upgrade::upgrade_with(raw, versioned_from_v1)
+    })
+}
+
+impl Job for Versioned {
+    const NAME: &'static str = "conformance.versioned";
+    const VERSION: u32 = 2;
+    type Output = String;
+    fn options() -> JobOptions {
+        options(1, FAST)
+    }
+    fn schema() -> Option<serde_json::Value> {
+        Some(serde_json::json!({
+            "type": "object",
+            "properties": { "n": { "type": "integer" }, "label": { "type": "string" } },
+            "required": ["n", "label"],
+        }))
+    }
+    async fn run(self, _ctx: JobContext, _state: StateMap) -> Result<String, JobError> {
+        Ok(format!("{}:{}", self.label, self.n))
+    }
+}
+
+/// At version 3 with an upgrade from 2 only: jobs stored at version 1 have no path.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Unreachable {
+    pub n: u64,
+}
+
+inventory::submit! {
+    crate::upgrade::Upgrade::new(Unreachable::NAME, 2, |raw| {
+        crate::upgrade::upgrade_with(raw, |old: Unreachable| old)
+    })
+}
+
+impl Job for Unreachable {
+    const NAME: &'static str = "conformance.unreachable";
+    const VERSION: u32 = 3;
+    type Output = u64;
+    fn options() -> JobOptions {
+        options(1, FAST)
+    }
+    async fn run(self, _ctx: JobContext, _state: StateMap) -> Result<u64, JobError> {
+        Ok(self.n)
+    }
+}

@@ -9,8 +9,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::{
-    AnyBackend, Backend, Backoff, Clock, EnqueueParams, Error, JobId, JobRecord, Json, NewJob,
-    ReadParams, SystemClock, Timestamp, Worker,
+    AnyBackend, Backend, Backoff, Clock, CountsParams, EnqueueParams, Error, JobId, JobRecord,
+    Json, NewJob, QueueCounts, ReadParams, SystemClock, Timestamp, Worker,
 };
 
 /// The queue every check uses.
@@ -104,6 +104,20 @@ pub(super) async fn record(backend: &AnyBackend, id: JobId) -> JobRecord {
 /// The stored record, if any.
 pub(super) async fn read(backend: &AnyBackend, id: JobId) -> Option<JobRecord> {
     backend.read(ReadParams { id }).await.expect("read job")
+}
+
+/// The counts of `QUEUE`.
+pub(super) async fn counts(b: &AnyBackend) -> QueueCounts {
+    b.counts(CountsParams {
+        queue: QUEUE.to_string(),
+    })
+    .await
+    .expect("counts")
+}
+
+/// A job's JSON as a value, to compare documents rather than texts.
+pub(super) fn value(json: &Json) -> serde_json::Value {
+    serde_json::from_str(json.get()).expect("valid JSON")
 }
 
 /// Waits (up to 10 s, checking every 5 ms) until `condition` holds.

@@ -30,4 +30,4 @@
 mod perform;
 
 pub use crate::worker::Drained;
-pub use perform::{perform, Perform};
+pub use perform::{perform, perform_stored, Perform};

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::any::AnyBackend;
 use crate::backend::{Backend, EnqueueParams, FetchParams};
+use crate::catalog::JobTypeInfo;
 use crate::clock::{Clock, SystemClock};
 use crate::context::JobContext;
 use crate::enqueue::Enqueue;
@@ -41,7 +42,35 @@ use crate::JobError;
 /// ```
 pub fn perform<J: Job>(job: J) -> Perform<J> {
     Perform {
-        job,
+        job: Source::Job(job),
+        state: StateMap::default(),
+    }
+}
+
+/// Runs `J`'s handler once on `payload` as a release stored it at `version`: the way to test
+/// an upgrade (`#[job_upgrade]`), since the worker upgrades the payload first, as it would a
+/// job left in the store by an older release. Otherwise as [`perform`].
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// # use jobs_core::{Job, JobContext, JobError, StateMap};
+/// # #[derive(serde::Serialize, serde::Deserialize)]
+/// # struct Greet { name: String }
+/// # impl Job for Greet {
+/// #     const NAME: &'static str = "perform_stored_doc_greet";
+/// #     type Output = String;
+/// #     async fn run(self, _: JobContext, _: StateMap) -> Result<String, JobError> {
+/// #         Ok(format!("hello {}", self.name))
+/// #     }
+/// # }
+/// let stored = serde_json::json!({ "name": "Ada" });
+/// let out = jobs_core::testkit::perform_stored::<Greet>(stored, 1).await;
+/// assert_eq!(out.unwrap(), "hello Ada");
+/// # });
+/// ```
+pub fn perform_stored<J: Job>(payload: serde_json::Value, version: u32) -> Perform<J> {
+    Perform {
+        job: Source::Stored { payload, version },
         state: StateMap::default(),
     }
 }
@@ -49,8 +78,19 @@ pub fn perform<J: Job>(job: J) -> Perform<J> {
 /// A handler run being set up; `.await` it to run.
 #[must_use = "the handler only runs when awaited"]
 pub struct Perform<J: Job> {
-    job: J,
+    job: Source<J>,
     state: StateMap,
+}
+
+/// What the run starts from.
+enum Source<J> {
+    /// A job of this build.
+    Job(J),
+    /// A payload as an older (or this) release stored it.
+    Stored {
+        payload: serde_json::Value,
+        version: u32,
+    },
 }
 
 impl<J: Job> Perform<J> {
@@ -69,7 +109,15 @@ impl<J: Job> Perform<J> {
     async fn run(self) -> Result<J::Output, JobError> {
         let backend = MemoryBackend::new();
         let now = SystemClock.now();
-        let mut new_job = Enqueue::from(self.job).to_new_job(now)?;
+        let mut new_job = match self.job {
+            Source::Job(job) => Enqueue::from(job).to_new_job(now)?,
+            Source::Stored { payload, version } => {
+                let info = JobTypeInfo::of(&JobType::of::<J>());
+                let mut new_job = info.new_job(serde_json::value::to_raw_value(&payload)?, now);
+                new_job.version = version;
+                new_job
+            }
+        };
         new_job.run_at = now;
         let queue = new_job.queue.clone();
         backend

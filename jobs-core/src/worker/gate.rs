@@ -95,6 +95,7 @@ mod tests {
                 name: "x".into(),
                 queue: "q".into(),
                 payload: serde_json::value::RawValue::from_string("{}".into()).unwrap(),
+                version: 1,
                 priority,
                 run_at: now,
                 max_attempts: 1,

@@ -106,7 +106,7 @@ mod tests {
         backend.enqueue(EnqueueParams { jobs, now }).await.unwrap();
         let leased = backend
             .fetch(FetchParams {
-                names: None,
+                known: None,
                 queues: vec!["default".into()],
                 limit: 2,
                 worker: "w".into(),

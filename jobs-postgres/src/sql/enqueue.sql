@@ -5,27 +5,28 @@
 -- guarded path, which counts the depth under a lock.
 -- $1 ids, $2 names, $3 queues, $4 payloads, $5 priorities, $6 run_at, $7 statuses,
 -- $8 max_attempts, $9 backoffs, $10 timeouts (ms), $11 trace contexts, $12 every job's tags in
--- one array, $13 and $14 where each job's tags start and end in it, $15 unique keys, $16 now,
--- $17 channel or NULL (no wake-up).
+-- one array, $13 and $14 where each job's tags start and end in it, $15 payload versions,
+-- $16 unique keys, $17 now, $18 channel or NULL (no wake-up).
 WITH input AS (
     SELECT *
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int2[], $6::timestamptz[],
                 $7::text[], $8::int4[], $9::text[], $10::int8[], $11::text[], $13::int4[],
-                $14::int4[], $15::text[])
+                $14::int4[], $15::int4[], $16::text[])
          WITH ORDINALITY
          AS i(id, name, queue, payload, priority, run_at, status, max_attempts, backoff,
-              timeout_ms, trace_context, tags_from, tags_to, unique_key, ord)
+              timeout_ms, trace_context, tags_from, tags_to, version, unique_key, ord)
 ),
 bound AS (
     SELECT EXISTS (SELECT FROM {schema}.queue_flow f
                    WHERE f.queue = ANY ($3::text[]) AND f.max_depth IS NOT NULL) AS bounded
 ),
 inserted AS (
-    INSERT INTO {schema}.jobs (id, name, queue, payload, priority, run_at, status, max_attempts,
-                               backoff, timeout_ms, unique_key, trace_context, tags, created_at)
-    SELECT id, name, queue, payload::json, priority, run_at, status, max_attempts,
+    INSERT INTO {schema}.jobs (id, name, queue, payload, version, priority, run_at, status,
+                               max_attempts, backoff, timeout_ms, unique_key, trace_context,
+                               tags, created_at)
+    SELECT id, name, queue, payload::json, version, priority, run_at, status, max_attempts,
            backoff::jsonb, timeout_ms, unique_key, trace_context,
-           ($12::text[])[tags_from:tags_to], $16
+           ($12::text[])[tags_from:tags_to], $17
     FROM input
     WHERE NOT (SELECT bounded FROM bound)
     ORDER BY ord
@@ -36,9 +37,9 @@ inserted AS (
 ),
 notified AS (
     SELECT count(*) AS queues
-    FROM (SELECT pg_notify($17, q.queue)
+    FROM (SELECT pg_notify($18, q.queue)
           FROM (SELECT DISTINCT queue FROM inserted
-                WHERE status = 'pending' AND $17::text IS NOT NULL) q) n
+                WHERE status = 'pending' AND $18::text IS NOT NULL) q) n
 )
 SELECT i.id, ins.id IS NOT NULL AS stored, held.id AS holder, bound.bounded
 FROM input i

@@ -3,7 +3,8 @@
 -- another fetch holds are skipped, and the best $3 of all queues are leased, each with a fresh
 -- token; jobs with key limits are left to the limited fetch (fetch_limited.sql), which checks
 -- them. $1 queues, $2 now, $3 limit, $4 worker, $5 lease expiry,
--- $6 the names the worker runs (NULL: every name; a job of another name stays where it is).
+-- $6 the names the worker runs (NULL: every job) and $7 the newest version it runs of each, in
+-- the same order: a job of another name, or stored at a newer version, stays where it is.
 WITH picked AS (
     SELECT c.id
     FROM unnest($1::text[]) AS q(queue)
@@ -13,7 +14,7 @@ WITH picked AS (
         WHERE r.queue = q.queue
           AND r.status IN ('pending', 'scheduled')
           AND r.run_at <= $2
-          AND ($6::text[] IS NULL OR r.name = ANY ($6))
+          AND ($6::text[] IS NULL OR r.version <= ($7::int4[])[array_position($6, r.name)])
           AND r.key_limits IS NULL
         ORDER BY r.priority, r.run_at, r.id
         LIMIT $3

@@ -13,7 +13,10 @@ use serde::{Deserialize, Serialize};
 use crate::support::fresh_backend;
 
 /// What the handler does after its insert.
-#[derive(Debug, Serialize, Deserialize, Clone, Copy)]
+#[derive(
+    Debug, Serialize, Deserialize, Clone, Copy, jobs_core::__private::schemars::JsonSchema,
+)]
+#[schemars(crate = "jobs_core::__private::schemars")]
 enum Then {
     Succeed,
     Fail,
@@ -115,7 +118,7 @@ async fn transaction_needs_a_postgres_job() {
     let handle = Ship::new(4, Then::Succeed).enqueue(&memory).await.unwrap();
     let leased = memory
         .fetch(jobs_core::FetchParams {
-            names: None,
+            known: None,
             queues: vec!["ship".into()],
             limit: 1,
             worker: "w".into(),

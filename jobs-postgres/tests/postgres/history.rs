@@ -16,7 +16,7 @@ use crate::support::{at, fresh_backend, new_job, put, t0};
 async fn fetch(backend: &PgBackend, now_ms: i64) -> LeasedJob {
     let mut leased = backend
         .fetch(FetchParams {
-            names: None,
+            known: None,
             queues: vec!["h".into()],
             limit: 1,
             worker: "w".into(),
@@ -182,11 +182,12 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
         "SET search_path TO \"{schema}\";
          DROP TABLE workers, schedules, queues, liveness, paused_queues, finished_counts,
              queue_flow, flow_starts, flow_started, coalesce_keys, finished_minutes,
-             finished_horizons;
+             finished_horizons, job_types;
          DROP FUNCTION finished_counts_clear CASCADE;
          DROP FUNCTION finished_minutes_clear CASCADE;
          DROP FUNCTION fetch_limited;
-         ALTER TABLE jobs DROP COLUMN tags, DROP COLUMN key_limits, DROP COLUMN flow_counted;
+         ALTER TABLE jobs DROP COLUMN tags, DROP COLUMN key_limits, DROP COLUMN flow_counted,
+             DROP COLUMN version;
          DELETE FROM _jobs_migrations WHERE version > 1;
          RESET search_path;"
     ))
@@ -218,13 +219,17 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     let record = read(&backend, old.id).await;
     assert!(record.tags.is_empty());
     assert_eq!(record.key_limits, None);
+    assert_eq!(
+        record.version, 1,
+        "a job stored before versions is at version 1"
+    );
     let versions: Vec<i64> = sqlx::query_scalar(&format!(
         "SELECT version FROM \"{schema}\"._jobs_migrations ORDER BY version"
     ))
     .fetch_all(backend.pool())
     .await
     .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
     // Migration 5 counted the completed job it found.
     let counts = backend
         .counts(CountsParams { queue: "h".into() })

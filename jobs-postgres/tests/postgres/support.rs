@@ -107,6 +107,7 @@ pub(crate) fn new_job(name: &str, queue: &str) -> NewJob {
         name: name.to_string(),
         queue: queue.to_string(),
         payload: serde_json::value::to_raw_value(&serde_json::json!({ "n": 1 })).unwrap(),
+        version: 1,
         priority: 0,
         run_at: t0(),
         max_attempts: 3,
@@ -167,7 +168,7 @@ pub(crate) async fn fetch_within(
 ) -> Vec<LeasedJob> {
     backend
         .fetch(FetchParams {
-            names: None,
+            known: None,
             queues: vec![queue.to_string()],
             limit,
             worker: "w".into(),

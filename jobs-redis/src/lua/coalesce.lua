@@ -51,12 +51,23 @@ local function hold_key(mode, key, window, id)
   end
 end
 
--- Folds the job whose arguments start at ARGV[s] into the waiting job `id`: its payload and
--- run_at replace the waiting job's, which is scheduled when that run_at is still to come,
--- else pending. Returns whether it is ready now.
+-- The payload version (`v` field) among the hash fields of the job whose arguments start at
+-- ARGV[s], or nil for version 1 (written only when it is another).
+local function version_arg(s)
+  for f = s + 5, s + 4 + tonumber(ARGV[s + 4]), 2 do
+    if ARGV[f] == 'v' then
+      return ARGV[f + 1]
+    end
+  end
+  return nil
+end
+
+-- Folds the job whose arguments start at ARGV[s] into the waiting job `id`: its payload, with
+-- its version, and its run_at replace the waiting job's, which is scheduled when that run_at is
+-- still to come, else pending. Returns whether it is ready now.
 local function debounce(s, id)
   local key = job_key(id)
-  local v = redis.call('HMGET', key, 's', 'pr', 'ra', 'k')
+  local v = redis.call('HMGET', key, 's', 'pr', 'ra', 'k', 'v')
   local run_at = ARGV[s + 8]
   redis.call('ZREM', ready_of(v[4]), ready_member(v[3], id))
   redis.call('ZREM', DELAYED, id)
@@ -68,7 +79,15 @@ local function debounce(s, id)
   else
     redis.call('ZADD', ready_of(v[4]), v[2], ready_member(run_at, id))
   end
-  redis.call('HSET', key, 's', status, 'ra', run_at)
+  local version = version_arg(s)
+  if version then
+    redis.call('HSET', key, 's', status, 'ra', run_at, 'v', version)
+  else
+    redis.call('HSET', key, 's', status, 'ra', run_at)
+    if v[5] then
+      redis.call('HDEL', key, 'v')
+    end
+  end
   recount(v[1], status)
   return status == 'p'
 end

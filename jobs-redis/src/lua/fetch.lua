@@ -2,14 +2,15 @@
 -- jobs are all pending) that the worker knows.
 -- ARGV[4] lease expiry, ARGV[5] worker, ARGV[6] limit, ARGV[7] the first 24 hex digits of this
 -- fetch's lease tokens (each job's token ends with its 8-digit index in the batch), ARGV[8] the
--- queue's limits to enforce ('' when none, see flow.lua), ARGV[9..] the names the worker runs
--- (none: every name; jobs of other names stay where they are).
+-- queue's limits to enforce ('' when none, see flow.lua), ARGV[9..] the jobs the worker runs,
+-- as pairs of a name and its newest version (none: every job; jobs of other names, or stored
+-- at a newer version, stay where they are).
 -- Returns {id, fields, payload, errors} per leased job, in order, `fields` being the hash as
 -- HGETALL gave it before the lease: the caller knows what the lease wrote (status running, one
 -- more attempt, started now, the lease itself), so it is not sent back.
 local promoted = promote(1000)
 local flow = read_flow(8)
-local known = known_names(9)
+local known = known_jobs(9)
 local limit = queue_room(tonumber(ARGV[6]), flow)
 -- {member, score, fields} per job taken, in ready order.
 local taken = {}

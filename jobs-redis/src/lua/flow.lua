@@ -146,10 +146,10 @@ local function key_room(keys, k)
 end
 
 -- The first `room` ready jobs, of `ready` and `kready` in their merged order, that each job's
--- key limits let start now, of the names in `known` (nil: every name), without taking them
--- (the caller applied the queue's own limits to `room`): a list of {member, score, fields,
--- set, key, key rate period}. Looks past at most FLOW_SCAN jobs held back by their key, and
--- KNOWN_SCAN of other names.
+-- key limits let start now, of the jobs `known` takes (nil: every job, see `takes`), without
+-- taking them (the caller applied the queue's own limits to `room`): a list of {member, score,
+-- fields, set, key, key rate period}. Looks past at most FLOW_SCAN jobs held back by their key,
+-- and KNOWN_SCAN of other names or newer versions.
 local function flow_head(room, known)
   local out = {}
   local window = math.max(room, 16)

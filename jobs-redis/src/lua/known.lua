@@ -1,31 +1,50 @@
--- The job names a worker runs (fetch, peek): a job of another name stays where it is, for a
--- worker that knows it (during a rolling deploy, a newer release's jobs wait for newer workers).
+-- The jobs a worker runs (fetch, peek): the names it knows, each up to a payload version. A
+-- job of another name, or stored at a newer version, stays where it is, for a worker that knows
+-- it (during a rolling deploy, a newer release's jobs wait for newer workers).
 
 -- At most this many ready jobs are examined per call when some are of unknown names.
 local KNOWN_SCAN = 1000
 
--- The names ARGV[from..] as a set, or nil when there are none (every name is taken).
-local function known_names(from)
+-- The pairs ARGV[from..] (name, newest version) as a table name -> version, or nil when there
+-- are none (every job is taken; a fetch that knows no job is not sent).
+local function known_jobs(from)
   if #ARGV < from then
     return nil
   end
   local known = {}
-  for i = from, #ARGV do
-    known[ARGV[i]] = true
+  for i = from, #ARGV - 1, 2 do
+    local version = tonumber(ARGV[i + 1])
+    if not known[ARGV[i]] or known[ARGV[i]] < version then
+      known[ARGV[i]] = version
+    end
   end
   return known
 end
 
--- Whether the job with hash `fields` (as HGETALL gives them) is one to take: its name is known,
--- or it has none to read (a corrupt job, which the caller fails as such).
+-- Whether the job with hash `fields` (as HGETALL gives them) is one to take: its name is known
+-- at its version (`v`, 1 when absent) or a newer one, or it has no name or version to read (a
+-- corrupt job, which the caller fails as such).
 local function takes(known, fields)
+  local name, version = nil, 1
   for f = 1, #fields, 2 do
-    if fields[f] == 'm' then
-      local name = string.match(fields[f + 1], '^[^|]*|[^|]*|[^|]*|(.*)$')
-      return name == nil or known[name] == true
+    local field = fields[f]
+    if field == 'm' then
+      name = string.match(fields[f + 1], '^[^|]*|[^|]*|[^|]*|(.*)$')
+      if name == nil then
+        return true
+      end
+    elseif field == 'v' then
+      version = tonumber(fields[f + 1])
+      if version == nil then
+        return true
+      end
     end
   end
-  return true
+  if name == nil then
+    return true
+  end
+  local newest = known[name]
+  return newest ~= nil and version <= newest
 end
 
 -- The first `limit` ready jobs of known names, in ready order, without taking them: a list of

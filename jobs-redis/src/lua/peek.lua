@@ -1,13 +1,13 @@
 -- Promotes due delayed jobs and returns the first ARGV[4] of the ready set with their
 -- priorities, without leasing them (the first step of a fetch across queues); ARGV[5] the
--- queue's limits to enforce ('' when none, see flow.lua), ARGV[6..] the names the worker runs
--- (none: every name), whose jobs alone count. Jobs the limits hold back are left out, as the
--- fetch would leave them.
+-- queue's limits to enforce ('' when none, see flow.lua), ARGV[6..] the jobs the worker runs,
+-- as pairs of a name and its newest version (none: every job), which alone count. Jobs the
+-- limits hold back are left out, as the fetch would leave them.
 if promote(1000) > 0 then
   wake()
 end
 local flow = read_flow(5)
-local known = known_names(6)
+local known = known_jobs(6)
 local limit = queue_room(tonumber(ARGV[4]), flow)
 if limit < 1 then
   return finish({})

@@ -3,8 +3,8 @@
 -- A job's arguments: id, its ready-set member ('' when it is scheduled), payload, its flow
 -- ('' when it has neither key limits nor a coalesce key, see coalesce.lua), a count n, then n
 -- arguments: the hash's fields and values, first `pr`, `ra`, `m`, then `u` if it has a unique
--- key, then any others (`k`, its key limits, among them), and last `tg` if it has tags. The
--- script adds the status and created_at to the hash.
+-- key, then any others (`v`, its payload version when not 1, and `k`, its key limits, among
+-- them), and last `tg` if it has tags. The script adds the status and created_at to the hash.
 --
 -- A call's mode says what to do when the queue has a max depth (`md` in its limits hash):
 -- 's' stores the jobs unless the new ones would overfill the queue; 'p' (the call holds only

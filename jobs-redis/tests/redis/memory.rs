@@ -18,6 +18,7 @@ fn job(queue: &str, now: chrono::DateTime<chrono::Utc>) -> NewJob {
         queue: queue.into(),
         payload: RawValue::from_string(r#"{"user_id":123,"email":"alice@example.com"}"#.into())
             .unwrap(),
+        version: 1,
         priority: 10,
         run_at: now,
         max_attempts: 5,
@@ -74,7 +75,7 @@ async fn a_job_hash_stays_small() {
         .unwrap();
     let leased = backend
         .fetch(FetchParams {
-            names: None,
+            known: None,
             flow: Vec::new(),
             queues: vec!["email".into()],
             limit: 1,

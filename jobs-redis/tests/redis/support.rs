@@ -41,7 +41,7 @@ pub(crate) fn at(ms: i64) -> Timestamp {
 /// A fetch of up to `limit` jobs of `queues` at `now`, enforcing no queue limits.
 pub(crate) fn fetch(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {
     FetchParams {
-        names: None,
+        known: None,
         flow: Vec::new(),
         queues: queues.iter().map(|q| q.to_string()).collect(),
         limit,
@@ -58,6 +58,7 @@ pub(crate) fn job(queue: &str, run_at: Timestamp) -> NewJob {
         name: "layout".into(),
         queue: queue.into(),
         payload: RawValue::from_string("{}".into()).unwrap(),
+        version: 1,
         priority: 10,
         run_at,
         max_attempts: 3,

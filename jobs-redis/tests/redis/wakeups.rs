@@ -20,7 +20,7 @@ async fn enqueue(b: &RedisBackend, jobs: Vec<NewJob>) {
 
 async fn fetch(b: &RedisBackend, limit: usize, now: Timestamp) -> usize {
     b.fetch(FetchParams {
-        names: None,
+        known: None,
         flow: Vec::new(),
         queues: vec!["w".into()],
         limit,

@@ -147,6 +147,11 @@ macro_rules! __conformance_checks {
                 worker_records_its_cron_schedules,
                 worker_takes_nothing_from_a_paused_queue,
             }
+            worker::versions {
+                worker_upgrades_a_job_stored_at_an_older_version,
+                worker_refuses_to_start_without_an_upgrade_path,
+                worker_publishes_its_types_for_enqueues_by_name,
+            }
             worker::maintenance {
                 worker_prunes_by_retention,
                 worker_cron_enqueues_each_tick_once_across_workers,

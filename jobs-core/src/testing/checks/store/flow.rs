@@ -405,8 +405,8 @@ pub async fn enqueue_throttles_to_the_first_job_of_a_window(b: AnyBackend) {
     assert_eq!(ids.len(), 1, "racing throttled enqueues store one job");
 }
 
-/// Debouncing folds an enqueue into its key's waiting job: the payload replaced, the run time
-/// pushed back; once that job runs, the next enqueue stores a new one.
+/// Debouncing folds an enqueue into its key's waiting job: the payload (with its version)
+/// replaced, the run time pushed back; once that job runs, the next enqueue stores a new one.
 pub async fn enqueue_debounces_into_the_waiting_job(b: AnyBackend) {
     let debounced = |n: u32, now_ms: i64| {
         let mut job = new_job("debounced");
@@ -420,14 +420,16 @@ pub async fn enqueue_debounces_into_the_waiting_job(b: AnyBackend) {
     };
     let first = put_at(&b, debounced(1, 0), t0()).await;
     assert_eq!(record(&b, first).await.status, JobStatus::Scheduled);
-    let folded = try_put(&b, vec![debounced(2, 300), debounced(3, 300)], at(300))
+    let mut newer = debounced(3, 300);
+    newer.version = 2;
+    let folded = try_put(&b, vec![debounced(2, 300), newer], at(300))
         .await
         .expect("enqueue");
     assert!(folded.iter().all(|e| e.id == first && e.duplicate));
     let r = record(&b, first).await;
     assert_eq!(
-        (value(&r.payload)["n"].clone(), r.run_at),
-        (3.into(), at(1_300))
+        (value(&r.payload)["n"].clone(), r.version, r.run_at),
+        (3.into(), 2, at(1_300))
     );
     assert_eq!(fetch(&b, 5, at(1_000)).await.len(), 0, "pushed back");
     assert_eq!(fetch_one(&b, at(1_300)).await.record.id, first);

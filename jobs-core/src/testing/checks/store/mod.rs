@@ -103,15 +103,6 @@ async fn manage_ids(b: &AnyBackend, action: Action, ids: &[JobId], now: Timestam
     .expect("manage")
 }
 
-/// The counts of `QUEUE`.
-async fn counts(b: &AnyBackend) -> QueueCounts {
-    b.counts(CountsParams {
-        queue: QUEUE.to_string(),
-    })
-    .await
-    .expect("counts")
-}
-
 /// The ids of every job matching `filter`, in id order.
 async fn listed(b: &AnyBackend, filter: JobFilter) -> Vec<JobId> {
     let params = ListParams {
@@ -169,9 +160,4 @@ async fn job_in(b: &AnyBackend, mut job: NewJob, status: JobStatus, now: Timesta
         _ => {}
     }
     id
-}
-
-/// A job's JSON as a value, to compare documents rather than texts.
-fn value(json: &Json) -> serde_json::Value {
-    serde_json::from_str(json.get()).expect("valid JSON")
 }

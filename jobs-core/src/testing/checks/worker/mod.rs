@@ -7,6 +7,7 @@ pub(super) mod leases;
 pub(super) mod lifecycle;
 pub(super) mod maintenance;
 pub(super) mod outcomes;
+pub(super) mod versions;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
