@@ -80,7 +80,9 @@ pub use jobs_core::metrics;
 /// Helpers for an application's tests, on the memory backend: [`MemoryBackend::enqueued`],
 /// [`Worker::drain`] and [`perform`](testing::perform).
 pub mod testing {
-    pub use jobs_core::testkit::{perform, perform_stored, Drained, Perform};
+    pub use jobs_core::testkit::{
+        assert_payload_shapes, perform, perform_stored, Drained, Perform,
+    };
     pub use jobs_core::ManualClock;
 }
 

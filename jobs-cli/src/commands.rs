@@ -50,7 +50,7 @@ impl Action {
 
 /// `items` as JSON, or the line `none` when there are none; `None` when the caller renders
 /// them as a table.
-fn json_or_none<T: Serialize>(
+pub(crate) fn json_or_none<T: Serialize>(
     items: &[T],
     json_out: bool,
     none: &str,

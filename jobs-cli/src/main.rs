@@ -7,13 +7,18 @@
 //!
 //! Human output is aligned tables; `--json` prints one JSON document per command instead (the
 //! serde forms of the library's types). Errors print one line, `jobs: <message>`, on stderr and
-//! exit with 2 for a usage error or a bad URL, 3 for a server that cannot be reached (or, for
-//! `serve`, an address that cannot be listened on), 4 for an unknown job id, 1 otherwise.
+//! exit with 2 for a usage error, a bad URL or a payload that does not match its schema, 3 for
+//! a server that cannot be reached (or, for `serve`, an address that cannot be listened on), 4
+//! for an unknown job id, job type or type version, 1 otherwise.
+//!
+//! `jobs types`, `jobs schema NAME` and `jobs enqueue NAME --payload JSON` read the catalog of
+//! job types that workers publish to the store, so the CLI needs none of the application's code.
 //!
 //! `jobs serve --bind 127.0.0.1:8080` serves the web dashboard (`jobs_web`) of the backend.
 
 #![forbid(unsafe_code)]
 
+mod catalog;
 mod commands;
 mod format;
 mod limit;
@@ -84,6 +89,15 @@ enum Command {
     Limit(limit::LimitArgs),
     /// Pending jobs that no live worker can run (their name is unknown to their queue's workers).
     Stranded,
+    /// The job types workers published: each version's name, queue and attempts, and when it
+    /// was last published.
+    Types,
+    /// The JSON Schema of a job type's payload (of its newest published version unless
+    /// --version is given); with --json, the whole published entry.
+    Schema(catalog::SchemaArgs),
+    /// Enqueues a job by name with a JSON payload, checked against the schema of the type's
+    /// newest published version (every mismatch is listed, nothing stored); prints its id.
+    Enqueue(catalog::EnqueueArgs),
     /// Creates or upgrades the job tables (PostgreSQL) and prints the schema's version.
     Migrate {
         /// Also count the finished jobs again from their rows (after workers of an older
@@ -235,14 +249,18 @@ enum Failure {
     Refused(String),
     /// A resource the command needs cannot be had (an address to listen on): exit 3.
     Unavailable(String),
+    /// What the command names does not exist (a job type's version): exit 4.
+    Missing(String),
 }
 
 impl Failure {
     fn code(&self) -> u8 {
         match self {
-            Failure::Jobs(jobs::Error::Invalid(_)) | Failure::Usage(_) => 2,
+            Failure::Jobs(jobs::Error::Invalid(_) | jobs::Error::InvalidPayload { .. })
+            | Failure::Usage(_) => 2,
             Failure::Jobs(jobs::Error::Connect { .. }) | Failure::Unavailable(_) => 3,
-            Failure::Jobs(jobs::Error::NotFound(_)) => 4,
+            Failure::Jobs(jobs::Error::NotFound(_) | jobs::Error::UnknownJobType(_))
+            | Failure::Missing(_) => 4,
             Failure::Jobs(_) | Failure::Refused(_) => 1,
         }
     }
@@ -250,7 +268,10 @@ impl Failure {
     fn message(&self) -> String {
         match self {
             Failure::Jobs(e) => e.to_string(),
-            Failure::Usage(m) | Failure::Refused(m) | Failure::Unavailable(m) => m.clone(),
+            Failure::Usage(m)
+            | Failure::Refused(m)
+            | Failure::Unavailable(m)
+            | Failure::Missing(m) => m.clone(),
         }
     }
 }
@@ -352,6 +373,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Schedules => commands::schedules(&backend, json).await?,
         Command::Workers => commands::workers(&backend, json).await?,
         Command::Stranded => commands::stranded(&backend, json).await?,
+        Command::Types => catalog::types(&backend, json).await?,
+        Command::Schema(args) => catalog::schema(&backend, json, &args).await?,
+        Command::Enqueue(args) => catalog::enqueue(&backend, json, &args).await?,
         Command::Pause { queue } => commands::pause(&backend, &queue, true, json).await?,
         Command::Resume { queue } => commands::pause(&backend, &queue, false, json).await?,
         Command::Limit(args) => limit::limit(&backend, json, &args).await?,

@@ -152,7 +152,7 @@ impl Store {
             worker: "checker".into(),
             lease_for: Duration::from_secs(60),
             now: chrono::Utc::now(),
-            names: None,
+            known: None,
             flow: Vec::new(),
         };
         let mut got = self.block(self.backend.fetch(params)).expect("fetch");
@@ -285,6 +285,8 @@ macro_rules! on_both {
     };
 }
 
+#[path = "cli/catalog.rs"]
+mod catalog;
 #[path = "cli/serve.rs"]
 mod serve;
 

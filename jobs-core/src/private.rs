@@ -14,6 +14,11 @@ pub use crate::upgrade::{upgrade_with, PayloadVersion, Upgrade};
 pub use crate::Json;
 pub use serde_json::value::RawValue;
 
+/// The JSON Schema of a payload field of type `T`, for the derive of `#[job]`'s struct.
+pub fn field_schema<T: Payload>(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    T::field_schema(generator)
+}
+
 /// The JSON Schema of `T`, for `Job::schema`.
 pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
     schemars::schema_for!(T).to_value()

@@ -77,7 +77,11 @@ impl<'a> JobType<'a> {
                 LitStr::new(&format!("{path}::{method}"), ty.span())
             };
             let (ser, de) = (through("serialize_field"), through("deserialize_field"));
-            let schema = through("field_schema");
+            // schemars takes a plain path: the turbofish carries the type.
+            let schema = LitStr::new(
+                &format!("{}::<{}>", quote!(#p::field_schema), quote!(#ty)),
+                ty.span(),
+            );
             let default = is_option(ty).then(|| quote!(#[serde(default)]));
             quote_spanned! {ident.span()=>
                 #[doc = #doc]

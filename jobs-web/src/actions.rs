@@ -1,26 +1,27 @@
-//! The HTML form routes that apply the actions (see `verbs`) and redirect (303) with a notice.
+//! The HTML form routes that apply the actions (see `verbs`) or enqueue a job by type, and
+//! redirect (303) with a notice.
 
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Form, Router};
-use jobs_core::{JobRecord, JobStatus, Operations};
+use jobs_core::{Error, JobRecord, JobStatus, Operations};
 use serde::Deserialize;
 
 use crate::count::thousands;
 use crate::filters::{parse_id, FilterForm};
 use crate::layout::Shell;
-use crate::pages::confirm;
+use crate::pages::{confirm, types};
 use crate::prefix::with_query;
 use crate::problem::Problem;
 use crate::verbs::{BulkAction, JobAction, QueueAction};
 use crate::Ctx;
 
 /// The form routes: `jobs/{id}/retry|cancel|delete`, `actions/retry-all|delete-all`,
-/// `queues/{queue}/pause|resume`.
+/// `queues/{queue}/pause|resume`, `types/{name}/enqueue`.
 pub(crate) fn routes() -> Router<Ctx> {
-    let mut router = Router::new();
+    let mut router = Router::new().route("/types/{name}/enqueue", post(on_enqueue));
     for action in JobAction::ALL {
         router = router.route(
             &format!("/jobs/{{id}}/{}", action.name()),
@@ -145,4 +146,61 @@ async fn on_queue(
         }
         Err(error) => shell.problem(error.into()),
     }
+}
+
+/// The fields the enqueue form posts: the payload, as JSON text.
+#[derive(Debug, Deserialize)]
+struct EnqueueForm {
+    #[serde(default)]
+    payload: String,
+}
+
+/// Enqueues a job of the type `name` with the form's payload, then 303 to the job; a payload
+/// that is no JSON or breaks the type's schema stores nothing and shows the form again with
+/// the payload and every problem (422).
+async fn on_enqueue(
+    shell: Shell,
+    State(ctx): State<Ctx>,
+    Path(name): Path<String>,
+    form: Result<Form<EnqueueForm>, FormRejection>,
+) -> Response {
+    let answer = async {
+        let Form(form) = form.map_err(|e| Problem::bad_request(e.body_text()))?;
+        let published = ctx.backend.job_type(&name).await?;
+        let refused = match serde_json::from_str(&form.payload) {
+            Err(e) => Problem::unprocessable(
+                format!("The payload is not JSON ({e}); nothing was stored."),
+                Vec::new(),
+            ),
+            Ok(payload) => match ctx.backend.enqueue_json(&name, payload).await {
+                Ok(enqueued) => {
+                    let notice = if enqueued.duplicate {
+                        format!("Job {} already holds the unique key.", enqueued.id)
+                    } else {
+                        format!("Enqueued job {}.", enqueued.id)
+                    };
+                    let target = with_query(
+                        &format!("jobs/{}", enqueued.id),
+                        [("notice", notice.as_str())],
+                    );
+                    return Ok(shell.redirect(&target));
+                }
+                Err(Error::InvalidPayload {
+                    version, problems, ..
+                }) => Problem::unprocessable(
+                    format!(
+                        "The payload does not match the schema of version {version}; \
+                         nothing was stored:"
+                    ),
+                    problems,
+                ),
+                Err(error) => return Err(error.into()),
+            },
+        };
+        let page = types::detail(&shell, &published, &form.payload, Some(&refused), None);
+        Ok::<_, Problem>((refused.status, page).into_response())
+    };
+    answer
+        .await
+        .unwrap_or_else(|problem| shell.problem(problem))
 }

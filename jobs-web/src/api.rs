@@ -1,11 +1,15 @@
 //! The JSON API under `api/`: what the pages' script reads, and what scripts may call (see the
-//! crate docs for every route). Errors answer `{"error": "..."}` with 400, 403, 404 or 409.
+//! crate docs for every route). Errors answer `{"error": "..."}` with 400, 403, 404 or 409, and
+//! a payload that breaks its type's schema `{"error": "...", "problems": [...]}` with 422.
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use jobs_core::{JobRecord, Operations, Page, PageRequest, ScheduleSummary, WorkerSummary};
+use jobs_core::{
+    JobRecord, Operations, Page, PageRequest, PublishedType, ScheduleSummary, WorkerSummary,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -29,6 +33,9 @@ pub(crate) fn routes() -> Router<Ctx> {
         .route("/api/count", get(get_count))
         .route("/api/schedules", get(get_schedules))
         .route("/api/workers", get(get_workers))
+        .route("/api/types", get(get_types))
+        .route("/api/types/{name}", get(get_type))
+        .route("/api/types/{name}/enqueue", post(enqueue))
         .route("/api/events", get(events::stream));
     for action in JobAction::ALL {
         router = router.route(
@@ -99,6 +106,26 @@ async fn get_schedules(State(ctx): State<Ctx>) -> Answer<Vec<ScheduleSummary>> {
 
 async fn get_workers(State(ctx): State<Ctx>) -> Answer<Vec<WorkerSummary>> {
     Ok(Json(ctx.backend.workers().await?))
+}
+
+async fn get_types(State(ctx): State<Ctx>) -> Answer<Vec<PublishedType>> {
+    Ok(Json(ctx.backend.catalog().await?))
+}
+
+async fn get_type(State(ctx): State<Ctx>, Path(name): Path<String>) -> Answer<PublishedType> {
+    Ok(Json(ctx.backend.job_type(&name).await?))
+}
+
+/// Enqueues a job of the type `name` with the body as its payload: 201 with `{id, duplicate}`.
+async fn enqueue(
+    State(ctx): State<Ctx>,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<(StatusCode, Json<Value>), Problem> {
+    let Json(payload) = body.map_err(|e| Problem::bad_request(e.body_text()))?;
+    let enqueued = ctx.backend.enqueue_json(&name, payload).await?;
+    let body = json!({ "id": enqueued.id, "duplicate": enqueued.duplicate });
+    Ok((StatusCode::CREATED, Json(body)))
 }
 
 /// What an action on one job answers.

@@ -61,6 +61,11 @@ impl Shell {
         !self.read_only
     }
 
+    /// The CSRF token, for a form that [`Shell::action_form`] does not make.
+    pub(crate) fn token(&self) -> &str {
+        &self.csrf
+    }
+
     /// A page: `page` names it in `data-page`, `title` heads it, `notice` (after an action)
     /// shows above it.
     pub(crate) fn page(
@@ -95,6 +100,7 @@ impl Shell {
                             (nav("nav-dead", "dead", "Dead", &["dead", "confirm"]))
                             (nav("nav-schedules", "schedules", "Schedules", &["schedules"]))
                             (nav("nav-workers", "workers", "Workers", &["workers"]))
+                            (nav("nav-types", "types", "Types", &["types", "type"]))
                         }
                         @if self.read_only { span.mode { "read-only" } }
                     }
@@ -171,6 +177,20 @@ pub(crate) fn respond(shell: &Shell, page: Result<Markup, Problem>) -> Response 
 pub(crate) fn time(at: Timestamp) -> Markup {
     html! {
         time datetime=(at.to_rfc3339()) title="UTC" { (at.format("%Y-%m-%d %H:%M:%S")) " " span.tz { "UTC" } }
+    }
+}
+
+/// How long ago `at` was (`5 s ago`, `3 min ago`, `2 h ago`, `4 d ago`), its time in the title.
+pub(crate) fn ago(at: Timestamp) -> Markup {
+    let secs = (chrono::Utc::now() - at).num_seconds().max(0);
+    let text = match secs {
+        0..60 => format!("{secs} s ago"),
+        60..3_600 => format!("{} min ago", secs / 60),
+        3_600..172_800 => format!("{} h ago", secs / 3_600),
+        _ => format!("{} d ago", secs / 86_400),
+    };
+    html! {
+        time datetime=(at.to_rfc3339()) title={ (at.format("%Y-%m-%d %H:%M:%S")) " UTC" } { (text) }
     }
 }
 

@@ -1,6 +1,6 @@
 //! The web dashboard of `jobs`: an axum [`Router`] that shows the queues, the jobs, the
-//! dead-letter set, the cron schedules and the live workers of any backend, and retries,
-//! cancels, deletes and pauses, for a service to nest under any path behind its own auth.
+//! dead-letter set, the cron schedules, the live workers and the catalog of job types of any
+//! backend, and retries, cancels, deletes, pauses and enqueues by type, for a service to nest under any path behind its own auth.
 //!
 //! Server-rendered HTML (escaped by construction), one embedded stylesheet and one small
 //! script that keeps counts and a job's state live; every action works without the script.
@@ -29,12 +29,15 @@
 //! | --- | --- |
 //! | `GET /` | every queue: counts by status, finished in the last minute and hour, paused, limits; pause/resume |
 //! | `GET jobs?queue=&status=&name=&tag=&since=&after=` | the matching jobs, oldest first, 50 a page (`after`: the previous page's last id) |
-//! | `GET jobs/{id}` | one job: payload, attempts and their errors, progress, result, timings, lease; retry, cancel, delete |
+//! | `GET jobs/{id}` | one job: payload and its version, attempts and their errors, progress, result, timings, lease; retry, cancel, delete |
 //! | `GET dead?queue=&name=&tag=&since=` | the dead-letter set, with retry/delete per job and retry/delete all matching |
 //! | `GET schedules`, `GET workers` | the cron schedules; the live workers and what each is running |
+//! | `GET types` | the catalog of job types workers published: name, version, queue, attempts, when published |
+//! | `GET types/{name}` | a type's newest version: its defaults, the JSON Schema of its payload, and a form to enqueue a job of it with a JSON payload |
 //! | `POST jobs/{id}/retry`, `…/cancel`, `…/delete` | the action, then 303 to the job (to its list after delete) |
 //! | `POST actions/retry-all`, `actions/delete-all` | with the filter fields: a page saying how many jobs match, whose form posts again with `confirmed=1` to apply the action to the whole filter |
 //! | `POST queues/{queue}/pause`, `…/resume` | the action, then 303 to the overview |
+//! | `POST types/{name}/enqueue` with the field `payload` (JSON text) | a job of the type's newest version with its defaults, then 303 to the job; a payload that is no JSON or breaks the schema stores nothing and shows the form again, payload kept, with every problem (422) |
 //!
 //! `since` is an RFC 3339 time or a span back from now (`90s`, `15m`, `2h`, `7d`).
 //!
@@ -49,20 +52,28 @@
 //! | `GET api/count?queue=&status=&name=&tag=&since=` | `{count, capped}`: how many jobs match, counted up to 100,000 (`capped`: that many or more) |
 //! | `GET api/schedules` | `[{schedule: {name, queue, expression, timezone}, last_tick, next: [time], seen_at}]` |
 //! | `GET api/workers` | `[{worker: {id, host, pid, queues, concurrency, names, started_at, last_seen}, running: [id]}]` |
+//! | `GET api/types` | `[{info: {name, version, queue, max_attempts, priority, backoff, timeout, tags, schema}, published_at}]`, every published version, by name then version |
+//! | `GET api/types/{name}` | the newest published version of the type, as above |
 //! | `GET api/csrf` | `{token}`: the token every POST carries |
 //! | `GET api/events?queue=` | server-sent events: `event: job` with `{id, name, queue, kind, percent?, attempt, error?, retry_at?, at}` (kind: enqueued, started, progress, completed, failed, dead), and `event: missed` when some may have been missed |
 //! | `POST api/jobs/{id}/retry`, `…/cancel`, `…/delete` | `{id, action}` |
 //! | `POST api/queues/{queue}/pause`, `…/resume` | `{queue, paused}` |
 //! | `POST api/retry-all`, `api/delete-all` with a JSON filter `{queue?, status?, name?, tag?, since?}` | `{changed}`: how many jobs the action changed |
+//! | `POST api/types/{name}/enqueue` with the payload as the JSON body | 201 with `{id, duplicate}`: a job of the type's newest version with its defaults, due now |
 //!
 //! Errors answer `{"error": "..."}`: 400 for bad input (a malformed id, an unknown status, a bad
-//! time or body), 403 for a refused write, 404 for an unknown job, 409 for an action the job's
-//! status does not allow (or a unique key another job holds).
+//! time or body), 403 for a refused write, 404 for an unknown job or job type, 409 for an action
+//! the job's status does not allow (or a unique key another job holds), and 422 with
+//! `{"error": "...", "problems": ["..."]}` for a payload that breaks its type's schema, each
+//! problem saying where and how (nothing is stored).
 //!
 //! ```sh
 //! token=$(curl -s localhost:8080/api/csrf | jq -r .token)
 //! curl -s -X POST -H "x-csrf-token: $token" -H 'content-type: application/json' \
 //!      -d '{"queue": "email", "status": "dead"}' localhost:8080/api/retry-all
+//! curl -s -X POST -H "x-csrf-token: $token" -H 'content-type: application/json' \
+//!      -d '{"user_id": 123, "email": "alice@example.com"}' \
+//!      localhost:8080/api/types/send_welcome_email/enqueue
 //! ```
 //!
 //! # Safety
@@ -70,7 +81,8 @@
 //! each [`Dashboard`]): the form field `csrf`, which every page's forms hold, or the header
 //! `x-csrf-token` (the pages also show it in `<meta name="csrf-token">`). A request whose
 //! `Sec-Fetch-Site` is `cross-site` is refused too. With [`Dashboard::read_only`], no action
-//! is shown and every POST answers 403. Payloads, error texts, names and tags are escaped.
+//! is shown and every POST answers 403. Payloads, schemas, error texts, names and tags are
+//! escaped.
 
 use std::sync::Arc;
 

@@ -16,3 +16,5 @@ mod pages;
 mod prefix;
 #[path = "web/safety.rs"]
 mod safety;
+#[path = "web/types.rs"]
+mod types;

@@ -99,3 +99,9 @@ async fn one_handler_runs_in_one_line() {
         (jobs::ErrorKind::Fatal, "never".to_string())
     );
 }
+
+/// The payload shapes of this test binary's jobs match their snapshots in `tests/payloads`.
+#[test]
+fn payload_shapes_match_their_snapshots() {
+    jobs::testing::assert_payload_shapes(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/payloads"));
+}

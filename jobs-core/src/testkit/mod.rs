@@ -28,6 +28,8 @@
 //! ```
 
 mod perform;
+mod shapes;
 
 pub use crate::worker::Drained;
 pub use perform::{perform, perform_stored, Perform};
+pub use shapes::assert_payload_shapes;

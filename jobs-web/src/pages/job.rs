@@ -59,6 +59,7 @@ fn detail(shell: &Shell, job: &JobRecord) -> Markup {
                 dt { "Progress" } dd { progress max="100" value=(job.progress) {} " " span #job-progress { (job.progress) "%" } }
                 dt { "Id" } dd.mono { (job.id) }
                 dt { "Name" } dd.mono { (job.name) }
+                dt { "Version" } dd #job-version { (job.version) }
                 dt { "Queue" } dd { a href=(with_query("jobs", [("queue", job.queue.as_str())])) { (job.queue) } }
                 dt { "Attempt" } dd #job-attempt { (job.attempt) " of " (job.max_attempts) }
                 dt { "Priority" } dd { (job.priority) }

@@ -16,9 +16,11 @@ mod job;
 mod jobs;
 mod overview;
 mod schedules;
+pub(crate) mod types;
 mod workers;
 
-/// The pages' routes: `/`, `jobs`, `jobs/{id}`, `dead`, `schedules`, `workers`.
+/// The pages' routes: `/`, `jobs`, `jobs/{id}`, `dead`, `schedules`, `workers`, `types`,
+/// `types/{name}`.
 pub(crate) fn routes() -> Router<Ctx> {
     Router::new()
         .route("/", get(overview::page))
@@ -27,6 +29,8 @@ pub(crate) fn routes() -> Router<Ctx> {
         .route("/dead", get(dead::page))
         .route("/schedules", get(schedules::page))
         .route("/workers", get(workers::page))
+        .route("/types", get(types::list))
+        .route("/types/{name}", get(types::page))
 }
 
 /// What a path no route matches answers: a 404 page, or the API's JSON error under `api/`.

@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use jobs_core::{AnyBackend, JobStatus, Operations};
 
-use crate::support::{kill_all, on_every_store, put_n, Web};
+use crate::support::{kill_all, on_every_store, publish, put_n, Web, NAME};
 
 on_every_store!(nested_pages_resolve_under_the_prefix);
 
@@ -12,6 +12,7 @@ async fn nested_pages_resolve_under_the_prefix(b: AnyBackend) {
     let [dead] = kill_all(&b, "email", "boom").await[..] else {
         panic!()
     };
+    publish(&b).await;
     let web = Web::nested(&b, "/ops/jobs");
     for path in [
         "".to_string(),
@@ -20,6 +21,8 @@ async fn nested_pages_resolve_under_the_prefix(b: AnyBackend) {
         format!("jobs/{dead}"),
         "schedules".into(),
         "workers".into(),
+        "types".into(),
+        format!("types/{NAME}"),
     ] {
         let page = web.get(&path).await;
         assert_eq!(page.status, StatusCode::OK, "{path}: {}", page.body);
@@ -56,6 +59,15 @@ async fn nested_pages_resolve_under_the_prefix(b: AnyBackend) {
         "{location}"
     );
     assert_eq!(b.job(dead).await.unwrap().status, JobStatus::Pending);
+    let reply = web
+        .submit(
+            &format!("types/{NAME}/enqueue"),
+            &[("payload", r#"{"user_id": 1, "email": "a@example.com"}"#)],
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let location = reply.location.unwrap();
+    assert!(location.starts_with("/ops/jobs/jobs/"), "{location}");
     let reply = web.submit("queues/email/pause", &[]).await;
     assert!(reply.location.unwrap().starts_with("/ops/jobs?notice="));
     let missing = web.get("nope").await;

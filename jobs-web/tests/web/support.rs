@@ -1,5 +1,6 @@
 //! Fresh isolated backends (memory; Postgres in a schema of its own; Redis under a key prefix of
-//! its own), jobs stored through the backend API, and an HTTP client over the router.
+//! its own), jobs and job types stored through the backend API, and an HTTP client over the
+//! router.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -11,8 +12,8 @@ use axum::Router;
 use http_body_util::BodyExt;
 use jobs_core::{
     AnyBackend, Backend, Backoff, CompleteParams, Completion, EnqueueParams, ErrorKind,
-    ErrorReport, FailParams, Failure, FetchParams, JobId, LeasedJob, MemoryBackend, NewJob,
-    Timestamp,
+    ErrorReport, FailParams, Failure, FetchParams, JobId, JobTypeInfo, LeasedJob, MemoryBackend,
+    NewJob, PublishTypesParams, Timestamp,
 };
 use jobs_postgres::sqlx;
 use jobs_postgres::PgBackend;
@@ -146,6 +147,7 @@ pub(crate) fn new_job(queue: &str, name: &str, payload: Value) -> NewJob {
         name: name.into(),
         queue: queue.into(),
         payload: serde_json::value::to_raw_value(&payload).expect("JSON"),
+        version: 1,
         priority: 0,
         run_at: now(),
         max_attempts: 1,
@@ -189,7 +191,7 @@ pub(crate) async fn lease(backend: &AnyBackend, queue: &str, worker: &str) -> Ve
             worker: worker.into(),
             lease_for: Duration::from_secs(600),
             now: now(),
-            names: None,
+            known: None,
             flow: Vec::new(),
         })
         .await
@@ -229,6 +231,47 @@ pub(crate) async fn kill_all(backend: &AnyBackend, queue: &str, message: &str) -
         .await
         .expect("fail");
     leased.iter().map(|j| j.record.id).collect()
+}
+
+/// The stored name of the type [`publish`] publishes.
+pub(crate) const NAME: &str = "send_welcome_email";
+/// A description with markup, which must show as text.
+pub(crate) const SCRIPT: &str = "<script>alert(1)</script>";
+
+/// A type as a worker publishes it: `version`, whose payload needs an integer `user_id` and a
+/// string `email`.
+pub(crate) fn welcome(version: u32) -> JobTypeInfo {
+    JobTypeInfo {
+        name: NAME.into(),
+        version,
+        queue: "email".into(),
+        max_attempts: 3,
+        priority: 2,
+        backoff: Backoff::exponential(Duration::from_secs(1)),
+        timeout: Some(Duration::from_secs(30)),
+        tags: vec!["onboarding".into()],
+        schema: Some(json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "SendWelcomeEmail",
+            "description": format!("Welcomes a new user. {SCRIPT}"),
+            "type": "object",
+            "properties": {
+                "user_id": { "type": "integer", "format": "int64" },
+                "email": { "type": "string" }
+            },
+            "required": ["user_id", "email"]
+        })),
+    }
+}
+
+/// Publishes versions 1 and 2 of the type, as two releases' workers would.
+pub(crate) async fn publish(b: &AnyBackend) {
+    b.publish_types(PublishTypesParams {
+        types: vec![welcome(1), welcome(2)],
+        now: now(),
+    })
+    .await
+    .expect("publish types");
 }
 
 /// What the dashboard answered.
