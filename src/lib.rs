@@ -54,9 +54,9 @@ pub use jobs_core::{
 };
 // Operating them.
 pub use jobs_core::{
-    AttemptError, DeadReason, EventKind, EventStream, JobFilter, Operations, Page, PageRequest,
-    QueueCounts, QueueLimits, QueueSummary, Rate, Received, ScheduleInfo, ScheduleSummary,
-    Stranded, WorkerInfo, WorkerSummary, FLOW_SCAN, STRANDED_SCAN,
+    AttemptError, DeadReason, Enqueued, EventKind, EventStream, JobFilter, JobTypeInfo, Operations,
+    Page, PageRequest, PublishedType, QueueCounts, QueueLimits, QueueSummary, Rate, Received,
+    ScheduleInfo, ScheduleSummary, Stranded, WorkerInfo, WorkerSummary, FLOW_SCAN, STRANDED_SCAN,
 };
 
 /// The PostgreSQL backend (feature `postgres`).

@@ -153,7 +153,7 @@ async fn load(backend: &AnyBackend, n: usize) {
                 worker: "bench".into(),
                 lease_for: Duration::from_secs(600),
                 now,
-                names: None,
+                known: None,
                 flow: Vec::new(),
             })
             .await
@@ -182,6 +182,7 @@ fn new_job(i: usize, now: jobs_core::Timestamp) -> NewJob {
             r#"{{"user_id":{i},"email":"user{i}@example.com"}}"#
         ))
         .unwrap(),
+        version: 1,
         priority: 0,
         run_at: now,
         max_attempts: 3,

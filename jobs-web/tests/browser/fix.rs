@@ -1,6 +1,7 @@
 //! A person fixes failing jobs: sees them on the overview, finds them in the dead list, reads
 //! the error (a `<script>` shown as text), retries one and watches it complete, then retries
-//! all the others at once; the workers and schedules pages show the worker and its cron job.
+//! all the others at once; the workers and schedules pages show the worker and its cron job;
+//! a job of the type the worker published is enqueued by hand from its type page.
 
 use serde_json::json;
 
@@ -207,6 +208,35 @@ pub(crate) async fn fix_dead_jobs(kind: Kind) {
         "{text}"
     );
     browser.screenshot("schedules").await;
+
+    // The type the worker published: a payload that breaks its schema is refused, one that
+    // matches is enqueued, and the worker runs it.
+    browser.click("a#nav-types").await;
+    browser.wait_page("types").await;
+    let deliver = r#"table#types tr[data-type="mail.deliver"]"#;
+    browser.reload_until_count(deliver, 1).await;
+    browser.click(&format!("{deliver} a.type-link")).await;
+    browser.wait_page("type").await;
+    assert!(browser.text("pre#type-schema").await.contains("\"to\""));
+    browser.fill("textarea#payload", r#"{"to": 7}"#).await;
+    browser.click("button#enqueue-submit").await;
+    browser.wait_page("type").await;
+    assert!(
+        browser.text("#enqueue-problems").await.contains("/to"),
+        "the problem names the field"
+    );
+    browser.screenshot("type-refused").await;
+    browser
+        .fill("textarea#payload", r#"{"to": "dee@example.com"}"#)
+        .await;
+    browser.click("button#enqueue-submit").await;
+    browser.wait_page("job").await;
+    assert!(browser.text("#notice").await.contains("Enqueued"));
+    assert_eq!(browser.text("#job-version").await, "1");
+    browser
+        .wait_text("pre#job-result", "\"delivered to dee@example.com\"")
+        .await;
+    browser.screenshot("type-enqueued").await;
 
     browser.assert_no_alert().await;
     browser.close().await;

@@ -90,6 +90,18 @@ pub(crate) async fn read_only_refuses(kind: Kind) {
     browser.assert_no_alert().await;
     browser.screenshot("job").await;
 
+    // The type the worker published: its schema, and no form to enqueue.
+    browser.click("a#nav-types").await;
+    browser.wait_page("types").await;
+    let deliver = r#"table#types tr[data-type="mail.deliver"]"#;
+    browser.reload_until_count(deliver, 1).await;
+    browser.click(&format!("{deliver} a.type-link")).await;
+    browser.wait_page("type").await;
+    assert!(browser.text("pre#type-schema").await.contains("\"to\""));
+    assert!(browser.all("textarea, button").await.is_empty(), "no form");
+    assert!(browser.all(r#"form[method="post"]"#).await.is_empty());
+    browser.screenshot("type").await;
+
     // Forged writes from this page.
     let own_token = browser
         .script(
