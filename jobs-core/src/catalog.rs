@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::backoff::Backoff;
 use crate::model::{JobId, Json, NewJob, Timestamp};
-use crate::registry::JobType;
 
 /// One version of a job type, as workers publish it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,24 +33,6 @@ pub struct JobTypeInfo {
     pub tags: Vec<String>,
     /// The JSON Schema of the payload, when the type has one (`#[job]` derives it).
     pub schema: Option<serde_json::Value>,
-}
-
-impl JobTypeInfo {
-    /// The entry of a registered type.
-    pub fn of(job: &JobType) -> Self {
-        let options = job.options();
-        JobTypeInfo {
-            name: job.name.to_string(),
-            version: job.version,
-            queue: options.queue,
-            max_attempts: options.max_attempts,
-            priority: options.priority,
-            backoff: options.backoff,
-            timeout: options.timeout,
-            tags: options.tags,
-            schema: job.schema(),
-        }
-    }
 }
 
 impl JobTypeInfo {

@@ -8,6 +8,7 @@ use std::pin::Pin;
 
 use serde_json::value::RawValue;
 
+use crate::catalog::JobTypeInfo;
 use crate::context::JobContext;
 use crate::error::{ErrorKind, StartProblem};
 use crate::job::{CronSpec, Job, JobOptions};
@@ -62,6 +63,22 @@ impl JobType {
     /// The schedule, for a periodic job.
     pub fn cron(&self) -> Option<CronSpec> {
         (self.cron)()
+    }
+
+    /// The type's entry in the catalog.
+    pub fn info(&self) -> JobTypeInfo {
+        let options = self.options();
+        JobTypeInfo {
+            name: self.name.to_string(),
+            version: self.version,
+            queue: options.queue,
+            max_attempts: options.max_attempts,
+            priority: options.priority,
+            backoff: options.backoff,
+            timeout: options.timeout,
+            tags: options.tags,
+            schema: self.schema(),
+        }
     }
 
     /// The JSON Schema of the payload, if the type has one.

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use crate::any::AnyBackend;
 use crate::backend::{Backend, EnqueueParams, FetchParams};
-use crate::catalog::JobTypeInfo;
 use crate::clock::{Clock, SystemClock};
 use crate::context::JobContext;
 use crate::enqueue::Enqueue;
@@ -112,7 +111,7 @@ impl<J: Job> Perform<J> {
         let mut new_job = match self.job {
             Source::Job(job) => Enqueue::from(job).to_new_job(now)?,
             Source::Stored { payload, version } => {
-                let info = JobTypeInfo::of(&JobType::of::<J>());
+                let info = JobType::of::<J>().info();
                 let mut new_job = info.new_job(serde_json::value::to_raw_value(&payload)?, now);
                 new_job.version = version;
                 new_job

@@ -49,7 +49,7 @@ pub(super) async fn check_stored_versions(
 /// Publishes the worker's types to the catalog; a store that refuses only costs the catalog
 /// entry, so it is warned about.
 pub(super) async fn publish_types(shared: &Shared) {
-    let mut types: Vec<JobTypeInfo> = shared.types.values().map(JobTypeInfo::of).collect();
+    let mut types: Vec<JobTypeInfo> = shared.types.values().map(JobType::info).collect();
     types.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     let params = PublishTypesParams {
         types,
