@@ -5,8 +5,7 @@
 use std::io::Read;
 
 use clap::Args;
-use jobs::{AnyBackend, JobId, Operations};
-use serde::Serialize;
+use jobs::{AnyBackend, Operations};
 
 use crate::commands::{json, json_or_none};
 use crate::format;
@@ -32,16 +31,6 @@ pub(crate) struct EnqueueArgs {
     /// the type's newest published version.
     #[arg(long, value_name = "JSON")]
     payload: String,
-}
-
-/// What `enqueue --json` prints: the fields of the library's `Enqueued` (which has no serde
-/// form of its own).
-#[derive(Debug, Serialize)]
-struct Enqueued {
-    /// The stored job's id.
-    id: JobId,
-    /// True when nothing new was stored (a unique key matched an active job).
-    duplicate: bool,
 }
 
 /// `types`: every published version of every job type, by name then version.
@@ -118,10 +107,7 @@ pub(crate) async fn enqueue(
     let payload = payload(&args.payload)?;
     let enqueued = backend.enqueue_json(&args.name, payload).await?;
     if json_out {
-        return json(&Enqueued {
-            id: enqueued.id,
-            duplicate: enqueued.duplicate,
-        });
+        return json(&enqueued);
     }
     Ok(format!("{}\n", enqueued.id))
 }

@@ -142,7 +142,7 @@ pub fn first_holders(jobs: &[NewJob]) -> Vec<Option<usize>> {
 }
 
 /// What a backend answers for each job it was asked to enqueue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Enqueued {
     /// The stored job's id: the new job's, or the existing one's for a duplicate unique key.
     pub id: JobId,

@@ -8,7 +8,8 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use jobs_core::{
-    JobRecord, Operations, Page, PageRequest, PublishedType, ScheduleSummary, WorkerSummary,
+    Enqueued, JobRecord, Operations, Page, PageRequest, PublishedType, ScheduleSummary,
+    WorkerSummary,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -121,11 +122,10 @@ async fn enqueue(
     State(ctx): State<Ctx>,
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
-) -> Result<(StatusCode, Json<Value>), Problem> {
+) -> Result<(StatusCode, Json<Enqueued>), Problem> {
     let Json(payload) = body.map_err(|e| Problem::bad_request(e.body_text()))?;
     let enqueued = ctx.backend.enqueue_json(&name, payload).await?;
-    let body = json!({ "id": enqueued.id, "duplicate": enqueued.duplicate });
-    Ok((StatusCode::CREATED, Json(body)))
+    Ok((StatusCode::CREATED, Json(enqueued)))
 }
 
 /// What an action on one job answers.

@@ -2,16 +2,11 @@
 //! type with a JSON payload, through the form and the API; checked against the schema, refused
 //! when read-only.
 
-use std::time::Duration;
-
 use axum::http::StatusCode;
-use jobs_core::{
-    AnyBackend, Backend, Backoff, JobFilter, JobId, JobTypeInfo, Operations, PageRequest,
-    PublishTypesParams,
-};
+use jobs_core::{AnyBackend, JobFilter, JobId, Operations, PageRequest};
 use serde_json::{json, Value};
 
-use crate::support::{now, on_every_store, Web};
+use crate::support::{on_every_store, publish, Web, NAME};
 
 on_every_store!(
     the_catalog_lists_each_type_and_shows_its_schema,
@@ -19,47 +14,6 @@ on_every_store!(
     read_only_shows_no_form_and_refuses_enqueues,
     the_api_reads_the_catalog_and_enqueues
 );
-
-/// The stored name of the published type.
-const NAME: &str = "send_welcome_email";
-/// A description with markup, which must show as text.
-const SCRIPT: &str = "<script>alert(1)</script>";
-
-/// A type as a worker publishes it: `version`, whose payload needs an integer `user_id` and a
-/// string `email`.
-fn welcome(version: u32) -> JobTypeInfo {
-    JobTypeInfo {
-        name: NAME.into(),
-        version,
-        queue: "email".into(),
-        max_attempts: 3,
-        priority: 2,
-        backoff: Backoff::exponential(Duration::from_secs(1)),
-        timeout: Some(Duration::from_secs(30)),
-        tags: vec!["onboarding".into()],
-        schema: Some(json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "SendWelcomeEmail",
-            "description": format!("Welcomes a new user. {SCRIPT}"),
-            "type": "object",
-            "properties": {
-                "user_id": { "type": "integer", "format": "int64" },
-                "email": { "type": "string" }
-            },
-            "required": ["user_id", "email"]
-        })),
-    }
-}
-
-/// Publishes versions 1 and 2 of the type, as two releases' workers would.
-async fn publish(b: &AnyBackend) {
-    b.publish_types(PublishTypesParams {
-        types: vec![welcome(1), welcome(2)],
-        now: now(),
-    })
-    .await
-    .expect("publish types");
-}
 
 /// Every stored job.
 async fn stored(b: &AnyBackend) -> Vec<jobs_core::JobRecord> {
