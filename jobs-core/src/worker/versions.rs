@@ -21,7 +21,15 @@ pub(super) async fn check_stored_versions(
     backend: &AnyBackend,
     types: &HashMap<String, JobType>,
 ) -> Result<(), Error> {
-    let names = types.keys().cloned().collect();
+    // Only a type past version 1 can have jobs stored at an older version.
+    let names: Vec<String> = types
+        .values()
+        .filter(|t| t.version > 1)
+        .map(|t| t.name.to_string())
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
     let stored = backend
         .stored_versions(StoredVersionsParams { names })
         .await?;
