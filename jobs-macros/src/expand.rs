@@ -318,7 +318,10 @@ mod tests {
             "struct SendWelcomeEmail { # [doc = \"The `user_id` parameter of `send_welcome_email`.\"] \
              # [serde (serialize_with = \"< i64 as :: jobs :: __private :: Payload >::serialize_field\" , \
              deserialize_with = \"< i64 as :: jobs :: __private :: Payload >::deserialize_field\")] \
+             # [schemars (schema_with = \":: jobs :: __private :: field_schema::<i64>\")] \
              pub user_id : i64 , }",
+            ":: jobs :: __private :: schemars :: JsonSchema ,)]",
+            "impl :: jobs :: __private :: PayloadVersion for SendWelcomeEmail {",
             "pub fn new (user_id : i64) -> Self { Self { user_id } }",
             "# [serde (crate = \":: jobs :: __private :: serde\")]",
             "const NAME : & 'static str = \"send_welcome_email\" ;",
