@@ -280,6 +280,7 @@ impl<J: Job> Enqueue<J> {
             tags,
             key_limits,
             coalesce,
+            step: None,
         })
     }
 
@@ -358,7 +359,7 @@ impl<J: Job> JobExt for J {}
 
 /// Stores `jobs` through `producer`; with the `otel` feature, within a producer span whose trace
 /// context the jobs carry (see [`otel`](crate::otel)).
-async fn store<M, P: Producer<M>>(
+pub(crate) async fn store<M, P: Producer<M>>(
     producer: P,
     jobs: Vec<NewJob>,
     now: Timestamp,

@@ -123,6 +123,7 @@ mod tests {
             tags: Vec::new(),
             key_limits: None,
             coalesce,
+            step: None,
         }
     }
 

@@ -65,6 +65,7 @@ pub mod upgrade;
 mod url_options;
 mod wake;
 mod worker;
+pub mod workflow;
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -105,6 +106,9 @@ pub use status::{JobStatus, UnknownStatus};
 pub use url_options::UrlOptions;
 pub use wake::{Relay, WakeHub, Wakeup};
 pub use worker::{shutdown_signal, Retention, Worker};
+pub use workflow::{
+    StepInput, Workflow, WorkflowHandle, WorkflowId, WorkflowState, WorkflowStatus,
+};
 
 #[doc(hidden)]
 #[path = "private.rs"]

@@ -1,5 +1,6 @@
 //! The job model shared by every backend: ids, statuses and the stored record.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,7 @@ pub(crate) use crate::error::ErrorReport;
 use crate::flow::{Coalesce, KeyLimits};
 pub(crate) use crate::ids::{JobId, LeaseToken};
 pub(crate) use crate::status::JobStatus;
+use crate::workflow::step::Step;
 
 /// A JSON document kept as its text: payloads and results are never re-encoded on the hot path.
 pub type Json = Box<RawValue>;
@@ -107,6 +109,10 @@ pub struct NewJob {
     /// How the enqueue coalesces with an earlier job of the same key (throttle, debounce).
     #[serde(default)]
     pub coalesce: Option<Coalesce>,
+    /// Its part in a workflow: stored `waiting` while it has slots to fill, and what its end
+    /// does to the other steps (see [`Step`]).
+    #[serde(default)]
+    pub step: Option<Box<Step>>,
 }
 
 /// The version of a payload stored without one: every job stored before versions existed.
@@ -115,10 +121,12 @@ pub const fn first_version() -> u32 {
 }
 
 impl NewJob {
-    /// The status the job is stored with: `scheduled` when its `run_at` is later than `now`,
-    /// else `pending`.
+    /// The status the job is stored with: `waiting` for a workflow step with inputs to come,
+    /// `scheduled` when its `run_at` is later than `now`, else `pending`.
     pub fn initial_status(&self, now: Timestamp) -> JobStatus {
-        if self.run_at > now {
+        if self.step.as_ref().is_some_and(|s| s.slots > 0) {
+            JobStatus::Waiting
+        } else if self.run_at > now {
             JobStatus::Scheduled
         } else {
             JobStatus::Pending
@@ -197,6 +205,12 @@ pub struct JobRecord {
     /// Limits shared with the queue's other jobs of the same key.
     #[serde(default)]
     pub key_limits: Option<KeyLimits>,
+    /// Its part in a workflow.
+    #[serde(default)]
+    pub step: Option<Box<Step>>,
+    /// The values delivered to its slots so far, by slot (a waiting workflow step).
+    #[serde(default)]
+    pub inputs: BTreeMap<u32, Json>,
     /// When it was enqueued.
     pub created_at: Timestamp,
     /// When its latest attempt started.
@@ -230,6 +244,8 @@ impl JobRecord {
             trace_context: job.trace_context,
             tags: job.tags,
             key_limits: job.key_limits,
+            step: job.step,
+            inputs: BTreeMap::new(),
             created_at: now,
             started_at: None,
             finished_at: None,
@@ -286,6 +302,9 @@ pub struct LeaseRef {
 /// How many jobs of a queue are in each status.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueCounts {
+    /// Workflow steps waiting for the steps before them.
+    #[serde(default)]
+    pub waiting: u64,
     /// Waiting for a future `run_at` (delayed at enqueue).
     pub scheduled: u64,
     /// Ready or waiting for a retry.
@@ -304,6 +323,7 @@ impl QueueCounts {
     /// The count for one status.
     pub fn get(&self, status: JobStatus) -> u64 {
         match status {
+            JobStatus::Waiting => self.waiting,
             JobStatus::Scheduled => self.scheduled,
             JobStatus::Pending => self.pending,
             JobStatus::Running => self.running,
@@ -316,6 +336,7 @@ impl QueueCounts {
     /// The count for one status, to change.
     pub fn get_mut(&mut self, status: JobStatus) -> &mut u64 {
         match status {
+            JobStatus::Waiting => &mut self.waiting,
             JobStatus::Scheduled => &mut self.scheduled,
             JobStatus::Pending => &mut self.pending,
             JobStatus::Running => &mut self.running,
@@ -349,6 +370,7 @@ mod tests {
             tags: Vec::new(),
             key_limits: None,
             coalesce: None,
+            step: None,
         }
     }
 

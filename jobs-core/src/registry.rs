@@ -67,18 +67,7 @@ impl JobType {
 
     /// The type's entry in the catalog.
     pub fn info(&self) -> JobTypeInfo {
-        let options = self.options();
-        JobTypeInfo {
-            name: self.name.to_string(),
-            version: self.version,
-            queue: options.queue,
-            max_attempts: options.max_attempts,
-            priority: options.priority,
-            backoff: options.backoff,
-            timeout: options.timeout,
-            tags: options.tags,
-            schema: self.schema(),
-        }
+        JobTypeInfo::of(self.name, self.version, self.options(), self.schema())
     }
 
     /// The JSON Schema of the payload, if the type has one.

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobStatus {
+    /// A workflow step waiting for the steps before it (see [`workflow`](crate::workflow)).
+    Waiting,
     /// Waiting for its `run_at`, set in the future at enqueue.
     Scheduled,
     /// Ready to run once `run_at` has passed (also after a retry).
@@ -24,7 +26,8 @@ pub enum JobStatus {
 
 impl JobStatus {
     /// Every status, in life order.
-    pub const ALL: [JobStatus; 6] = [
+    pub const ALL: [JobStatus; 7] = [
+        JobStatus::Waiting,
         JobStatus::Scheduled,
         JobStatus::Pending,
         JobStatus::Running,
@@ -36,6 +39,7 @@ impl JobStatus {
     /// The lowercase name stored by backends.
     pub fn as_str(self) -> &'static str {
         match self {
+            JobStatus::Waiting => "waiting",
             JobStatus::Scheduled => "scheduled",
             JobStatus::Pending => "pending",
             JobStatus::Running => "running",
@@ -49,7 +53,7 @@ impl JobStatus {
     pub fn is_active(self) -> bool {
         matches!(
             self,
-            JobStatus::Scheduled | JobStatus::Pending | JobStatus::Running
+            JobStatus::Waiting | JobStatus::Scheduled | JobStatus::Pending | JobStatus::Running
         )
     }
 
@@ -77,5 +81,5 @@ impl std::str::FromStr for JobStatus {
 
 /// A status name that is none of [`JobStatus::ALL`]'s.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown job status `{0}`: expected one of scheduled, pending, running, completed, dead, cancelled")]
+#[error("unknown job status `{0}`: expected one of waiting, scheduled, pending, running, completed, dead, cancelled")]
 pub struct UnknownStatus(pub String);

@@ -70,6 +70,8 @@ fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
         key_limits: key_limits
             .map(|text| serde_json::from_str(&text))
             .transpose()?,
+        step: None,
+        inputs: Default::default(),
         created_at: row.try_get("created_at").map_err(db)?,
         started_at: row.try_get("started_at").map_err(db)?,
         finished_at: row.try_get("finished_at").map_err(db)?,

@@ -128,6 +128,7 @@ impl Keys {
 /// The one-letter code a status is stored as.
 pub(crate) fn status_code(status: JobStatus) -> char {
     match status {
+        JobStatus::Waiting => 'w',
         JobStatus::Scheduled => 's',
         JobStatus::Pending => 'p',
         JobStatus::Running => 'r',

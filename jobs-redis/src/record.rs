@@ -493,6 +493,8 @@ impl<'a> Fields<'a> {
                         .ok_or_else(|| corrupt(self.id, format!("bad key limits `{k}`")))
                 })
                 .transpose()?,
+            step: None,
+            inputs: Default::default(),
             created_at: self.time("c")?,
             started_at: self.opt_time("st")?,
             finished_at: self.opt_time("f")?,

@@ -193,5 +193,6 @@ fn new_job(i: usize, now: jobs_core::Timestamp) -> NewJob {
         tags: Vec::new(),
         key_limits: None,
         coalesce: None,
+        step: None,
     }
 }

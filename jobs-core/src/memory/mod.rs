@@ -27,6 +27,7 @@ use crate::wake::{WakeHub, Wakeup};
 use crate::Error;
 
 mod flow;
+mod steps;
 
 use flow::{Flow, Scope};
 
@@ -172,7 +173,7 @@ impl Indexes {
                     set.remove(&(at, r.id));
                 }
             }
-            JobStatus::Dead => {}
+            JobStatus::Waiting | JobStatus::Dead => {}
         }
         if r.status.is_active() {
             if let Some(key) = &r.unique_key {
@@ -207,7 +208,7 @@ impl Indexes {
                     per_queue(&mut self.finished, &r.queue).insert((at, r.id));
                 }
             }
-            JobStatus::Dead => {}
+            JobStatus::Waiting | JobStatus::Dead => {}
         }
         if r.status.is_active() {
             if let Some(key) = &r.unique_key {
@@ -451,6 +452,12 @@ impl Store {
         }
     }
 
+    /// The effects to apply for `r`, a workflow step that just became dead.
+    fn on_dead(r: &JobRecord) -> Option<Vec<crate::workflow::Effect>> {
+        let step = r.step.as_ref().filter(|_| r.status == JobStatus::Dead)?;
+        Some(step.on_dead.clone())
+    }
+
     fn finish_retry_or_dead(
         r: &mut JobRecord,
         error: ErrorReport,
@@ -541,26 +548,37 @@ impl Backend for MemoryBackend {
     }
 
     async fn complete(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
-        let mut store = self.store();
-        Ok(p.items
-            .into_iter()
-            .map(|c| {
-                if store.leased(&c.lease).is_none() {
-                    // Accepted, and changing nothing, when it repeats the completion that
-                    // applied.
-                    return store.completed_under.get(&c.lease.id) == Some(&c.lease.token);
-                }
-                store.completed_under.insert(c.lease.id, c.lease.token);
-                store
-                    .update(c.lease.id, |r| {
+        let mut woken = Vec::new();
+        let out = {
+            let mut store = self.store();
+            p.items
+                .into_iter()
+                .map(|c| {
+                    if store.leased(&c.lease).is_none() {
+                        // Accepted, and changing nothing, when it repeats the completion that
+                        // applied.
+                        return store.completed_under.get(&c.lease.id) == Some(&c.lease.token);
+                    }
+                    store.completed_under.insert(c.lease.id, c.lease.token);
+                    let effects = store.update(c.lease.id, |r| {
                         r.status = JobStatus::Completed;
-                        r.result = Some(c.result);
                         r.lease = None;
                         r.finished_at = Some(p.now);
-                    })
-                    .is_some()
-            })
-            .collect())
+                        let effects = r.step.as_ref().map(|s| s.on_complete.clone());
+                        r.result = Some(c.result);
+                        effects
+                    });
+                    if let Some(Some(effects)) = &effects {
+                        let result = store.jobs[&c.lease.id].result.clone();
+                        store.apply_effects(effects, result.as_ref(), p.now, &mut woken);
+                    }
+                    effects.is_some()
+                })
+                .collect()
+        };
+        woken.dedup();
+        self.wake(woken);
+        Ok(out)
     }
 
     async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {
@@ -573,14 +591,17 @@ impl Backend for MemoryBackend {
                     if store.leased(&f.lease).is_none() {
                         return false;
                     }
-                    store
-                        .update(f.lease.id, |r| {
-                            Store::finish_retry_or_dead(r, f.error, f.retry_at, p.now);
-                            if r.status == JobStatus::Pending && r.run_at <= p.now {
-                                woken.push(r.queue.clone());
-                            }
-                        })
-                        .is_some()
+                    let dead = store.update(f.lease.id, |r| {
+                        Store::finish_retry_or_dead(r, f.error, f.retry_at, p.now);
+                        if r.status == JobStatus::Pending && r.run_at <= p.now {
+                            woken.push(r.queue.clone());
+                        }
+                        Store::on_dead(r)
+                    });
+                    if let Some(Some(effects)) = &dead {
+                        store.apply_effects(effects, None, p.now, &mut woken);
+                    }
+                    dead.is_some()
                 })
                 .collect()
         };
@@ -751,12 +772,16 @@ impl Backend for MemoryBackend {
                     .collect(),
             };
             for id in &expired {
-                store.update(*id, |r| {
+                let dead = store.update(*id, |r| {
                     // The job keeps its run_at, and so its place among the ready jobs.
                     let retry_at = (r.attempt < r.max_attempts).then_some(r.run_at);
                     Store::finish_retry_or_dead(r, p.error.clone(), retry_at, p.now);
                     woken.push(r.queue.clone());
+                    Store::on_dead(r)
                 });
+                if let Some(Some(effects)) = &dead {
+                    store.apply_effects(effects, None, p.now, &mut woken);
+                }
             }
             expired
         };

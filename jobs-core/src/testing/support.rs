@@ -58,6 +58,7 @@ pub(super) fn new_job(name: &str) -> NewJob {
         tags: Vec::new(),
         key_limits: None,
         coalesce: None,
+        step: None,
     }
 }
 

@@ -48,6 +48,7 @@ pub(crate) async fn schedule_ticks(
                 trace_context: None,
                 key_limits: None,
                 coalesce: None,
+                step: None,
             },
             now,
         };

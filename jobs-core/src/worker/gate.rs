@@ -106,6 +106,7 @@ mod tests {
                 trace_context: None,
                 key_limits: None,
                 coalesce: None,
+                step: None,
             },
             now,
         )

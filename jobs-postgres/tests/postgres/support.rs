@@ -118,6 +118,7 @@ pub(crate) fn new_job(name: &str, queue: &str) -> NewJob {
         tags: Vec::new(),
         key_limits: None,
         coalesce: None,
+        step: None,
     }
 }
 

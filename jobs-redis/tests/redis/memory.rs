@@ -29,6 +29,7 @@ fn job(queue: &str, now: chrono::DateTime<chrono::Utc>) -> NewJob {
         tags: Vec::new(),
         key_limits: None,
         coalesce: None,
+        step: None,
     }
 }
 

@@ -69,6 +69,7 @@ pub(crate) fn job(queue: &str, run_at: Timestamp) -> NewJob {
         tags: Vec::new(),
         key_limits: None,
         coalesce: None,
+        step: None,
     }
 }
 

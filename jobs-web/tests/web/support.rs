@@ -158,6 +158,7 @@ pub(crate) fn new_job(queue: &str, name: &str, payload: Value) -> NewJob {
         tags: Vec::new(),
         key_limits: None,
         coalesce: None,
+        step: None,
     }
 }
 

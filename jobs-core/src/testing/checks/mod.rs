@@ -110,6 +110,14 @@ macro_rules! __conformance_checks {
                 versions_stored_are_counted_for_waiting_and_running_jobs,
                 versions_published_are_listed_by_name_and_version,
             }
+            store::workflow {
+                workflow_steps_wait_for_the_results_before_them,
+                workflow_group_follow_up_waits_for_every_result,
+                workflow_dead_step_runs_the_compensation_and_cancels_the_rest,
+                workflow_rescued_dead_step_runs_the_compensation,
+                workflow_last_step_cancels_the_compensations,
+                workflow_steps_span_queues,
+            }
             worker::outcomes {
                 worker_runs_jobs_and_returns_typed_results,
                 worker_retries_follow_backoff,

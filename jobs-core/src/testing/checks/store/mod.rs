@@ -15,6 +15,7 @@ pub(super) mod presence;
 pub(super) mod prune;
 pub(super) mod tags;
 pub(super) mod versions;
+pub(super) mod workflow;
 
 use std::time::Duration;
 
@@ -130,10 +131,22 @@ async fn job_in(b: &AnyBackend, mut job: NewJob, status: JobStatus, now: Timesta
     if fetched {
         job.priority = i16::MIN;
     }
+    if status == JobStatus::Waiting {
+        job.step = Some(Box::new(crate::workflow::Step {
+            workflow: crate::workflow::WorkflowId::new(),
+            index: 1,
+            role: crate::workflow::StepRole::Step { stage: 1 },
+            group: false,
+            slots: 1,
+            input: None,
+            on_complete: Vec::new(),
+            on_dead: Vec::new(),
+        }));
+    }
     let queue = job.queue.clone();
     let id = put_at(b, job, now).await;
     let leased = match status {
-        JobStatus::Scheduled | JobStatus::Pending => return id,
+        JobStatus::Waiting | JobStatus::Scheduled | JobStatus::Pending => return id,
         JobStatus::Cancelled => {
             assert_eq!(
                 manage_ids(b, Action::Cancel, &[id], now).await.changed,

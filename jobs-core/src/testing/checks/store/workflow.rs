@@ -1,0 +1,267 @@
+//! Workflow steps in the store: a later step waits until the completions before it fill its
+//! inputs, in the same write; a group's follow-up waits for every result; a dead step runs the
+//! latest compensation and cancels what can no longer run, whether a failure or a rescue made
+//! it dead; the last step cancels the compensations (see [`Step`](crate::workflow::Step)).
+
+use std::time::Duration;
+
+use crate::testing::support::*;
+use crate::workflow::plan::{Plan, Planned, Stage};
+use crate::workflow::{Effect, WorkflowId};
+use crate::*;
+
+use super::{complete, fail_with, fetch, fetch_params};
+
+/// A step job named `name` whose payload has the one field `input`.
+fn planned(name: &str) -> Planned {
+    Planned {
+        job: new_job(name),
+        fields: vec!["input".to_string()],
+    }
+}
+
+fn stage(names: &[&str], undo: Option<&str>) -> Stage {
+    Stage {
+        steps: names.iter().map(|n| planned(n)).collect(),
+        group: names.len() > 1,
+        compensation: undo.map(planned),
+    }
+}
+
+/// Stores the workflow of `stages` at `t0`; the ids of its jobs by name.
+async fn store(b: &AnyBackend, stages: Vec<Stage>) -> (WorkflowId, Vec<(String, JobId)>) {
+    let id = WorkflowId::new();
+    let jobs = Plan { stages }.into_jobs(id).expect("a valid plan");
+    let names: Vec<(String, JobId)> = jobs.iter().map(|j| (j.name.clone(), j.id)).collect();
+    let stored = put_many(b, jobs, t0()).await;
+    assert_eq!(
+        stored,
+        names.iter().map(|(_, id)| *id).collect::<Vec<_>>(),
+        "every step is stored under its own id"
+    );
+    (id, names)
+}
+
+fn id_of(names: &[(String, JobId)], name: &str) -> JobId {
+    names.iter().find(|(n, _)| n == name).expect("a step").1
+}
+
+/// Leases the ready jobs and returns the one named `name` (releasing none: the others stay
+/// leased and are ignored by the check).
+async fn lease(b: &AnyBackend, name: &str, now: Timestamp) -> LeasedJob {
+    let leased = fetch(b, 10, now).await;
+    let names: Vec<&str> = leased.iter().map(|j| j.record.name.as_str()).collect();
+    assert_eq!(names, [name], "only `{name}` is ready");
+    leased.into_iter().next().expect("one")
+}
+
+async fn status_of(b: &AnyBackend, id: JobId) -> JobStatus {
+    record(b, id).await.status
+}
+
+fn input(record: &JobRecord, slot: u32) -> Option<serde_json::Value> {
+    record.inputs.get(&slot).map(value)
+}
+
+/// A chain: the second step is stored waiting (counted, listed, not fetched) and becomes
+/// pending, due at once, with the first step's result as its input, when the first completes.
+pub async fn workflow_steps_wait_for_the_results_before_them(b: AnyBackend) {
+    let (workflow, names) = store(&b, vec![stage(&["a"], None), stage(&["b"], None)]).await;
+    let (a, b_id) = (id_of(&names, "a"), id_of(&names, "b"));
+    let waiting = record(&b, b_id).await;
+    assert_eq!(waiting.status, JobStatus::Waiting);
+    let step = waiting.step.as_ref().expect("the step is read back");
+    assert_eq!((step.workflow, step.slots), (workflow, 1));
+    assert!(waiting.inputs.is_empty());
+    let c = counts(&b).await;
+    assert_eq!((c.waiting, c.pending), (1, 1), "waiting steps are counted");
+    let listed = b
+        .list(ListParams {
+            filter: JobFilter::new()
+                .tag(workflow.tag())
+                .status(JobStatus::Waiting),
+            after: None,
+            limit: 10,
+        })
+        .await
+        .expect("list");
+    assert_eq!(listed.iter().map(|r| r.id).collect::<Vec<_>>(), [b_id]);
+    let first = lease(&b, "a", t0()).await;
+    assert_eq!(first.record.id, a);
+    assert!(
+        fetch(&b, 10, at(10)).await.is_empty(),
+        "b waits while a runs"
+    );
+    assert!(complete(&b, &first, r#"{"n":7}"#, at(1_000)).await);
+    let ready = record(&b, b_id).await;
+    assert_eq!(ready.status, JobStatus::Pending);
+    assert_eq!(ready.run_at, at(1_000), "due when its input arrived");
+    assert_eq!(input(&ready, 0), Some(serde_json::json!({"n": 7})));
+    let second = lease(&b, "b", at(1_000)).await;
+    assert_eq!(input(&second.record, 0), Some(serde_json::json!({"n": 7})));
+    let payload = workflow::payload_of(
+        &second.record.payload,
+        second.record.step.as_deref(),
+        &second.record.inputs,
+    )
+    .expect("a payload");
+    assert_eq!(value(&payload), serde_json::json!({"input": {"n": 7}}));
+}
+
+/// A group's follow-up waits for every result of the group, delivered one by one or by one
+/// batch of completions; a completion repeated under its token delivers nothing again.
+pub async fn workflow_group_follow_up_waits_for_every_result(b: AnyBackend) {
+    let (_, names) = store(
+        &b,
+        vec![stage(&["g1", "g2", "g3"], None), stage(&["after"], None)],
+    )
+    .await;
+    let after = id_of(&names, "after");
+    let leased = fetch(&b, 10, t0()).await;
+    assert_eq!(leased.len(), 3, "the group runs side by side");
+    let by_name = |n: &str| leased.iter().find(|j| j.record.name == n).expect("leased");
+    assert!(complete(&b, by_name("g2"), "2", at(10)).await);
+    assert!(
+        complete(&b, by_name("g2"), "2", at(11)).await,
+        "a repeat is accepted"
+    );
+    let one = record(&b, after).await;
+    assert_eq!(one.status, JobStatus::Waiting);
+    assert_eq!(one.inputs.len(), 1, "a repeated completion delivers once");
+    let both = CompleteParams {
+        items: ["g1", "g3"]
+            .map(|n| Completion {
+                lease: by_name(n).lease(),
+                result: json(if n == "g1" { "1" } else { "3" }),
+            })
+            .into(),
+        now: at(20),
+    };
+    assert_eq!(b.complete(both).await.expect("complete"), [true, true]);
+    let ready = record(&b, after).await;
+    assert_eq!(
+        ready.status,
+        JobStatus::Pending,
+        "all three results arrived"
+    );
+    let inputs: Vec<serde_json::Value> = (0..3).filter_map(|s| input(&ready, s)).collect();
+    assert_eq!(inputs, [1, 2, 3].map(serde_json::Value::from));
+    let payload = workflow::payload_of(&ready.payload, ready.step.as_deref(), &ready.inputs)
+        .expect("a payload");
+    assert_eq!(value(&payload), serde_json::json!({"input": [1, 2, 3]}));
+}
+
+/// stock (undo: release) → pay → ship: when pay ends dead, release runs with stock's result
+/// and ship is cancelled.
+pub async fn workflow_dead_step_runs_the_compensation_and_cancels_the_rest(b: AnyBackend) {
+    let (_, names) = store(
+        &b,
+        vec![
+            stage(&["stock"], Some("release")),
+            stage(&["pay"], None),
+            stage(&["ship"], None),
+        ],
+    )
+    .await;
+    let id = |n: &str| id_of(&names, n);
+    let stock = lease(&b, "stock", t0()).await;
+    assert!(complete(&b, &stock, r#""reserved""#, at(10)).await);
+    let release = record(&b, id("release")).await;
+    assert_eq!(
+        release.status,
+        JobStatus::Waiting,
+        "no compensation without a failure"
+    );
+    assert_eq!(input(&release, 0), Some(serde_json::json!("reserved")));
+    let pay = lease(&b, "pay", at(10)).await;
+    let declined = ErrorReport::new(ErrorKind::Fatal, "card declined");
+    assert!(fail_with(&b, &pay, declined, None, at(20)).await);
+    assert_eq!(status_of(&b, id("pay")).await, JobStatus::Dead);
+    assert_eq!(status_of(&b, id("ship")).await, JobStatus::Cancelled);
+    let release = record(&b, id("release")).await;
+    assert_eq!(release.status, JobStatus::Pending, "the compensation runs");
+    assert_eq!(
+        input(&release, 1),
+        Some(serde_json::Value::Null),
+        "its trigger"
+    );
+    let undo = lease(&b, "release", at(20)).await;
+    let payload = workflow::payload_of(
+        &undo.record.payload,
+        undo.record.step.as_deref(),
+        &undo.record.inputs,
+    )
+    .expect("a payload");
+    assert_eq!(value(&payload), serde_json::json!({"input": "reserved"}));
+}
+
+/// A step that a rescue makes dead (its lease lapsed on its last attempt) runs the
+/// compensation too; a failure that leaves attempts runs nothing.
+pub async fn workflow_rescued_dead_step_runs_the_compensation(b: AnyBackend) {
+    let mut last = stage(&["pay"], None);
+    last.steps[0].job.max_attempts = 2;
+    let (_, names) = store(&b, vec![stage(&["stock"], Some("release")), last]).await;
+    let id = |n: &str| id_of(&names, n);
+    let stock = lease(&b, "stock", t0()).await;
+    assert!(complete(&b, &stock, "1", at(10)).await);
+    let pay = lease(&b, "pay", at(10)).await;
+    let retry = ErrorReport::new(ErrorKind::Retryable, "try again");
+    assert!(fail_with(&b, &pay, retry, Some(at(20)), at(15)).await);
+    assert_eq!(status_of(&b, id("release")).await, JobStatus::Waiting);
+    let again = lease(&b, "pay", at(20)).await;
+    assert_eq!(again.record.attempt, 2);
+    let lapsed = clock::later(at(20), Duration::from_secs(6));
+    let rescued = b
+        .rescue(RescueParams {
+            target: RescueTarget::Lapsed,
+            limit: 10,
+            error: ErrorReport::lease_expired(),
+            now: lapsed,
+        })
+        .await
+        .expect("rescue");
+    assert_eq!(rescued, [id("pay")]);
+    assert_eq!(status_of(&b, id("pay")).await, JobStatus::Dead);
+    assert_eq!(status_of(&b, id("release")).await, JobStatus::Pending);
+}
+
+/// When the last step completes, the compensations that will never be needed are cancelled.
+pub async fn workflow_last_step_cancels_the_compensations(b: AnyBackend) {
+    let (_, names) = store(
+        &b,
+        vec![stage(&["stock"], Some("release")), stage(&["pay"], None)],
+    )
+    .await;
+    let stock = lease(&b, "stock", t0()).await;
+    assert!(complete(&b, &stock, "1", at(10)).await);
+    let pay = lease(&b, "pay", at(10)).await;
+    assert!(complete(&b, &pay, "2", at(20)).await);
+    let release = id_of(&names, "release");
+    assert_eq!(status_of(&b, release).await, JobStatus::Cancelled);
+    assert!(
+        b.fetch(fetch_params(&[QUEUE], 10, at(30)))
+            .await
+            .expect("fetch")
+            .is_empty(),
+        "nothing is left to run"
+    );
+}
+
+/// A delivery reaches a step in another queue, and a cancel one in another queue too.
+pub async fn workflow_steps_span_queues(b: AnyBackend) {
+    let mut later = stage(&["elsewhere"], None);
+    later.steps[0].job.queue = format!("{QUEUE}-other");
+    let (_, names) = store(&b, vec![stage(&["here"], None), later]).await;
+    let here = lease(&b, "here", t0()).await;
+    assert!(complete(&b, &here, r#"[1,"x"]"#, at(10)).await);
+    let moved = record(&b, id_of(&names, "elsewhere")).await;
+    assert_eq!(moved.status, JobStatus::Pending);
+    assert_eq!(input(&moved, 0), Some(serde_json::json!([1, "x"])));
+    let other = b
+        .fetch(fetch_params(&[&format!("{QUEUE}-other")], 10, at(10)))
+        .await
+        .expect("fetch");
+    assert_eq!(other.len(), 1, "it is ready in its own queue");
+    let effects = &moved.step.as_ref().expect("a step").on_complete;
+    assert!(effects.iter().all(|e| !matches!(e, Effect::Cancel { .. })));
+}
