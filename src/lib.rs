@@ -52,6 +52,11 @@ pub use jobs_core::{
     shutdown_signal, ErrorKind, Job, JobContext, JobError, JobEvent, JobState, Retention,
     StartProblem, State, Worker,
 };
+// Workflows of jobs.
+pub use jobs_core::workflow::{
+    Follows, Group, StepInput, StepRole, Workflow, WorkflowHandle, WorkflowId, WorkflowState,
+    WorkflowStatus, WorkflowStep,
+};
 // Operating them.
 pub use jobs_core::{
     AttemptError, DeadReason, Enqueued, EventKind, EventStream, JobFilter, JobTypeInfo, Operations,

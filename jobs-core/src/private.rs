@@ -25,5 +25,5 @@ pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
 }
 pub use crate::{
     Backoff, Coalesce, CronSpec, IntoJobResult, Job, JobContext, JobError, JobOptions, KeyLimits,
-    Rate, Registration, StateKey, StateMap,
+    Rate, Registration, StateKey, StateMap, StepInput,
 };

@@ -51,6 +51,7 @@ fn expand(attrs: &Attrs, func: &Func) -> TokenStream {
     let cron = cron(attrs, p);
     let required_state = required_state(func, p);
     let run = run(&job);
+    let step_input = job.step_input();
     let version = attrs.version.as_ref().map(|v| {
         let n = v.value;
         quote_spanned!(v.span=> const VERSION: u32 = #n;)
@@ -85,6 +86,8 @@ fn expand(attrs: &Attrs, func: &Func) -> TokenStream {
                 const JOB: &'static str = <Self as #p::Job>::NAME;
                 const VERSION: u32 = <Self as #p::Job>::VERSION;
             }
+
+            #step_input
 
             #p::inventory::submit! { #p::Registration::of::<#ident>() }
         };

@@ -131,6 +131,28 @@ impl<'a> JobType<'a> {
         }
     }
 
+    /// `impl StepInput`: what the job takes as a workflow step (its one parameter's type, a
+    /// tuple of several, `()` for none) and its field names.
+    pub(crate) fn step_input(&self) -> TokenStream {
+        let Self { p, ident, .. } = self;
+        let (names, types): (Vec<_>, Vec<_>) = self
+            .func
+            .payload()
+            .map(|(i, t, _)| (LitStr::new(&i.to_string(), i.span()), t))
+            .unzip();
+        let input = match types.as_slice() {
+            [one] => quote!(#one),
+            many => quote!((#(#many,)*)),
+        };
+        quote! {
+            #[automatically_derived]
+            impl #p::StepInput for #ident {
+                type Input = #input;
+                const FIELDS: &'static [&'static str] = &[#(#names),*];
+            }
+        }
+    }
+
     /// The fn's return type (`()` when it has none) and where to report that it is no job result.
     pub(crate) fn return_type(&self) -> (TokenStream, Span) {
         let sig = &self.func.item.sig;

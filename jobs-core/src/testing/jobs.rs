@@ -387,3 +387,150 @@ impl Job for Unreachable {
         Ok(self.n)
     }
 }
+
+/// The orders workflow of the worker checks: reserve → pay → email and PDF side by side →
+/// finish, with unreserve as the reservation's compensation. Order 99's payment is declined.
+pub(super) mod orders {
+    use super::*;
+    use crate::StepInput;
+
+    /// The order whose payment is declined.
+    pub(crate) const DECLINED: u64 = 99;
+
+    /// Reserves stock for `order`; returns the reservation (order × 10).
+    #[derive(Debug, Serialize, Deserialize)]
+    pub(crate) struct Reserve {
+        pub(crate) order: u64,
+    }
+
+    impl Job for Reserve {
+        const NAME: &'static str = "conformance.orders.reserve";
+        type Output = u64;
+        fn options() -> JobOptions {
+            options(3, FAST)
+        }
+        async fn run(self, _: JobContext, _: StateMap) -> Result<u64, JobError> {
+            Ok(self.order * 10)
+        }
+    }
+
+    impl StepInput for Reserve {
+        type Input = u64;
+        const FIELDS: &'static [&'static str] = &["order"];
+    }
+
+    /// Pays for `reservation`; returns the receipt, or fails fatally for the declined order.
+    #[derive(Debug, Serialize, Deserialize)]
+    pub(crate) struct Pay {
+        pub(crate) reservation: u64,
+    }
+
+    impl Job for Pay {
+        const NAME: &'static str = "conformance.orders.pay";
+        type Output = String;
+        fn options() -> JobOptions {
+            options(3, FAST)
+        }
+        async fn run(self, ctx: JobContext, _: StateMap) -> Result<String, JobError> {
+            ctx.progress(60).await?;
+            if self.reservation == DECLINED * 10 {
+                return Err(JobError::fatal("card declined"));
+            }
+            Ok(format!("receipt-{}", self.reservation))
+        }
+    }
+
+    impl StepInput for Pay {
+        type Input = u64;
+        const FIELDS: &'static [&'static str] = &["reservation"];
+    }
+
+    /// Sends the confirmation for `receipt`.
+    #[derive(Debug, Serialize, Deserialize)]
+    pub(crate) struct Email {
+        pub(crate) receipt: String,
+    }
+
+    impl Job for Email {
+        const NAME: &'static str = "conformance.orders.email";
+        type Output = bool;
+        fn options() -> JobOptions {
+            options(3, FAST)
+        }
+        async fn run(self, _: JobContext, _: StateMap) -> Result<bool, JobError> {
+            Ok(self.receipt.starts_with("receipt-"))
+        }
+    }
+
+    impl StepInput for Email {
+        type Input = String;
+        const FIELDS: &'static [&'static str] = &["receipt"];
+    }
+
+    /// Renders the PDF of `receipt`; returns its file name.
+    #[derive(Debug, Serialize, Deserialize)]
+    pub(crate) struct Pdf {
+        pub(crate) receipt: String,
+    }
+
+    impl Job for Pdf {
+        const NAME: &'static str = "conformance.orders.pdf";
+        type Output = String;
+        fn options() -> JobOptions {
+            options(3, FAST)
+        }
+        async fn run(self, _: JobContext, _: StateMap) -> Result<String, JobError> {
+            Ok(format!("{}.pdf", self.receipt))
+        }
+    }
+
+    impl StepInput for Pdf {
+        type Input = String;
+        const FIELDS: &'static [&'static str] = &["receipt"];
+    }
+
+    /// Completes the order with what the email and the PDF steps returned.
+    #[derive(Debug, Serialize, Deserialize)]
+    pub(crate) struct Finish {
+        pub(crate) sent: bool,
+        pub(crate) pdf: String,
+    }
+
+    impl Job for Finish {
+        const NAME: &'static str = "conformance.orders.finish";
+        type Output = String;
+        fn options() -> JobOptions {
+            options(3, FAST)
+        }
+        async fn run(self, _: JobContext, _: StateMap) -> Result<String, JobError> {
+            Ok(format!("done {} sent={}", self.pdf, self.sent))
+        }
+    }
+
+    impl StepInput for Finish {
+        type Input = (bool, String);
+        const FIELDS: &'static [&'static str] = &["sent", "pdf"];
+    }
+
+    /// Releases `reservation` (the compensation of `Reserve`); returns it.
+    #[derive(Debug, Serialize, Deserialize)]
+    pub(crate) struct Unreserve {
+        pub(crate) reservation: u64,
+    }
+
+    impl Job for Unreserve {
+        const NAME: &'static str = "conformance.orders.unreserve";
+        type Output = u64;
+        fn options() -> JobOptions {
+            options(3, FAST)
+        }
+        async fn run(self, _: JobContext, _: StateMap) -> Result<u64, JobError> {
+            Ok(self.reservation)
+        }
+    }
+
+    impl StepInput for Unreserve {
+        type Input = u64;
+        const FIELDS: &'static [&'static str] = &["reservation"];
+    }
+}

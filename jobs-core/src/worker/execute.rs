@@ -10,6 +10,7 @@ use tracing::Instrument;
 use crate::context::JobContext;
 use crate::error::{ErrorKind, Next};
 use crate::model::{JobRecord, LeasedJob};
+use crate::workflow::payload_of;
 use crate::JobError;
 
 use super::gate::RunPermit;
@@ -84,14 +85,14 @@ async fn run_handler(
         );
         return Outcome::Snoozed(UNKNOWN_NAME_BACKOFF);
     };
+    // A workflow step's payload is made of the results delivered to it.
+    let payload = match payload_of(&record.payload, record.step.as_deref(), &record.inputs) {
+        Ok(payload) => payload,
+        Err(e) => return Outcome::Failed(JobError::of_kind(ErrorKind::Decode, e)),
+    };
     let metrics = shared.metrics.job(&record.queue, &record.name);
     let timer = metrics.started(shared.clock.as_ref(), record.run_at);
-    let handler = job_type.run(
-        &record.payload,
-        record.version,
-        ctx.clone(),
-        shared.state.clone(),
-    );
+    let handler = job_type.run(&payload, record.version, ctx.clone(), shared.state.clone());
     let deadline = async {
         match record.timeout {
             Some(limit) => tokio::time::sleep(limit).await,

@@ -160,7 +160,8 @@ impl Plan {
             let is_last = s == last;
             for (slot, step) in steps[s].iter_mut().enumerate() {
                 step.on_complete = std::mem::take(&mut next[slot]);
-                if let Some(c) = &stage.compensation {
+                // The last stage's own compensation is never needed: nothing after it can fail.
+                if let Some(c) = stage.compensation.as_ref().filter(|_| !is_last) {
                     step.on_complete.push(deliver(c, slot, true));
                 }
                 if is_last {

@@ -1,6 +1,7 @@
 //! What a workflow step stores beside its job (backend SPI): its place in the workflow, the
 //! inputs it waits for, and what its end does to the other steps.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -166,13 +167,13 @@ impl Effect {
 
 /// The payload a step runs with: the stored one, or the one its [`InputRule`] makes of the
 /// values delivered to it.
-pub fn payload_of(
-    stored: &RawValue,
+pub fn payload_of<'a>(
+    stored: &'a RawValue,
     step: Option<&Step>,
     inputs: &BTreeMap<u32, Json>,
-) -> Result<Json, String> {
+) -> Result<Cow<'a, RawValue>, String> {
     let Some(rule) = step.and_then(|s| s.input.as_ref()) else {
-        return Ok(stored.to_owned());
+        return Ok(Cow::Borrowed(stored));
     };
     let mut values = Vec::with_capacity(rule.values as usize);
     for slot in 0..rule.values {
@@ -210,7 +211,9 @@ pub fn payload_of(
             fields.iter().cloned().zip(items).collect()
         }
     };
-    serde_json::value::to_raw_value(&payload).map_err(|e| e.to_string())
+    serde_json::value::to_raw_value(&payload)
+        .map(Cow::Owned)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -248,40 +251,54 @@ mod tests {
 
     #[test]
     fn a_stored_payload_runs_as_stored_without_an_input_rule() {
-        let made = payload_of(&raw(r#"{"a":1}"#), None, &BTreeMap::new()).unwrap();
+        let made = payload_of(&raw(r#"{"a":1}"#), None, &BTreeMap::new())
+            .map(Cow::into_owned)
+            .unwrap();
         assert_eq!(made.get(), r#"{"a":1}"#);
     }
 
     #[test]
     fn one_field_holds_the_one_result() {
         let s = step(1, false, &["reserved"]);
-        let made = payload_of(&raw("null"), Some(&s), &inputs(&[r#"{"n":2}"#])).unwrap();
+        let made = payload_of(&raw("null"), Some(&s), &inputs(&[r#"{"n":2}"#]))
+            .map(Cow::into_owned)
+            .unwrap();
         assert_eq!(made.get(), r#"{"reserved":{"n":2}}"#);
     }
 
     #[test]
     fn fields_take_the_results_of_a_group_in_order() {
         let s = step(2, true, &["sent", "pdf"]);
-        let made = payload_of(&raw("null"), Some(&s), &inputs(&["true", r#""a.pdf""#])).unwrap();
+        let made = payload_of(&raw("null"), Some(&s), &inputs(&["true", r#""a.pdf""#]))
+            .map(Cow::into_owned)
+            .unwrap();
         assert_eq!(made.get(), r#"{"sent":true,"pdf":"a.pdf"}"#);
         let whole = step(2, true, &["both"]);
-        let made = payload_of(&raw("null"), Some(&whole), &inputs(&["1", "2"])).unwrap();
+        let made = payload_of(&raw("null"), Some(&whole), &inputs(&["1", "2"]))
+            .map(Cow::into_owned)
+            .unwrap();
         assert_eq!(made.get(), r#"{"both":[1,2]}"#);
     }
 
     #[test]
     fn fields_split_one_result_that_is_a_tuple() {
         let s = step(1, false, &["a", "b"]);
-        let made = payload_of(&raw("null"), Some(&s), &inputs(&["[1,2]"])).unwrap();
+        let made = payload_of(&raw("null"), Some(&s), &inputs(&["[1,2]"]))
+            .map(Cow::into_owned)
+            .unwrap();
         assert_eq!(made.get(), r#"{"a":1,"b":2}"#);
-        let wrong = payload_of(&raw("null"), Some(&s), &inputs(&["[1]"])).unwrap_err();
+        let wrong = payload_of(&raw("null"), Some(&s), &inputs(&["[1]"]))
+            .map(Cow::into_owned)
+            .unwrap_err();
         assert!(wrong.contains("1 values for the 2 fields a, b"), "{wrong}");
     }
 
     #[test]
     fn an_undelivered_input_is_an_error() {
         let s = step(2, true, &["a", "b"]);
-        let missing = payload_of(&raw("null"), Some(&s), &inputs(&["1"])).unwrap_err();
+        let missing = payload_of(&raw("null"), Some(&s), &inputs(&["1"]))
+            .map(Cow::into_owned)
+            .unwrap_err();
         assert!(missing.contains("input 1 was never delivered"), "{missing}");
     }
 }

@@ -160,6 +160,10 @@ macro_rules! __conformance_checks {
                 worker_refuses_to_start_without_an_upgrade_path,
                 worker_publishes_its_types_for_enqueues_by_name,
             }
+            worker::workflow {
+                worker_runs_a_workflow_to_its_end,
+                worker_compensates_a_workflow_whose_step_dies,
+            }
             worker::maintenance {
                 worker_prunes_by_retention,
                 worker_cron_enqueues_each_tick_once_across_workers,

@@ -105,7 +105,10 @@ pub async fn workflow_steps_wait_for_the_results_before_them(b: AnyBackend) {
         &second.record.inputs,
     )
     .expect("a payload");
-    assert_eq!(value(&payload), serde_json::json!({"input": {"n": 7}}));
+    assert_eq!(
+        value(&payload.into_owned()),
+        serde_json::json!({"input": {"n": 7}})
+    );
 }
 
 /// A group's follow-up waits for every result of the group, delivered one by one or by one
@@ -148,7 +151,10 @@ pub async fn workflow_group_follow_up_waits_for_every_result(b: AnyBackend) {
     assert_eq!(inputs, [1, 2, 3].map(serde_json::Value::from));
     let payload = workflow::payload_of(&ready.payload, ready.step.as_deref(), &ready.inputs)
         .expect("a payload");
-    assert_eq!(value(&payload), serde_json::json!({"input": [1, 2, 3]}));
+    assert_eq!(
+        value(&payload.into_owned()),
+        serde_json::json!({"input": [1, 2, 3]})
+    );
 }
 
 /// stock (undo: release) → pay → ship: when pay ends dead, release runs with stock's result
@@ -192,7 +198,10 @@ pub async fn workflow_dead_step_runs_the_compensation_and_cancels_the_rest(b: An
         &undo.record.inputs,
     )
     .expect("a payload");
-    assert_eq!(value(&payload), serde_json::json!({"input": "reserved"}));
+    assert_eq!(
+        value(&payload.into_owned()),
+        serde_json::json!({"input": "reserved"})
+    );
 }
 
 /// A step that a rescue makes dead (its lease lapsed on its last attempt) runs the

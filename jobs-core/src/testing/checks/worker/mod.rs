@@ -8,6 +8,7 @@ pub(super) mod lifecycle;
 pub(super) mod maintenance;
 pub(super) mod outcomes;
 pub(super) mod versions;
+pub(super) mod workflow;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
