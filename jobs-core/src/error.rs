@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::JobId;
 use crate::status::{JobStatus, UnknownStatus};
+use crate::workflow::step::WorkflowId;
 
 /// A boxed error from a backend's driver or a user's handler.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -37,6 +38,9 @@ pub enum Error {
     /// The job does not exist (any more).
     #[error("job {0} not found")]
     NotFound(JobId),
+    /// No step of the workflow is stored (any more).
+    #[error("workflow {0} not found")]
+    WorkflowNotFound(WorkflowId),
     /// A retry was refused: another active job of the queue holds the job's unique key.
     #[error("cannot retry job {job}: its unique key `{key}` is held by active job {holder}")]
     UniqueKeyHeld {

@@ -21,6 +21,7 @@ use crate::filter::JobFilter;
 use crate::flow::QueueLimits;
 use crate::model::{Enqueued, JobId, JobRecord, JobStatus, QueueCounts, Timestamp};
 use crate::presence::{ScheduleInfo, WorkerInfo};
+use crate::workflow::{WorkflowId, WorkflowStatus};
 use crate::Error;
 
 /// Jobs per page when a [`PageRequest`] names no limit.
@@ -234,6 +235,10 @@ pub trait Operations {
     /// is stored; [`Error::UnknownJobType`] when no worker published the type.
     async fn enqueue_json(&self, name: &str, payload: serde_json::Value)
         -> Result<Enqueued, Error>;
+
+    /// The workflow `id`: its state and each step's job (status, progress, result, errors);
+    /// [`Error::WorkflowNotFound`] when none of its steps is stored.
+    async fn workflow(&self, id: WorkflowId) -> Result<WorkflowStatus, Error>;
 }
 
 #[async_trait]
@@ -448,6 +453,12 @@ impl<B: Backend + ?Sized> Operations for B {
         payload: serde_json::Value,
     ) -> Result<Enqueued, Error> {
         by_name::enqueue_json(self, name, payload).await
+    }
+
+    async fn workflow(&self, id: WorkflowId) -> Result<WorkflowStatus, Error> {
+        WorkflowStatus::read(self, id)
+            .await?
+            .ok_or(Error::WorkflowNotFound(id))
     }
 
     async fn job_events(&self, queues: &[&str]) -> Result<EventStream, Error> {
