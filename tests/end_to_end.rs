@@ -14,6 +14,8 @@ mod app_testing;
 mod operations;
 #[path = "end_to_end/urls.rs"]
 mod urls;
+#[path = "end_to_end/workflow.rs"]
+mod workflow;
 
 struct Greeter {
     greeting: &'static str,

@@ -138,6 +138,11 @@ impl RedisBackend {
         &self.inner
     }
 
+    /// Whether the connection is to a Redis Cluster (each queue in its own slot).
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.inner.conn, Conn::Cluster(_))
+    }
+
     /// A call of `script` on `queue`: the queue's key base and the shared arguments (wake-up
     /// channel, queue name, now), ready for the script's own.
     pub(crate) fn invocation(

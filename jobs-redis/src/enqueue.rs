@@ -9,13 +9,18 @@
 //! first reads which of its queues are bounded and checks each of those without storing, so a
 //! full queue refuses the whole batch; an enqueue that fills a queue between that check and
 //! the store may still get the other queues' jobs stored and this one refused.
+//!
+//! A batch that holds workflow steps is stored all or nothing: each of its queues' jobs in one
+//! call, never in chunks, and on one server the whole batch across queues in one call of
+//! enqueue_all.lua. On a cluster, where each queue is a slot of its own, a step whose effects
+//! name another queue than its own is refused ([`Error::Invalid`]) before anything is stored.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::future::{try_join3, try_join_all};
 use jobs_core::{first_holders, CronTickParams, EnqueueParams, Enqueued, Error, JobId, NewJob};
 
-use crate::record::{micros, parse_id, push_job};
+use crate::record::{job_arg_count, micros, parse_id, push_job};
 use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 
@@ -43,6 +48,10 @@ impl Mode {
     }
 }
 
+/// An enqueue call's reply: its code, the max depth ('' if none) and the {batch index from 1,
+/// holder id} of each duplicate.
+type Reply = (String, String, Vec<(usize, String)>);
+
 /// What an enqueue call answered.
 enum Answer {
     /// Stored (or, checking, fits): the {batch index from 1, holder id} of each duplicate.
@@ -60,6 +69,10 @@ impl RedisBackend {
         let Some(first) = jobs.first() else {
             return Ok(Vec::new());
         };
+        let steps = jobs.iter().any(|j| j.step.is_some());
+        if steps && self.is_cluster() {
+            refuse_spanning_steps(jobs)?;
+        }
         // A job whose key an earlier job of the batch holds is not sent: it gets that job's id.
         let holders = first_holders(jobs);
         let sent = (0..jobs.len()).filter(|&i| holders[i].is_none());
@@ -74,13 +87,22 @@ impl RedisBackend {
             by_queue.into_iter().collect()
         };
         let queues: Vec<&str> = groups.iter().map(|(q, _)| *q).collect();
+        if steps && groups.len() > 1 && !self.is_cluster() {
+            let ((), (), answers) = try_join3(
+                self.register(&queues),
+                self.mark_keyed(jobs),
+                self.store_all(p, &groups),
+            )
+            .await?;
+            return outcome(jobs, holders, answers);
+        }
         let bounded = if groups.len() > 1 {
             self.check_bounded(p, &groups).await?
         } else {
             BTreeSet::new()
         };
         let whole = |queue: &str, members: &[usize]| {
-            bounded.contains(queue) || (groups.len() == 1 && members.len() <= CHUNK)
+            steps || bounded.contains(queue) || (groups.len() == 1 && members.len() <= CHUNK)
         };
         // Each chunk's call is built when its future is first polled, so that Redis runs one
         // chunk while the next is being built.
@@ -111,45 +133,40 @@ impl RedisBackend {
             .filter(|(queue, _)| resend.contains(queue))
             .map(|(queue, members)| self.store_call(p, queue, members, Mode::Store));
         answers.extend(try_join_all(again).await?);
-        let mut out: Vec<Enqueued> = jobs
+        outcome(jobs, holders, answers)
+    }
+
+    /// One call of enqueue_all.lua storing every group of `p` (one server only), all or
+    /// nothing: the answer of each queue, in order, up to the first that would overfill.
+    async fn store_all<'a>(
+        &self,
+        p: &EnqueueParams,
+        groups: &'a [(&'a str, Vec<usize>)],
+    ) -> Result<Vec<(&'a str, &'a [usize], Answer)>, Error> {
+        let mut inv = self.invocation(&SCRIPTS.enqueue_all, groups[0].0, p.now);
+        inv.arg(groups.len());
+        // ARGV[4] is the count; each queue's name and last argument index come first.
+        let mut at = 4;
+        for (queue, members) in groups {
+            let args: usize = members.iter().map(|&i| job_arg_count(&p.jobs[i])).sum();
+            at += 2 + args;
+            inv.arg(*queue).arg(at);
+            for &i in members {
+                push_job(&mut inv, &p.jobs[i], p.now);
+            }
+        }
+        let replies: Vec<Reply> = self.run(&inv).await?;
+        groups
             .iter()
-            .map(|j| Enqueued {
-                id: j.id,
-                duplicate: false,
+            .zip(replies)
+            .map(|((queue, members), (code, max_depth, held))| {
+                Ok((
+                    *queue,
+                    members.as_slice(),
+                    answer(queue, &code, &max_depth, held)?,
+                ))
             })
-            .collect();
-        for (queue, chunk, answer) in answers {
-            let held = match answer {
-                Answer::Stored(held) => held,
-                Answer::Bounded => continue,
-                Answer::Full(max_depth) => {
-                    return Err(Error::QueueFull {
-                        queue: queue.to_string(),
-                        max_depth,
-                    })
-                }
-            };
-            for (index, holder) in held {
-                let i = index
-                    .checked_sub(1)
-                    .and_then(|j| chunk.get(j))
-                    .ok_or_else(|| Error::backend(format!("no job {index} in the batch")))?;
-                out[*i] = Enqueued {
-                    id: parse_id(&holder)?,
-                    duplicate: true,
-                };
-            }
-        }
-        // Holders come first in the batch, so each one's answer is known by then.
-        for (i, holder) in holders.into_iter().enumerate() {
-            if let Some(first) = holder {
-                out[i] = Enqueued {
-                    id: out[first].id,
-                    duplicate: true,
-                };
-            }
-        }
-        Ok(out)
+            .collect()
     }
 
     /// One enqueue call of the jobs `members` of `p` into `queue`.
@@ -165,17 +182,8 @@ impl RedisBackend {
         for &i in members {
             push_job(&mut inv, &p.jobs[i], p.now);
         }
-        let (code, max_depth, held): (String, String, Vec<(usize, String)>) =
-            self.run(&inv).await?;
-        let answer = match code.as_str() {
-            "ok" => Answer::Stored(held),
-            "bounded" => Answer::Bounded,
-            "full" => Answer::Full(max_depth.parse().map_err(|_| {
-                Error::backend(format!("queue `{queue}` has a bad max depth `{max_depth}`"))
-            })?),
-            other => return Err(Error::backend(format!("unknown enqueue answer `{other}`"))),
-        };
-        Ok((queue, members, answer))
+        let (code, max_depth, held): Reply = self.run(&inv).await?;
+        Ok((queue, members, answer(queue, &code, &max_depth, held)?))
     }
 
     /// The bounded queues among those of a batch across queues, each checked to take its new
@@ -251,4 +259,86 @@ impl RedisBackend {
         known.registered(&due);
         Ok(())
     }
+}
+
+/// What an enqueue call's `code` (with the max depth and duplicates) means for `queue`.
+fn answer(
+    queue: &str,
+    code: &str,
+    max_depth: &str,
+    held: Vec<(usize, String)>,
+) -> Result<Answer, Error> {
+    Ok(match code {
+        "ok" => Answer::Stored(held),
+        "bounded" => Answer::Bounded,
+        "full" => Answer::Full(max_depth.parse().map_err(|_| {
+            Error::backend(format!("queue `{queue}` has a bad max depth `{max_depth}`"))
+        })?),
+        other => return Err(Error::backend(format!("unknown enqueue answer `{other}`"))),
+    })
+}
+
+/// The answer to an enqueue of `jobs` from the calls' `answers` (each with its queue and the
+/// jobs it held), `holders` those of [`first_holders`].
+fn outcome(
+    jobs: &[NewJob],
+    holders: Vec<Option<usize>>,
+    answers: Vec<(&str, &[usize], Answer)>,
+) -> Result<Vec<Enqueued>, Error> {
+    let mut out: Vec<Enqueued> = jobs
+        .iter()
+        .map(|j| Enqueued {
+            id: j.id,
+            duplicate: false,
+        })
+        .collect();
+    for (queue, chunk, answer) in answers {
+        let held = match answer {
+            Answer::Stored(held) => held,
+            Answer::Bounded => continue,
+            Answer::Full(max_depth) => {
+                return Err(Error::QueueFull {
+                    queue: queue.to_string(),
+                    max_depth,
+                })
+            }
+        };
+        for (index, holder) in held {
+            let i = index
+                .checked_sub(1)
+                .and_then(|j| chunk.get(j))
+                .ok_or_else(|| Error::backend(format!("no job {index} in the batch")))?;
+            out[*i] = Enqueued {
+                id: parse_id(&holder)?,
+                duplicate: true,
+            };
+        }
+    }
+    // Holders come first in the batch, so each one's answer is known by then.
+    for (i, holder) in holders.into_iter().enumerate() {
+        if let Some(first) = holder {
+            out[i] = Enqueued {
+                id: out[first].id,
+                duplicate: true,
+            };
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses, on a cluster, workflow steps whose effects reach another queue than their own:
+/// each queue is in a slot of its own there, where no script reaches the others.
+fn refuse_spanning_steps(jobs: &[NewJob]) -> Result<(), Error> {
+    for job in jobs {
+        let Some(step) = &job.step else { continue };
+        let effects = step.on_complete.iter().chain(&step.on_dead);
+        if let Some(other) = effects.map(|e| e.queue()).find(|q| *q != job.queue) {
+            return Err(Error::Invalid(format!(
+                "on Redis Cluster the steps of one workflow must share one queue: step job {} \
+                 of queue `{}` acts on a step of queue `{other}`",
+                job.id, job.queue
+            )));
+        }
+    }
+    Ok(())
 }

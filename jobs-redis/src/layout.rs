@@ -27,6 +27,22 @@
 //! by id). The scripts that remove jobs (delete, prune) remove their index entries in the same
 //! script, so an index holds no job that is gone and retention bounds the indexes too.
 //!
+//! A workflow step is stored with its job: the hash's `wf` field holds the step as JSON, and
+//! is written only for a step, so an ordinary job stores, sends and costs exactly what it did
+//! before. A step with slots to fill is stored with status `w` (counted in `counts`, listed
+//! through `all`, in no ready or delayed set, so never fetched). The scripts that end a job
+//! already read its fence with one `HMGET` (complete) or its attempt (fail, rescue): `wf` is
+//! one more field of it, so a job without a step costs them nothing more. For a step they
+//! apply its effects in the same call (effects.lua): a delivery writes the finishing job's
+//! result, as the raw text it came as, in the waiting job's `i<slot>` (once: `HSETNX`) and
+//! counts it in `wn`, and the last one makes the job pending, due now, in its ready set, and
+//! publishes its queue's wake-up; a cancel ends a waiting, scheduled or pending job as
+//! cancelled. A batch that holds steps is never split: its jobs of one queue go in one call,
+//! and on one server the jobs of all its queues in one call of enqueue_all.lua, which checks
+//! every queue's max depth before it stores any. The effects and enqueue_all.lua reach other
+//! queues' keys, which only one server allows: on a cluster the enqueue refuses steps whose
+//! effects leave their own queue.
+//!
 //! A job that does not decode (its payload key holds text that is not JSON, say, written by
 //! another program) is decoded per job: the fetch that leases it fails it at once as dead with
 //! an error of kind `decode` ("stored job … is corrupt: …") under the token it drew for it, and

@@ -44,6 +44,20 @@
 //! configured to: without persistence a restart loses them; with `appendonly yes` and
 //! `appendfsync everysec`, at most about a second of changes. Retention bounds the memory
 //! used: a waiting job costs about 740 bytes, a retained completed one about 765.
+//!
+//! # Workflows
+//!
+//! A workflow step is stored with its job (the hash's `wf` field, absent on every other job,
+//! so ordinary jobs store and cost what they did before). A step waiting for its inputs is
+//! counted and listed as [`Waiting`](jobs_core::JobStatus::Waiting) and never fetched; the
+//! script that completes a step, or makes it dead, applies its effects in the same atomic call
+//! (delivering its result to the next steps, which become pending with their last input, and
+//! cancelling those that can no longer run). A workflow is stored all or nothing, in one
+//! script call. On one server its steps may be spread over any queues. On Redis Cluster,
+//! where each queue is a slot of its own and no script reaches across slots, **the steps of
+//! one workflow must share one queue**: an enqueue of steps whose effects name another queue
+//! than their own is refused with [`Error::Invalid`](jobs_core::Error::Invalid), storing
+//! nothing.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]

@@ -10,14 +10,21 @@
 //! | `m`   | what never changes (below)       | `w`   | lease: worker                    |
 //! | `pr`  | priority                         | `l`   | lease: `token:expiry`            |
 //! | `ra`  | run_at                           | `pg`  | progress (absent while 0)        |
-//! | `s`   | status (`s p r c d x`)           |       |                                  |
+//! | `s`   | status (`w s p r c d x`)         | `wf`  | workflow step, JSON (absent if none) |
 //! | `a`   | attempt (absent while 0)         | `res` | result of at most 64 bytes       |
 //! | `c`   | created_at                       | `ne`  | number of errors (absent if 0)   |
 //! | `st`  | started_at                       | `u`   | unique key                       |
 //! | `f`   | finished_at                      | `tc`  | trace context                    |
 //! | `k`   | key limits (absent if none)      | `tg`  | tags, a JSON array (absent if none) |
-//! | `v`   | payload version (absent while 1) |       |                                  |
+//! | `v`   | payload version (absent while 1) | `i<n>` | value delivered to slot n (steps) |
+//! |       |                                  | `wn`  | slots filled so far (steps)      |
 //!
+//! `wf` is the job's [`Step`] as serde writes it, stored only for a workflow step, so an
+//! ordinary job costs its enqueue no field more. A step with slots is stored waiting (`w`, in no
+//! set but `all`); each delivery (see effects.lua) writes its slot's value as the raw text of
+//! the result (or `null`) in `i<slot>` and counts it in `wn`, and the last one makes the job
+//! pending. A step's hash, whose `wf` is usually longer than 64 bytes, is kept in Redis'
+//! hashtable encoding rather than the listpack (a few hundred bytes more per step job).
 //! `m` is `max attempts|backoff|timeout in ms|name` (the timeout empty when there is none, the
 //! name last so that it may hold any character): one hash entry, one script argument and one
 //! reply element rather than four (a name of up to about 50 bytes keeps it within 64). The
@@ -42,10 +49,11 @@
 //! as retryable. Times are microseconds since the Unix epoch (the precision PostgreSQL keeps
 //! too); ids and lease tokens are UUIDs in their 32-digit hex form, which sorts like the UUID.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use chrono::DateTime;
+use jobs_core::workflow::Step;
 use jobs_core::{
     first_version, AttemptError, Backoff, BackoffKind, Error, ErrorKind, ErrorReport, JobId,
     JobRecord, JobStatus, Json, Lease, LeaseToken, NewJob, Timestamp,
@@ -94,20 +102,15 @@ pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let run_at = micros(job.run_at);
     let member = match job.initial_status(now) {
         JobStatus::Pending => ready_member(run_at, &id),
+        JobStatus::Waiting => WAITING.to_string(),
         _ => String::new(),
     };
     let versioned = job.version != first_version();
-    let pairs = 3
-        + usize::from(job.unique_key.is_some())
-        + usize::from(versioned)
-        + usize::from(job.trace_context.is_some())
-        + usize::from(job.key_limits.is_some())
-        + usize::from(!job.tags.is_empty());
     inv.arg(id)
         .arg(member)
         .arg(job.payload.get())
         .arg(job_flow(job))
-        .arg(2 * pairs)
+        .arg(2 * field_pairs(job))
         .arg("pr")
         .arg(job.priority)
         .arg("ra")
@@ -128,9 +131,36 @@ pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     if let Some(limits) = &job.key_limits {
         inv.arg("k").arg(encode_key_limits(limits));
     }
+    if let Some(step) = &job.step {
+        inv.arg("wf").arg(encode_step(step));
+    }
     if !job.tags.is_empty() {
         inv.arg("tg").arg(encode_tags(&job.tags));
     }
+}
+
+/// How many field-value pairs of the hash [`push_job`] sends for `job`.
+fn field_pairs(job: &NewJob) -> usize {
+    3 + usize::from(job.unique_key.is_some())
+        + usize::from(job.version != first_version())
+        + usize::from(job.trace_context.is_some())
+        + usize::from(job.key_limits.is_some())
+        + usize::from(job.step.is_some())
+        + usize::from(!job.tags.is_empty())
+}
+
+/// How many script arguments [`push_job`] adds for `job`.
+pub(crate) fn job_arg_count(job: &NewJob) -> usize {
+    5 + 2 * field_pairs(job)
+}
+
+/// The ready-set member argument of a job stored waiting (a workflow step with slots to fill):
+/// no ready-set member is ever this short.
+const WAITING: &str = "w";
+
+/// The `wf` field: the step as JSON.
+fn encode_step(step: &Step) -> String {
+    serde_json::to_string(step).expect("steps serialize")
 }
 
 /// The `tg` field: the tags as a JSON array.
@@ -412,6 +442,29 @@ impl<'a> Fields<'a> {
         })
     }
 
+    /// The workflow step (`wf`), if any.
+    fn step(&self) -> Result<Option<Box<Step>>, Error> {
+        self.opt("wf")
+            .map(|wf| {
+                serde_json::from_str(wf).map_err(|e| corrupt(self.id, format!("bad step: {e}")))
+            })
+            .transpose()
+    }
+
+    /// The values delivered to a step's slots (`i<slot>`, only ever written beside `wf`).
+    fn inputs(&self) -> Result<BTreeMap<u32, Json>, Error> {
+        if self.opt("wf").is_none() {
+            return Ok(BTreeMap::new());
+        }
+        self.map
+            .iter()
+            .filter_map(|(field, value)| {
+                let slot = field.strip_prefix('i')?.parse::<u32>().ok()?;
+                Some(self.json(value).map(|v| (slot, v)))
+            })
+            .collect()
+    }
+
     fn lease(&self) -> Result<Option<Lease>, Error> {
         // A completed job's worker is empty rather than absent, and its `l` holds only a mark of
         // the token it was completed under (see complete.lua): no lease.
@@ -493,8 +546,8 @@ impl<'a> Fields<'a> {
                         .ok_or_else(|| corrupt(self.id, format!("bad key limits `{k}`")))
                 })
                 .transpose()?,
-            step: None,
-            inputs: Default::default(),
+            step: self.step()?,
+            inputs: self.inputs()?,
             created_at: self.time("c")?,
             started_at: self.opt_time("st")?,
             finished_at: self.opt_time("f")?,
@@ -543,6 +596,50 @@ mod tests {
             (e.message.as_str(), e.chain),
             ("boom", vec!["inner".to_string()])
         );
+    }
+
+    #[test]
+    fn a_stored_step_reads_back_with_its_inputs() {
+        use jobs_core::workflow::{Effect, StepRole, WorkflowId};
+        let step = Step {
+            workflow: WorkflowId::new(),
+            index: 2,
+            role: StepRole::Compensation { stage: 0 },
+            group: false,
+            slots: 2,
+            input: None,
+            on_complete: vec![Effect::Cancel {
+                job: JobId::new(),
+                queue: "other".into(),
+            }],
+            on_dead: Vec::new(),
+        };
+        let id = id_text(JobId::new());
+        let big = r#"{"n":12345678901234567890}"#;
+        let fields: Vec<String> = [
+            ("m", "1|f5||name"),
+            ("pr", "0"),
+            ("ra", "1893456000000000"),
+            ("s", "w"),
+            ("c", "1893456000000000"),
+            ("wf", &encode_step(&step)),
+            ("i1", big),
+            ("wn", "1"),
+        ]
+        .iter()
+        .flat_map(|(k, v)| [k.to_string(), v.to_string()])
+        .collect();
+        let stored = Stored {
+            fields,
+            payload: Some("null".into()),
+            long_result: None,
+            errors: Vec::new(),
+        };
+        let r = stored.record(&id, "q", PayloadRead::Strict).unwrap();
+        assert_eq!(r.status, JobStatus::Waiting);
+        assert_eq!(r.step.as_deref(), Some(&step));
+        assert_eq!(r.inputs.keys().copied().collect::<Vec<_>>(), [1]);
+        assert_eq!(r.inputs[&1].get(), big, "the raw text");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The Lua scripts, one per state change, each prefixed with `head.lua` (keys, counts, helpers)
-//! and the shared parts it uses: `coalesce.lua`, `store.lua`, `lease.lua`, `promote.lua`,
-//! `known.lua`, `flow.lua`, `states.lua`, `filter.lua`, `presence.lua`. Redis
+//! and the shared parts it uses: `coalesce.lua`, `store.lua`, `lease.lua`, `effects.lua`,
+//! `promote.lua`, `known.lua`, `flow.lua`, `states.lua`, `filter.lua`, `presence.lua`. Redis
 //! runs a script's whole text on every call, so the hot scripts (enqueue, fetch, complete) carry
 //! only what they use: each local function defined costs a little on every call.
 //!
@@ -47,15 +47,16 @@ scripts! {
     cron: "coalesce.lua", "store.lua"; "cron.lua",
     fetch: "promote.lua", "known.lua", "flow.lua"; "fetch.lua",
     peek: "promote.lua", "known.lua", "flow.lua"; "peek.lua",
-    complete: "lease.lua"; "complete.lua",
-    fail: "lease.lua", "states.lua"; "fail.lua",
+    enqueue_all: "coalesce.lua", "store.lua"; "enqueue_all.lua",
+    complete: "lease.lua", "effects.lua"; "complete.lua",
+    fail: "lease.lua", "effects.lua", "states.lua"; "fail.lua",
     release: "lease.lua"; "release.lua",
     renew: "lease.lua"; "renew.lua",
     progress: "lease.lua"; "progress.lua",
     scan: "filter.lua"; "scan.lua",
-    manage: "lease.lua", "states.lua", "filter.lua"; "manage.lua",
-    rescue: "lease.lua", "states.lua"; "rescue.lua",
-    prune: "lease.lua", "states.lua"; "prune.lua",
+    manage: "lease.lua", "effects.lua", "states.lua", "filter.lua"; "manage.lua",
+    rescue: "lease.lua", "effects.lua", "states.lua"; "rescue.lua",
+    prune: "lease.lua", "effects.lua", "states.lua"; "prune.lua",
     heartbeat: "presence.lua"; "heartbeat.lua",
     deregister: "presence.lua"; "deregister.lua",
     workers: "presence.lua"; "workers.lua",
@@ -67,11 +68,12 @@ mod tests {
     use std::collections::BTreeSet;
 
     /// The parts a script may include, in the order `script!` puts them.
-    const PARTS: [(&str, &str); 10] = [
+    const PARTS: [(&str, &str); 11] = [
         ("head.lua", include_str!("lua/head.lua")),
         ("coalesce.lua", include_str!("lua/coalesce.lua")),
         ("store.lua", include_str!("lua/store.lua")),
         ("lease.lua", include_str!("lua/lease.lua")),
+        ("effects.lua", include_str!("lua/effects.lua")),
         ("promote.lua", include_str!("lua/promote.lua")),
         ("known.lua", include_str!("lua/known.lua")),
         ("flow.lua", include_str!("lua/flow.lua")),

@@ -29,6 +29,8 @@ mod urls;
 mod versions;
 #[path = "redis/wakeups.rs"]
 mod wakeups;
+#[path = "redis/workflow.rs"]
+mod workflow;
 
 /// The conformance suite on one server.
 mod single {

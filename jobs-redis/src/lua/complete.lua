@@ -1,7 +1,8 @@
 -- Completes jobs. ARGV[4..]: id, token, result per job. Returns 1 (accepted) or 0 per job.
 -- The lease fields are emptied in the same HSET rather than deleted by another command, but
 -- `l` keeps the mark of the completing lease: a completion repeated under that lease (the
--- first one applied, its reply was lost) is accepted again and changes nothing.
+-- first one applied, its reply was lost) is accepted again and changes nothing. A workflow
+-- step's completion applies its `on_complete` effects (see effects.lua); a repeat does not.
 local ids, done = {}, {}
 
 local DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
@@ -27,7 +28,7 @@ local function completed_under(id, token)
   return v[1] == 'c' and #token == 32 and v[2] == mark(token)
 end
 
-local out = each_leased(4, 3, function(i, id, key, u, _, k)
+local out = each_leased(4, 3, function(i, id, key, u, _, k, wf)
   local lease, result = mark(ARGV[i + 1]), ARGV[i + 2]
   if #result > LONG then
     redis.call('SET', side_key('r', id), result)
@@ -37,6 +38,9 @@ local out = each_leased(4, 3, function(i, id, key, u, _, k)
   end
   release_unique(u, id)
   stop_running(k)
+  if wf then
+    apply_effects(wf, 'on_complete', result)
+  end
   ids[#ids + 1] = id
   done[#done + 1] = NOW_S
   done[#done + 1] = id

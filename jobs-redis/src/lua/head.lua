@@ -1,9 +1,10 @@
 -- The head of every script (prepended at build time, with the other parts a script needs:
--- store.lua, lease.lua, promote.lua, states.lua, filter.lua, in that order).
+-- store.lua, lease.lua, effects.lua, promote.lua, states.lua, filter.lua, in that order).
 --
 -- A script works on one queue. KEYS[1] is the queue's key base `{prefix:queue}:`; every key a
 -- script touches is that base plus a suffix, so all of them share one hash tag and one cluster
--- slot. ARGV[1] is the wake-up channel, ARGV[2] the queue's name, ARGV[3] the current time in
+-- slot (but for workflow steps on one server: enqueue_all.lua stores a batch across queues,
+-- and effects.lua reaches a step of another queue). ARGV[1] is the wake-up channel, ARGV[2] the queue's name, ARGV[3] the current time in
 -- microseconds since the epoch; each script's own arguments start at ARGV[4]. The presence
 -- scripts (heartbeat.lua, deregister.lua, workers.lua) work on the prefix's own keys instead:
 -- their KEYS[1] is `{prefix}:` and their ARGV[2] is empty.
@@ -23,7 +24,7 @@
 --   dead       zset, score 0, member id: the dead-letter set, by id
 --   all        zset, score 0, member id: every job, by id (ids are time-ordered), for listing
 --   tag:<tag>  zset, score 0, member id: the jobs carrying the tag, by id
---   counts     hash, status code (s p r c d x) -> number of jobs
+--   counts     hash, status code (w s p r c d x) -> number of jobs
 --   unique     hash, unique key -> id of the active job holding it
 --   cron       hash, schedule -> last tick stored (microseconds)
 --   limits     hash, `md` -> the queue's max depth (absent: unbounded)

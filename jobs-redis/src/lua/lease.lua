@@ -25,27 +25,27 @@ local function clear_lease(key, id, k)
   stop_running(k)
 end
 
--- The key, unique key, lease expiry (text) and key limits of job `id` if it is running under
--- the lease `token`, else nil. The lease field `l` is the token (32 hex digits), ':', then the
+-- The key, unique key, lease expiry (text), key limits and workflow step (`wf`) of job `id` if
+-- it is running under the lease `token`, else nil. The lease field `l` is the token (32 hex digits), ':', then the
 -- expiry.
 local function leased(id, token)
   local key = job_key(id)
-  local v = redis.call('HMGET', key, 's', 'l', 'u', 'k')
+  local v = redis.call('HMGET', key, 's', 'l', 'u', 'k', 'wf')
   if v[1] == 'r' and v[2] and string.sub(v[2], 1, 32) == token then
-    return key, v[3], string.sub(v[2], 34), v[4]
+    return key, v[3], string.sub(v[2], 34), v[4], v[5]
   end
   return nil
 end
 
 -- The batch writes' loop: for each job whose arguments start at ARGV[i] (from ARGV[first], in
--- steps of `step`: id, token, then its own), calls `write(i, id, key, u, expiry, k)` when the
--- job runs under that token; `write` says whether it wrote. Returns 1 (written) or 0 per job.
+-- steps of `step`: id, token, then its own), calls `write(i, id, key, u, expiry, k, wf)` when
+-- the job runs under that token; `write` says whether it wrote. Returns 1 (written) or 0 per job.
 local function each_leased(first, step, write)
   local out = {}
   for i = first, #ARGV, step do
     local id = ARGV[i]
-    local key, u, expiry, k = leased(id, ARGV[i + 1])
-    out[#out + 1] = (key and write(i, id, key, u, expiry, k)) and 1 or 0
+    local key, u, expiry, k, wf = leased(id, ARGV[i + 1])
+    out[#out + 1] = (key and write(i, id, key, u, expiry, k, wf)) and 1 or 0
   end
   return out
 end

@@ -33,7 +33,7 @@ for i = 11, #ARGV do
         end
       end
     elseif action == 'cancel' then
-      if s == 's' or s == 'p' or s == 'r' then
+      if s == 'w' or s == 's' or s == 'p' or s == 'r' then
         unindex(key, id, s)
         redis.call('HDEL', key, 'w', 'l')
         redis.call('HSET', key, 's', 'x', 'f', NOW_S)

@@ -32,9 +32,10 @@ end
 
 -- Ends the running attempt of job `id` with the error `report` (a JSON object: kind, message,
 -- chain), stored with the attempt number and the time: pending again at `retry_at` (text), or
--- dead when it is nil. Returns true when the job is ready at once.
+-- dead when it is nil, applying then the `on_dead` effects of a workflow step (see
+-- effects.lua). Returns true when the job is ready at once.
 local function finish_attempt(key, id, report, retry_at)
-  local v = redis.call('HMGET', key, 'a', 'pr', 'u', 'k')
+  local v = redis.call('HMGET', key, 'a', 'pr', 'u', 'k', 'wf')
   local entry = '{"a":' .. v[1] .. ',"t":' .. NOW_S .. ',' .. string.sub(report, 2)
   local n = redis.call('RPUSH', side_key('e', id), entry)
   clear_lease(key, id, v[4])
@@ -52,5 +53,8 @@ local function finish_attempt(key, id, report, retry_at)
   redis.call('ZADD', DEAD, 0, id)
   recount('r', 'd')
   release_unique(v[3], id)
+  if v[5] then
+    apply_effects(v[5], 'on_dead', nil)
+  end
   return false
 end

@@ -1,10 +1,11 @@
 -- Storing new jobs (enqueue, cron).
 --
--- A job's arguments: id, its ready-set member ('' when it is scheduled), payload, its flow
+-- A job's arguments: id, its ready-set member ('' when it is scheduled, 'w' when it is a
+-- workflow step stored waiting: in no set but `all`, see effects.lua), payload, its flow
 -- ('' when it has neither key limits nor a coalesce key, see coalesce.lua), a count n, then n
 -- arguments: the hash's fields and values, first `pr`, `ra`, `m`, then `u` if it has a unique
--- key, then any others (`v`, its payload version when not 1, and `k`, its key limits, among
--- them), and last `tg` if it has tags. The script adds the status and created_at to the hash.
+-- key, then any others (`v`, its payload version when not 1, `k`, its key limits, and `wf`, its
+-- workflow step, among them), and last `tg` if it has tags. The script adds the status and created_at to the hash.
 --
 -- A call's mode says what to do when the queue has a max depth (`md` in its limits hash):
 -- 's' stores the jobs unless the new ones would overfill the queue; 'p' (the call holds only
@@ -83,7 +84,9 @@ local function store_one(s, md)
     redis.call('HSET', UNIQUE, ukey, id)
   end
   local member, status, wakes = ARGV[s + 1], 'p', false
-  if member ~= '' then
+  if member == 'w' then
+    status = 'w'
+  elseif member ~= '' then
     wakes = none_ready()
     redis.call('ZADD', READY, ARGV[s + 6], member)
   else
@@ -133,7 +136,8 @@ local function fates(starts, ids)
   return out, new
 end
 
--- Stores the jobs whose arguments run from ARGV[first] to the end, in mode `mode` (see
+-- Stores the jobs whose arguments run from ARGV[first] to ARGV[last] (nil: the end), in mode
+-- `mode` (see
 -- above). A job whose id exists is left as it is, one whose unique key an active job holds or
 -- that a throttle key holds is not stored, and one whose debounce key a waiting job holds is
 -- folded into that job. Returns the answer: its code ('ok', 'bounded' or 'full'), the max
@@ -141,14 +145,15 @@ end
 -- queue's workers are to be woken (a ready set went from empty to not, or a job became ready).
 --
 -- Per job: one HSET; the payloads, the sets' additions and the counts go in one call each.
-local function store_jobs(first, mode)
+local function store_jobs(first, mode, last)
+  last = last or #ARGV
   local md = redis.call('HGET', LIMITS, 'md')
   if md and mode == 'p' then
     return answer('bounded', md, {}), false
   end
   local starts, ids = {}, {}
   local i = first
-  while i <= #ARGV do
+  while i <= last do
     starts[#starts + 1] = i
     ids[#ids + 1] = ARGV[i]
     i = i + 5 + tonumber(ARGV[i + 4])
@@ -164,7 +169,7 @@ local function store_jobs(first, mode)
     return answer('ok', md, {}), false
   end
   local held = {}
-  local all, ready, kready, delayed, payloads = {}, {}, {}, {}, {}
+  local all, ready, kready, delayed, payloads, waiting = {}, {}, {}, {}, {}, 0
   for j, s in ipairs(starts) do
     local id = ARGV[s]
     local f = fate[j]
@@ -182,7 +187,10 @@ local function store_jobs(first, mode)
       all[#all + 1] = 0
       all[#all + 1] = id
       local member, status = ARGV[s + 1], 'p'
-      if member == '' then
+      if member == 'w' then
+        status = 'w'
+        waiting = waiting + 1
+      elseif member == '' then
         status = 's'
         delayed[#delayed + 1] = ARGV[s + 8]
         delayed[#delayed + 1] = id
@@ -208,6 +216,7 @@ local function store_jobs(first, mode)
   bulk('ZADD', DELAYED, delayed, 1000)
   recount_by('p', (#ready + #kready) / 2)
   recount_by('s', #delayed / 2)
+  recount_by('w', waiting)
   -- Debounced jobs last, in batch order: one may fold into a job of this very call.
   for j, s in ipairs(starts) do
     local f = fate[j]
