@@ -3,29 +3,14 @@
 //! PostgreSQL and on Redis. (The memory backend lives in one process; the conformance suite's
 //! `worker_upgrades_a_job_stored_at_an_older_version` covers it.)
 
-use std::path::PathBuf;
 use std::process::Command;
 
-/// The built example `name` (cargo builds the examples before it runs the tests).
-fn example(name: &str) -> PathBuf {
-    let deps = std::env::current_exe().expect("the test binary");
-    let path = deps
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>/deps")
-        .join("examples")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} is not built: run `cargo build --examples --all-features` (cargo test builds it)",
-        path.display()
-    );
-    path
-}
+#[path = "support/examples.rs"]
+mod examples;
 
 /// Runs `binary` with `args`; its stdout lines, which it must exit 0 with.
 fn run(binary: &str, args: &[String]) -> Vec<String> {
-    let out = Command::new(example(binary))
+    let out = Command::new(examples::example(binary))
         .args(args)
         .output()
         .expect("run the example");

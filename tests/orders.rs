@@ -1,0 +1,369 @@
+//! The orders example (`examples/orders`) driven over HTTP, as its users would: every order
+//! completes, or, with the declined card, is compensated; each side effect happens exactly once
+//! per order; a retried `POST` with the same `Idempotency-Key` makes no second order.
+//!
+//! The load test runs the web server and the worker as two processes on PostgreSQL, kills the
+//! worker with SIGKILL a third of the way through and starts another, and prints the latency
+//! of `POST /orders`. It places 200 orders from 20 clients; `ORDERS_LOAD=1000` places 1,000.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::http::Request;
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use jobs::postgres::sqlx::{self, Row as _};
+use serde_json::Value;
+
+#[path = "support/examples.rs"]
+mod examples;
+
+const DECLINED_CARD: &str = "4000-0000-0000-0002";
+const GOOD_CARD: &str = "4242-4242-4242-4242";
+
+type Http = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+/// A running process of the example and the address its web server listens on, if any.
+struct Orders {
+    child: Child,
+    addr: Option<String>,
+}
+
+impl Orders {
+    /// Starts the example with `role` on `url`; a web server's address is read from its first
+    /// line.
+    fn start(role: &str, url: &str, app_schema: &str) -> Orders {
+        let mut child = Command::new(examples::example("orders"))
+            .args(["--role", role, "--url", url, "--bind", "127.0.0.1:0"])
+            .args(["--app-schema", app_schema])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the orders example");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut first)
+            .expect("its first line");
+        let addr = first
+            .trim()
+            .strip_prefix("listening on ")
+            .map(str::to_string);
+        assert!(
+            addr.is_some() || first.starts_with("worker running"),
+            "unexpected first line {first:?}"
+        );
+        Orders { child, addr }
+    }
+
+    fn addr(&self) -> &str {
+        self.addr.as_deref().expect("a web server")
+    }
+
+    /// Kills the process with SIGKILL: no shutdown, no hand-back.
+    fn kill(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reap it");
+    }
+}
+
+impl Drop for Orders {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http() -> Http {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// `POST /orders`: the status, the `Location`, whether it was a replay, and the body.
+async fn place(
+    client: &Http,
+    addr: &str,
+    items: u32,
+    card: &str,
+    key: Option<&str>,
+) -> (u16, String, bool, Value) {
+    let body = serde_json::json!({ "items": items, "card": card }).to_string();
+    let mut request =
+        Request::post(format!("{addr}/orders")).header("content-type", "application/json");
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    let request = request.body(Full::from(body)).expect("a request");
+    let response = client.request(request).await.expect("POST /orders");
+    let status = response.status().as_u16();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (location, replayed) = (header("location"), header("idempotent-replayed") == "true");
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes();
+    let body = serde_json::from_slice(&bytes).expect("a JSON body");
+    (status, location, replayed, body)
+}
+
+/// `GET path`: the status and the JSON body.
+async fn get(client: &Http, addr: &str, path: &str) -> (u16, Value) {
+    let uri = format!("{addr}{path}").parse().expect("a URI");
+    let response = client.get(uri).await.expect("GET");
+    let status = response.status().as_u16();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// Waits until every order of `orders` has ended; their views.
+async fn ended(client: &Http, addr: &str, orders: &[String]) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut views = Vec::with_capacity(orders.len());
+    for id in orders {
+        loop {
+            let (status, view) = get(client, addr, &format!("/orders/{id}")).await;
+            assert_eq!(status, 200, "GET /orders/{id}: {view}");
+            let state = view["state"].as_str().unwrap_or("").to_string();
+            if state != "running" && state != "compensating" {
+                views.push(view);
+                break;
+            }
+            assert!(Instant::now() < deadline, "order {id} did not end: {view}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    views
+}
+
+/// The side effects an order that ended in `state` must have recorded, once each.
+fn expected_effects(state: &str) -> Vec<&'static str> {
+    match state {
+        "completed" => vec!["completed", "email", "payment", "pdf", "stock_reserved"],
+        "failed" => vec!["stock_released", "stock_reserved"],
+        other => panic!("unexpected state {other}"),
+    }
+}
+
+fn isolated(prefix: &str) -> String {
+    format!("{prefix}_{}", jobs::JobId::new().0.simple())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1_000.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orders_complete_once_each_while_the_worker_is_killed() {
+    let n: usize = std::env::var("ORDERS_LOAD").map_or(200, |v| v.parse().expect("a number"));
+    const CLIENTS: usize = 20;
+    let postgres = std::env::var("JOBS_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let (jobs_schema, app_schema) = (isolated("jobs_test_orders"), isolated("shop_test"));
+    let url = format!("{postgres}?schema={jobs_schema}");
+    let web = Orders::start("web", &url, &app_schema);
+    let worker = Orders::start("worker", &url, &app_schema);
+    let addr = web.addr().to_string();
+    let placed = Arc::new(AtomicUsize::new(0));
+    let killed = {
+        // A third of the way through, the worker dies without a word, and another starts.
+        let (placed, url, app_schema) = (placed.clone(), url.clone(), app_schema.clone());
+        tokio::spawn(async move {
+            while placed.load(Ordering::SeqCst) < n / 3 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            worker.kill();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            Orders::start("worker", &url, &app_schema)
+        })
+    };
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            let (addr, placed) = (addr.clone(), placed.clone());
+            tokio::spawn(async move {
+                let client = http();
+                let mut mine = Vec::new();
+                for i in (c..n).step_by(CLIENTS) {
+                    let card = if i % 50 == 7 {
+                        DECLINED_CARD
+                    } else {
+                        GOOD_CARD
+                    };
+                    let key = format!("load-{i}");
+                    let started = Instant::now();
+                    let (status, location, replayed, body) =
+                        place(&client, &addr, 1 + (i % 3) as u32, card, Some(&key)).await;
+                    let took = started.elapsed();
+                    assert_eq!(status, 202, "{body}");
+                    assert!(!replayed);
+                    let id = body["order"].as_str().expect("an order id").to_string();
+                    assert_eq!(location, format!("/orders/{id}"));
+                    if i % 10 == 0 {
+                        // A client that lost the answer sends the same request again.
+                        let (status, again, replayed, body) =
+                            place(&client, &addr, 1, card, Some(&key)).await;
+                        assert_eq!(
+                            (status, again.as_str(), replayed),
+                            (202, location.as_str(), true)
+                        );
+                        assert_eq!(body["order"].as_str(), Some(id.as_str()));
+                    }
+                    placed.fetch_add(1, Ordering::SeqCst);
+                    mine.push((id, took));
+                }
+                mine
+            })
+        })
+        .collect();
+    let mut orders = Vec::with_capacity(n);
+    for client in clients {
+        orders.extend(client.await.expect("a client"));
+    }
+    let _second_worker = killed.await.expect("the kill");
+    let mut latencies: Vec<Duration> = orders.iter().map(|(_, took)| *took).collect();
+    latencies.sort_unstable();
+    let ids: Vec<String> = orders.into_iter().map(|(id, _)| id).collect();
+    let views = ended(&http(), &addr, &ids).await;
+
+    let pool = sqlx::PgPool::connect(&postgres).await.expect("PostgreSQL");
+    let stored: i64 = sqlx::query(&format!("SELECT count(*) FROM {app_schema}.orders"))
+        .fetch_one(&pool)
+        .await
+        .expect("count orders")
+        .get(0);
+    assert_eq!(stored, n as i64, "one order per request, replays included");
+    let rows = sqlx::query(&format!(
+        "SELECT order_id, effect, count(*) AS n FROM {app_schema}.order_effects GROUP BY 1, 2"
+    ))
+    .fetch_all(&pool)
+    .await
+    .expect("the effects");
+    let mut effects: std::collections::HashMap<String, Vec<(String, i64)>> = Default::default();
+    for row in &rows {
+        effects
+            .entry(row.get("order_id"))
+            .or_default()
+            .push((row.get("effect"), row.get("n")));
+    }
+    let (mut completed, mut compensated, mut twice) = (0, 0, 0);
+    for (id, view) in ids.iter().zip(&views) {
+        let state = view["state"].as_str().expect("a state");
+        let mut got = effects.remove(id).unwrap_or_default();
+        got.sort();
+        twice += got.iter().filter(|(_, n)| *n > 1).count();
+        let names: Vec<&str> = got.iter().map(|(e, _)| e.as_str()).collect();
+        assert_eq!(names, expected_effects(state), "order {id}: {view}");
+        match state {
+            "completed" => completed += 1,
+            _ => compensated += 1,
+        }
+    }
+    assert_eq!(twice, 0, "a side effect happened twice");
+    let payments: i64 = sqlx::query(&format!("SELECT count(*) FROM {app_schema}.payments"))
+        .fetch_one(&pool)
+        .await
+        .expect("count payments")
+        .get(0);
+    assert_eq!(payments, completed, "one payment per paid order");
+    assert_eq!(compensated, (0..n).filter(|i| i % 50 == 7).count());
+    eprintln!(
+        "orders load: {n} orders from {CLIENTS} clients, worker killed once; {completed} \
+         completed, {compensated} compensated, 0 side effects twice; POST /orders p50 {:.2} ms, \
+         p99 {:.2} ms, max {:.2} ms",
+        percentile(&latencies, 0.50),
+        percentile(&latencies, 0.99),
+        percentile(&latencies, 1.0),
+    );
+    drop(web);
+    for schema in [&jobs_schema, &app_schema] {
+        sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
+            .execute(&pool)
+            .await
+            .expect("drop the test schema");
+    }
+}
+
+/// On `memory://` (no server) and on Redis, one process serves and works: an order completes,
+/// a declined one is compensated, a replayed request is answered with the first order, and the
+/// event stream ends with the order's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orders_run_in_one_process_on_memory_and_redis() {
+    let redis =
+        std::env::var("JOBS_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let redis = format!("{redis}?prefix={}", isolated("jobs_test_orders"));
+    for url in ["memory://".to_string(), redis] {
+        let server = Orders::start("all", &url, "shop");
+        let addr = server.addr().to_string();
+        let client = http();
+        let (status, _, _, paid) = place(&client, &addr, 2, GOOD_CARD, Some("k-1")).await;
+        assert_eq!(status, 202);
+        let (_, _, replayed, again) = place(&client, &addr, 2, GOOD_CARD, Some("k-1")).await;
+        assert!(
+            replayed && again["order"] == paid["order"],
+            "{url}: {again}"
+        );
+        let (_, _, _, declined) = place(&client, &addr, 1, DECLINED_CARD, None).await;
+        let ids = [&paid, &declined].map(|b| b["order"].as_str().expect("an id").to_string());
+        let views = ended(&client, &addr, &ids).await;
+        assert_eq!(views[0]["state"], "completed", "{url}: {}", views[0]);
+        assert_eq!(views[1]["state"], "failed", "{url}: {}", views[1]);
+        for view in &views {
+            let mut effects: Vec<&str> = view["effects"]
+                .as_array()
+                .expect("effects")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            effects.sort_unstable();
+            assert_eq!(effects, expected_effects(view["state"].as_str().unwrap()));
+        }
+        let steps = views[1]["steps"].as_array().expect("steps");
+        let pay = steps
+            .iter()
+            .find(|s| s["name"] == "take_payment")
+            .expect("pay");
+        assert_eq!(
+            (pay["status"].as_str(), pay["error"].as_str()),
+            (Some("dead"), Some("card declined"))
+        );
+        let stream = get_events(&addr, &ids[0]).await;
+        assert!(stream.contains("event: order"), "{stream}");
+        assert!(stream.contains(r#""state":"completed""#), "{stream}");
+        let (status, _) = get(&client, &addr, "/orders/nope").await;
+        assert_eq!(status, 404);
+    }
+}
+
+/// The event stream of order `id`, read to its end (it ends with the order's end).
+async fn get_events(addr: &str, id: &str) -> String {
+    let uri = format!("{addr}/orders/{id}/events").parse().expect("a URI");
+    let response = tokio::time::timeout(Duration::from_secs(10), http().get(uri))
+        .await
+        .expect("in time")
+        .expect("GET events");
+    assert_eq!(response.status().as_u16(), 200);
+    let body = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect())
+        .await
+        .expect("the stream ends")
+        .expect("a body");
+    String::from_utf8(body.to_bytes().to_vec()).expect("utf-8")
+}
