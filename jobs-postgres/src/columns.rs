@@ -6,14 +6,14 @@ use std::borrow::Borrow;
 use jobs_core::{Error, NewJob, Timestamp};
 use uuid::Uuid;
 
-use crate::record::{int4, millis};
+use crate::record::{int4, millis, step};
 use crate::sql::PgQuery;
 
-/// Binds the columns every bulk insert takes first ($1 to $15), in their order: id, name,
+/// Binds the columns every bulk insert takes first ($1 to $16), in their order: id, name,
 /// queue, payload, priority, run_at, status (as of `now`), max_attempts, backoff, timeout,
 /// trace context, the tags (every job's in one array, as arrays of arrays must be
 /// rectangular, then where each job's start and end in it: 1-based, inclusive, an empty range
-/// for none), and the payload's version.
+/// for none), the payload's version, and the workflow step (JSON text, NULL for none).
 pub(crate) fn bind_columns<'q, J: Borrow<NewJob>>(
     query: PgQuery<'q>,
     jobs: &'q [J],
@@ -23,6 +23,7 @@ pub(crate) fn bind_columns<'q, J: Borrow<NewJob>>(
     let backoffs = all()
         .map(|j| serde_json::to_string(&j.backoff))
         .collect::<Result<Vec<_>, _>>()?;
+    let steps = all().map(step).collect::<Result<Vec<_>, _>>()?;
     let tags: Vec<&str> = all().flat_map(|j| &j.tags).map(String::as_str).collect();
     let (mut tags_from, mut tags_to) = (Vec::new(), Vec::new());
     let mut end = 0;
@@ -58,5 +59,6 @@ pub(crate) fn bind_columns<'q, J: Borrow<NewJob>>(
         .bind(tags)
         .bind(tags_from)
         .bind(tags_to)
-        .bind(all().map(|j| int4(j.version)).collect::<Vec<i32>>()))
+        .bind(all().map(|j| int4(j.version)).collect::<Vec<i32>>())
+        .bind(steps))
 }

@@ -10,7 +10,7 @@ use crate::columns::bind_columns;
 use crate::error::{db, RACE_ROUNDS};
 use crate::guarded;
 use crate::notifier::Turn;
-use crate::record::{int4, millis};
+use crate::record::{int4, millis, step};
 use crate::sql::Sql;
 
 /// How an enqueue wakes the workers of the queues it gave ready jobs.
@@ -151,6 +151,7 @@ async fn enqueue_plain(
             .bind(now)
             .bind((!wake.is_empty()).then(|| sql.channel()))
             .bind(int4(job.version))
+            .bind(step(job)?)
             .execute(conn)
             .await
             .map_err(db)?

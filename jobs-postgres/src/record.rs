@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use jobs_core::{
     Error, ErrorReport, Failure, JobId, JobRecord, Json, Lease, LeaseRef, LeaseToken, LeasedJob,
-    Timestamp,
+    NewJob, Timestamp,
 };
 use serde_json::value::RawValue;
 use sqlx::postgres::PgRow;
@@ -46,6 +46,8 @@ fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
     let progress: i16 = row.try_get("progress").map_err(db)?;
     let key_limits: Option<String> = row.try_get("key_limits").map_err(db)?;
     let version: i32 = row.try_get("version").map_err(db)?;
+    let step: Option<String> = row.try_get("step").map_err(db)?;
+    let inputs: Option<String> = row.try_get("inputs").map_err(db)?;
     Ok(JobRecord {
         id,
         name: row.try_get("name").map_err(db)?,
@@ -70,8 +72,12 @@ fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
         key_limits: key_limits
             .map(|text| serde_json::from_str(&text))
             .transpose()?,
-        step: None,
-        inputs: Default::default(),
+        step: step.map(|text| serde_json::from_str(&text)).transpose()?,
+        // An object keyed by the slot's number as text, which serde reads as the number.
+        inputs: inputs
+            .map(|text| serde_json::from_str(&text))
+            .transpose()?
+            .unwrap_or_default(),
         created_at: row.try_get("created_at").map_err(db)?,
         started_at: row.try_get("started_at").map_err(db)?,
         finished_at: row.try_get("finished_at").map_err(db)?,
@@ -100,6 +106,11 @@ fn json(text: String) -> Result<Json, Error> {
 /// A `u32` count as an `integer` column (saturating).
 pub(crate) fn int4(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// A job's workflow step as the `step` column stores it (JSON text), `None` for an ordinary job.
+pub(crate) fn step(job: &NewJob) -> Result<Option<String>, Error> {
+    Ok(job.step.as_deref().map(serde_json::to_string).transpose()?)
 }
 
 /// A payload version from its `integer` column (which no statement makes negative).

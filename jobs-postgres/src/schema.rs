@@ -16,7 +16,14 @@
 //!   completion is recognised) and reads back without a lease. Tags are a `text[]`. `version`
 //!   (migration 0008, `integer`, 1 for the jobs stored before it) is the payload's version,
 //!   written by every enqueue (and, with the payload, by a debounced enqueue folding into a
-//!   waiting job).
+//!   waiting job). Workflow steps (migration 0009): `step` (`jsonb`, the job's
+//!   [`Step`](jobs_core::workflow::Step), NULL for an ordinary job) and `inputs` (`jsonb`, the
+//!   values delivered to its slots, an object keyed by the slot's number as text, NULL until
+//!   the first delivery); a step with inputs to come is `waiting`, in no index a fetch reads.
+//!   The statements that end jobs (complete, fail, rescue) apply the ended steps' effects in
+//!   the same statement (`sql/effects.sql`): deliveries, gathered per target so that each is
+//!   written once, make a waiting step pending once its slots are filled (waking its queue);
+//!   cancels are counted as every cancel is.
 //! - `cron_ticks`: the last tick enqueued per schedule; claiming a tick is an upsert whose
 //!   `WHERE tick < EXCLUDED.tick` lets exactly one of many workers through.
 //! - `workers`: one row per live worker process, upserted by its heartbeats; rows whose
@@ -84,6 +91,7 @@
 //! | `jobs_unique_key (queue, unique_key)` UNIQUE | active, with a key | unique jobs |
 //! | `jobs_finished (queue, finished_at, id)` | completed, cancelled | retention pruning |
 //! | `jobs_dead (queue, id)` | dead | listing the dead-letter set |
+//! | `jobs_waiting (queue, id)` | waiting (workflow steps) | counts, queue names |
 //! | `jobs_tags` GIN `(tags)` | with tags | listing and bulk operations by tag |
 //! | `jobs_flow_running (queue, key_limits->>'key')` | leased, counted | limited fetches' counts |
 //!
@@ -107,7 +115,8 @@
 //! - complete, fail, release, renew: one `UPDATE … FROM unnest(ids, tokens, …)` whose
 //!   `WHERE lease_token = token AND status = 'running'` fences out stale workers, returning the
 //!   ids it accepted (complete also accepts, unchanged, a completed row under its token, and
-//!   adds the jobs it completed to `finished_counts`).
+//!   adds the jobs it completed to `finished_counts`; complete, fail and rescue apply the
+//!   effects of the workflow steps they end, looking the targets up by primary key).
 //!
 //! Time is always a parameter (`now`), never the server's `now()`, so tests control it.
 //! Wake-ups go through `pg_notify` on a channel named like the schema, with the queue name as

@@ -17,7 +17,12 @@ const RECORD: &str = "j.id, j.name, j.queue, j.payload::text AS payload, j.versi
     j.run_at, j.status, j.attempt, j.max_attempts, j.backoff::text AS backoff, j.timeout_ms, \
     j.lease_worker, j.lease_token, j.lease_expires_at, j.progress, j.result::text AS result, \
     j.errors::text AS errors, j.unique_key, j.trace_context, j.tags, j.created_at, \
-    j.started_at, j.finished_at, j.key_limits::text AS key_limits";
+    j.started_at, j.finished_at, j.key_limits::text AS key_limits, j.step::text AS step, \
+    j.inputs::text AS inputs";
+
+/// The common expressions of the statements that end workflow steps (complete, fail, rescue):
+/// the CTEs applying the effects of the jobs in their `ended` CTE (see `sql/effects.sql`).
+const EFFECTS: &str = include_str!("sql/effects.sql");
 
 /// What a fetch writes into each row it leases (row alias `j`; $2 now, $4 worker, $5 lease
 /// expiry), each row with a fresh token.
@@ -76,7 +81,8 @@ impl Sql {
     pub(crate) fn new(schema: Schema) -> Self {
         let quoted = schema.quoted();
         let splice = |text: &str| {
-            text.replace("{schema}", &quoted)
+            text.replace("{effects}", EFFECTS.trim_end())
+                .replace("{schema}", &quoted)
                 .replace("{record}", RECORD)
                 .replace("{lease}", LEASE)
         };

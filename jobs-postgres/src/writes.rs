@@ -15,7 +15,8 @@ use crate::error::db;
 use crate::record::report;
 use crate::sql::{PgQuery, Sql};
 
-/// Marks jobs completed with their results. `relaxed`: commit without waiting for the WAL
+/// Marks jobs completed with their results, applying the effects of the workflow steps among
+/// them (the steps they make ready wake their queues). `relaxed`: commit without waiting for the WAL
 /// flush (see `sql/complete.sql` for why that is safe for the worker's batches); the backend's
 /// batches unless it has `durable_completions`, never a caller's transaction.
 pub(crate) async fn complete<'e>(
@@ -27,12 +28,17 @@ pub(crate) async fn complete<'e>(
     let leases: Vec<LeaseRef> = p.items.iter().map(|c| c.lease).collect();
     let results: Vec<&str> = p.items.iter().map(|c| c.result.get()).collect();
     under_leases(&sql.complete, Answers::Leases, exec, &leases, |query| {
-        query.bind(results).bind(p.now).bind(relaxed)
+        query
+            .bind(results)
+            .bind(p.now)
+            .bind(relaxed)
+            .bind(sql.channel())
     })
     .await
 }
 
-/// Records failed attempts: pending again at `retry_at`, or dead.
+/// Records failed attempts: pending again at `retry_at`, or dead (applying the `on_dead`
+/// effects of the workflow steps among those).
 pub(crate) async fn fail<'e>(
     sql: &Sql,
     exec: impl PgExecutor<'e>,

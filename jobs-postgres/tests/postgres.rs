@@ -32,6 +32,8 @@ mod presence;
 mod restart;
 #[path = "postgres/versions.rs"]
 mod versions;
+#[path = "postgres/workflow.rs"]
+mod workflow;
 
 /// The backend conformance suite of jobs-core, one `#[test]` per guarantee.
 mod conformance {

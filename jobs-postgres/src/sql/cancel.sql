@@ -1,4 +1,4 @@
--- Cancels, in one statement, the scheduled, pending and running jobs among up to $1 jobs
+-- Cancels, in one statement, the waiting, scheduled, pending and running jobs among up to $1 jobs
 -- selected in id order (NULL: every selected job) by the conditions spliced in for
 -- {selection}, which bind $3 onwards (see `select.rs`). A running job's lease is revoked, so
 -- its worker's later writes are refused, and the queues' cancelled counts in
@@ -21,7 +21,7 @@ cancelled AS (
         lease_expires_at = NULL
     FROM picked p
     WHERE j.id = p.id
-      AND p.status IN ('scheduled', 'pending', 'running')
+      AND p.status IN ('waiting', 'scheduled', 'pending', 'running')
     RETURNING j.id, j.queue
 ),
 counted AS (

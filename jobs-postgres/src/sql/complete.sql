@@ -1,6 +1,6 @@
 -- Completes a batch; only rows still running under the presented token change.
--- $1 ids, $2 tokens, $3 results, $4 now, $5 relaxed: commit without waiting for the WAL flush.
--- Returns the id and token of each accepted job.
+-- $1 ids, $2 tokens, $3 results, $4 now, $5 relaxed: commit without waiting for the WAL flush,
+-- $6 channel. Returns the id and token of each accepted job.
 --
 -- A completed row keeps the token of the lease it was completed under (its worker and expiry
 -- are cleared, so it leaves `jobs_leased`), and a completion repeated under that token (the
@@ -34,6 +34,12 @@
 -- the batch whatever the statistics say; `repeated` looks up only the items `completed` did
 -- not take, usually none. The durability switch is an uncorrelated sub-select, so it runs once
 -- per statement, not once per row.
+--
+-- The jobs `completed` takes that are workflow steps apply their step's `on_complete` effects
+-- (see effects.sql) in the same statement, so the batch stays one statement and one commit;
+-- the steps they make ready wake their queues' listeners on $6. `completed` hands on the
+-- effects and the result of a step only (NULL for any other job), so an ordinary job costs
+-- nothing more; `repeated` applies no effect.
 WITH completed AS (
     UPDATE {schema}.jobs j
     SET status = 'completed',
@@ -41,12 +47,22 @@ WITH completed AS (
         finished_at = $4,
         lease_worker = NULL,
         lease_expires_at = NULL
-    FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS c(id, token, result)
+    FROM unnest($1::uuid[], $2::uuid[], $3::text[]) WITH ORDINALITY AS c(id, token, result, ord)
     WHERE j.id = c.id
       AND j.lease_token = c.token
       AND j.status = 'running'
       AND (SELECT NOT $5::boolean OR set_config('synchronous_commit', 'off', true) IS NOT NULL)
-    RETURNING j.id, j.lease_token, j.queue
+    RETURNING j.id, j.lease_token, j.queue, j.step -> 'on_complete' AS effects,
+              CASE WHEN j.step IS NOT NULL THEN c.result END AS step_result, c.ord
+),
+ended AS (
+    SELECT effects, step_result::jsonb AS result, ord, $4::timestamptz AS at
+    FROM completed
+    WHERE effects IS NOT NULL
+),
+{effects},
+step_notified AS (
+    SELECT count(pg_notify($6, queue)) AS n FROM step_woken
 ),
 counted AS (
     INSERT INTO {schema}.finished_counts (queue, status, n)
@@ -68,6 +84,6 @@ repeated AS (
       AND j.status IN ('running', 'completed')
     RETURNING j.id, j.lease_token
 )
-SELECT id, lease_token FROM completed
+SELECT id, lease_token FROM completed CROSS JOIN step_notified
 UNION ALL
 SELECT id, lease_token FROM repeated

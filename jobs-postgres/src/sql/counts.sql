@@ -5,7 +5,7 @@
 -- each other status is counted through the partial index that holds only its rows, its
 -- predicate repeated so that the planner can use it: pending and scheduled through
 -- `jobs_ready`, running through `jobs_leased` (a lease is set exactly while a job runs), dead
--- through `jobs_dead`.
+-- through `jobs_dead`, waiting through `jobs_waiting`.
 SELECT status, count(*) AS n
 FROM {schema}.jobs
 WHERE queue = $1 AND status IN ('pending', 'scheduled')
@@ -14,6 +14,11 @@ UNION ALL
 SELECT 'running', count(*)
 FROM {schema}.jobs
 WHERE queue = $1 AND status = 'running' AND lease_expires_at IS NOT NULL
+HAVING count(*) > 0
+UNION ALL
+SELECT 'waiting', count(*)
+FROM {schema}.jobs
+WHERE queue = $1 AND status = 'waiting'
 HAVING count(*) > 0
 UNION ALL
 SELECT 'dead', count(*)

@@ -6,10 +6,12 @@
 -- guarded path, which counts the depth under a lock.
 -- $1 id, $2 name, $3 queue, $4 payload, $5 priority, $6 run_at, $7 status, $8 max_attempts,
 -- $9 backoff, $10 timeout (ms), $11 trace context, $12 tags, $13 now, $14 channel or NULL (no
--- wake-up), $15 payload version.
+-- wake-up), $15 payload version, $16 workflow step (JSON or NULL).
 INSERT INTO {schema}.jobs (id, name, queue, payload, version, priority, run_at, status,
-                           max_attempts, backoff, timeout_ms, trace_context, tags, created_at)
+                           max_attempts, backoff, timeout_ms, trace_context, tags, step,
+                           created_at)
 SELECT $1::uuid, $2::text, $3::text, $4::text::json, $15::int4, $5::int2, $6::timestamptz,
-       $7::text, $8::int4, $9::text::jsonb, $10::int8, $11::text, $12::text[], $13::timestamptz
+       $7::text, $8::int4, $9::text::jsonb, $10::int8, $11::text, $12::text[],
+       $16::text::jsonb, $13::timestamptz
 WHERE NOT EXISTS (SELECT FROM {schema}.queue_flow f WHERE f.queue = $3 AND f.max_depth IS NOT NULL)
 RETURNING CASE WHEN $14::text IS NOT NULL THEN pg_notify($14, $3) END

@@ -31,7 +31,7 @@ uniques AS (
     JOIN {schema}.jobs held
       ON held.queue = u.queue
      AND held.unique_key = u.key
-     AND held.status IN ('scheduled', 'pending', 'running')
+     AND held.status IN ('waiting', 'scheduled', 'pending', 'running')
 ),
 depths AS (
     SELECT b.ord, (SELECT count(*)

@@ -1,6 +1,8 @@
 -- Records failed attempts of a batch: the error is appended to the history with the attempt's
 -- number and time, then the job waits for its retry (retry_at) or is dead (retry_at NULL). Jobs
--- whose retry is already due wake listeners.
+-- whose retry is already due wake listeners. The jobs that become dead and are workflow steps
+-- apply their step's `on_dead` effects in the same statement (see effects.sql); the steps those
+-- make ready wake listeners too.
 -- $1 ids, $2 tokens, $3 error reports (JSON objects: kind, message, chain), $4 retry_at,
 -- $5 now, $6 channel.
 WITH failed AS (
@@ -13,16 +15,25 @@ WITH failed AS (
         lease_worker = NULL,
         lease_token = NULL,
         lease_expires_at = NULL
-    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[])
-         AS f(id, token, report, retry_at)
+    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
+         AS f(id, token, report, retry_at, ord)
     WHERE j.id = f.id
       AND j.lease_token = f.token
       AND j.status = 'running'
-    RETURNING j.id, j.queue, j.status, j.run_at
+    RETURNING j.id, j.queue, j.status, j.run_at,
+              CASE WHEN j.status = 'dead' THEN j.step -> 'on_dead' END AS effects, f.ord
 ),
+ended AS (
+    SELECT effects, NULL::jsonb AS result, ord, $5::timestamptz AS at
+    FROM failed
+    WHERE effects IS NOT NULL
+),
+{effects},
 notified AS (
     SELECT count(*) AS queues
     FROM (SELECT pg_notify($6, q.queue)
-          FROM (SELECT DISTINCT queue FROM failed WHERE status = 'pending' AND run_at <= $5) q) n
+          FROM (SELECT queue FROM failed WHERE status = 'pending' AND run_at <= $5
+                UNION
+                SELECT queue FROM step_woken) q) n
 )
 SELECT failed.id FROM failed CROSS JOIN notified

@@ -1,7 +1,9 @@
 -- Rescues up to $2 running jobs whose lease lapsed before $1, or (when $5 is not NULL) that
 -- the gone workers $5 hold, whatever their lease: the loss is recorded as the attempt's error
 -- ($3, a JSON object: kind, message, chain), then the job is pending again, keeping its run_at
--- and so its place among the ready jobs, or dead when out of attempts. $4 channel.
+-- and so its place among the ready jobs, or dead when out of attempts. $4 channel. The jobs
+-- that become dead and are workflow steps apply their step's `on_dead` effects in the same
+-- statement (see effects.sql); the steps those make ready wake listeners too.
 WITH lapsed AS (
     SELECT id
     FROM {schema}.jobs
@@ -23,11 +25,20 @@ rescued AS (
         lease_expires_at = NULL
     FROM lapsed
     WHERE j.id = lapsed.id
-    RETURNING j.id, j.queue, j.status
+    RETURNING j.id, j.queue, j.status,
+              CASE WHEN j.status = 'dead' THEN j.step -> 'on_dead' END AS effects
 ),
+ended AS (
+    SELECT effects, NULL::jsonb AS result, 1::int8 AS ord, $1::timestamptz AS at
+    FROM rescued
+    WHERE effects IS NOT NULL
+),
+{effects},
 notified AS (
     SELECT count(*) AS queues
     FROM (SELECT pg_notify($4, q.queue)
-          FROM (SELECT DISTINCT queue FROM rescued WHERE status = 'pending') q) n
+          FROM (SELECT queue FROM rescued WHERE status = 'pending'
+                UNION
+                SELECT queue FROM step_woken) q) n
 )
 SELECT rescued.id FROM rescued CROSS JOIN notified

@@ -22,7 +22,7 @@ retryable AS (
             FROM {schema}.jobs h
             WHERE h.queue = p.queue
               AND h.unique_key = p.unique_key
-              AND h.status IN ('scheduled', 'pending', 'running')
+              AND h.status IN ('waiting', 'scheduled', 'pending', 'running')
             LIMIT 1) AS active,
            first_value(p.id) OVER (PARTITION BY p.queue, p.unique_key ORDER BY p.id) AS first
     FROM picked p

@@ -186,8 +186,9 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
          DROP FUNCTION finished_counts_clear CASCADE;
          DROP FUNCTION finished_minutes_clear CASCADE;
          DROP FUNCTION fetch_limited;
+         DROP INDEX jobs_waiting;
          ALTER TABLE jobs DROP COLUMN tags, DROP COLUMN key_limits, DROP COLUMN flow_counted,
-             DROP COLUMN version;
+             DROP COLUMN version, DROP COLUMN step, DROP COLUMN inputs;
          DELETE FROM _jobs_migrations WHERE version > 1;
          RESET search_path;"
     ))
@@ -223,13 +224,17 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
         record.version, 1,
         "a job stored before versions is at version 1"
     );
+    assert!(
+        record.step.is_none(),
+        "a job stored before workflows is no step"
+    );
     let versions: Vec<i64> = sqlx::query_scalar(&format!(
         "SELECT version FROM \"{schema}\"._jobs_migrations ORDER BY version"
     ))
     .fetch_all(backend.pool())
     .await
     .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // Migration 5 counted the completed job it found.
     let counts = backend
         .counts(CountsParams { queue: "h".into() })
