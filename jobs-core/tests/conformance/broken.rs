@@ -53,6 +53,10 @@ enum Flaw {
     Unbounded,
     /// Stores every job, throttled and debounced ones too.
     NeverCoalesces,
+    /// Stores workflow steps ready at once, without waiting for their inputs.
+    StepsNeverWait,
+    /// Stores workflow steps without what their death does (no compensation, no cancel).
+    ForgetsDeadEffects,
 }
 
 struct Broken {
@@ -116,6 +120,16 @@ impl Backend for Broken {
                 Flaw::ForgetsKeyLimits => job.key_limits = None,
                 Flaw::NeverCoalesces => job.coalesce = None,
                 Flaw::ForgetsVersions => job.version = 1,
+                Flaw::StepsNeverWait => {
+                    if let Some(step) = job.step.as_mut() {
+                        step.slots = 0;
+                    }
+                }
+                Flaw::ForgetsDeadEffects => {
+                    if let Some(step) = job.step.as_mut() {
+                        step.on_dead.clear();
+                    }
+                }
                 _ => {}
             }
         }
@@ -376,6 +390,14 @@ caught! {
     depth_checks_catch_an_unbounded_queue: Unbounded =>
         enqueue_refuses_beyond_max_depth,
         enqueue_racing_never_overfills;
+    workflow_checks_catch_steps_that_never_wait: StepsNeverWait =>
+        workflow_steps_wait_for_the_results_before_them,
+        workflow_group_follow_up_waits_for_every_result;
+    workflow_checks_catch_a_store_that_forgets_dead_effects: ForgetsDeadEffects =>
+        workflow_dead_step_runs_the_compensation_and_cancels_the_rest,
+        workflow_rescued_dead_step_runs_the_compensation,
+        workflow_compensations_run_latest_first,
+        worker_compensates_a_workflow_whose_step_dies;
     coalesce_checks_catch_a_store_that_never_coalesces: NeverCoalesces =>
         enqueue_throttles_to_the_first_job_of_a_window,
         enqueue_debounces_into_the_waiting_job;

@@ -115,6 +115,7 @@ macro_rules! __conformance_checks {
                 workflow_group_follow_up_waits_for_every_result,
                 workflow_dead_step_runs_the_compensation_and_cancels_the_rest,
                 workflow_rescued_dead_step_runs_the_compensation,
+                workflow_compensations_run_latest_first,
                 workflow_last_step_cancels_the_compensations,
                 workflow_steps_span_queues,
             }

@@ -204,6 +204,38 @@ pub async fn workflow_dead_step_runs_the_compensation_and_cancels_the_rest(b: An
     );
 }
 
+/// a (undo: c0) → b (undo: c1) → z: when z ends dead, c1 runs first; c0 only once c1 has
+/// ended.
+pub async fn workflow_compensations_run_latest_first(b: AnyBackend) {
+    let (_, names) = store(
+        &b,
+        vec![
+            stage(&["a"], Some("c0")),
+            stage(&["b"], Some("c1")),
+            stage(&["z"], None),
+        ],
+    )
+    .await;
+    let id = |n: &str| id_of(&names, n);
+    for (step, at_ms) in [("a", 0), ("b", 10)] {
+        let leased = lease(&b, step, at(at_ms)).await;
+        assert!(complete(&b, &leased, r#""done""#, at(at_ms + 5)).await);
+    }
+    let z = lease(&b, "z", at(20)).await;
+    let fatal = ErrorReport::new(ErrorKind::Fatal, "no");
+    assert!(fail_with(&b, &z, fatal, None, at(30)).await);
+    assert_eq!(status_of(&b, id("c1")).await, JobStatus::Pending);
+    assert_eq!(
+        status_of(&b, id("c0")).await,
+        JobStatus::Waiting,
+        "c0 waits for c1"
+    );
+    let c1 = lease(&b, "c1", at(30)).await;
+    assert!(complete(&b, &c1, "null", at(40)).await);
+    assert_eq!(status_of(&b, id("c0")).await, JobStatus::Pending);
+    lease(&b, "c0", at(40)).await;
+}
+
 /// A step that a rescue makes dead (its lease lapsed on its last attempt) runs the
 /// compensation too; a failure that leaves attempts runs nothing.
 pub async fn workflow_rescued_dead_step_runs_the_compensation(b: AnyBackend) {
