@@ -107,6 +107,7 @@ pub(crate) async fn stats(backend: &AnyBackend, json_out: bool) -> Result<String
     }
     let mut table = Table::new([
         "QUEUE",
+        "WAITING",
         "PENDING",
         "SCHEDULED",
         "RUNNING",
@@ -118,7 +119,7 @@ pub(crate) async fn stats(backend: &AnyBackend, json_out: bool) -> Result<String
         "OLDEST PENDING",
         "LIMITS",
     ])
-    .right(&[1, 2, 3, 4, 5, 6, 7]);
+    .right(&[1, 2, 3, 4, 5, 6, 7, 8]);
     for s in &stats {
         let mut row = vec![s.summary.name.clone()];
         row.extend(counts_cells(&s.summary.counts));
@@ -154,9 +155,11 @@ pub(crate) async fn pause(
     Ok(format!("queue {queue} {state}\n"))
 }
 
-/// The counts in the columns' order: pending, scheduled, running, completed, dead, cancelled.
+/// The counts in the columns' order: waiting, pending, scheduled, running, completed, dead,
+/// cancelled.
 fn counts_cells(c: &QueueCounts) -> Vec<String> {
     [
+        c.waiting,
         c.pending,
         c.scheduled,
         c.running,
@@ -298,6 +301,15 @@ fn describe(job: &JobRecord) -> String {
             job.unique_key.clone().unwrap_or_else(|| NONE.into()),
         ),
     ];
+    let step = job.step.as_ref().map(|step| {
+        let place = format::role(step.role);
+        let id = step.workflow;
+        (
+            "workflow",
+            format!("{id}, {place} (see: jobs workflow {id})"),
+        )
+    });
+    let fields: Vec<(&str, String)> = fields.into_iter().chain(step).collect();
     let width = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     let mut out = String::new();
     for (key, value) in &fields {
@@ -305,6 +317,13 @@ fn describe(job: &JobRecord) -> String {
     }
     let _ = writeln!(out, "payload:");
     out.push_str(&indent(&pretty(job.payload.get())));
+    if !job.inputs.is_empty() {
+        // A workflow step's payload is made of these when it runs.
+        let _ = writeln!(out, "inputs:");
+        for (slot, value) in &job.inputs {
+            let _ = writeln!(out, "  slot {slot}: {}", value.get());
+        }
+    }
     match &job.result {
         Some(result) => {
             let _ = writeln!(out, "result:");
@@ -592,6 +611,7 @@ pub(crate) async fn watch(
         } else {
             let mut table = Table::new([
                 "QUEUE",
+                "WAITING",
                 "PENDING",
                 "SCHEDULED",
                 "RUNNING",
@@ -599,7 +619,7 @@ pub(crate) async fn watch(
                 "DEAD",
                 "CANCELLED",
             ])
-            .right(&[1, 2, 3, 4, 5, 6]);
+            .right(&[1, 2, 3, 4, 5, 6, 7]);
             for q in &queues {
                 let mut row = vec![q.name.clone()];
                 row.extend(counts_cells(&q.counts));

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use chrono::SecondsFormat;
-use jobs::{QueueLimits, Timestamp};
+use jobs::{QueueLimits, StepRole, Timestamp};
 
 /// What an absent value shows as.
 pub(crate) const NONE: &str = "-";
@@ -59,6 +59,14 @@ pub(crate) fn limits(limits: &QueueLimits) -> String {
         limits.to_string()
     } else {
         NONE.to_string()
+    }
+}
+
+/// A step's place as `show` names it: `stage N`, or `undo N` (the compensation of stage N).
+pub(crate) fn role(role: StepRole) -> String {
+    match role {
+        StepRole::Step { stage } => format!("stage {stage}"),
+        StepRole::Compensation { stage } => format!("undo {stage}"),
     }
 }
 

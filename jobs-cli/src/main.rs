@@ -9,7 +9,11 @@
 //! serde forms of the library's types). Errors print one line, `jobs: <message>`, on stderr and
 //! exit with 2 for a usage error, a bad URL or a payload that does not match its schema, 3 for
 //! a server that cannot be reached (or, for `serve`, an address that cannot be listened on), 4
-//! for an unknown job id, job type or type version, 1 otherwise.
+//! for an unknown job id, workflow id, job type or type version, 1 otherwise.
+//!
+//! `jobs workflow ID` shows a workflow's state and each of its steps (waiting for the steps
+//! before them, running, completed or dead) and compensations; `jobs show ID` of a step names
+//! its workflow. `stats` and `watch` count the waiting steps of each queue.
 //!
 //! `jobs types`, `jobs schema NAME` and `jobs enqueue NAME --payload JSON` read the catalog of
 //! job types that workers publish to the store, so the CLI needs none of the application's code.
@@ -24,6 +28,7 @@ mod format;
 mod limit;
 mod serve;
 mod table;
+mod workflow;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -31,7 +36,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use jobs::{JobFilter, JobId, JobStatus};
+use jobs::{JobFilter, JobId, JobStatus, WorkflowId};
 
 /// See and operate the jobs of a `jobs` backend.
 #[derive(Debug, Parser)]
@@ -50,17 +55,26 @@ struct Cli {
 /// What to do.
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Each queue's jobs by status, its jobs finished in the last minute, whether it is
+    /// Each queue's jobs by status (waiting workflow steps, pending, scheduled, running,
+    /// completed, dead, cancelled), its jobs finished in the last minute, whether it is
     /// paused, how long its oldest pending job has waited, and its flow limits.
     Stats,
     /// The queues, how many jobs each holds, and their flow limits.
     Queues,
     /// Jobs matching a filter, oldest first, a page at a time.
     List(ListArgs),
-    /// Everything stored about one job.
+    /// Everything stored about one job (and, for a workflow step, its workflow and the inputs
+    /// delivered to it so far).
     Show {
         /// The job's id.
         id: JobId,
+    },
+    /// A workflow's state (running, completed, compensating, failed, cancelled) and each of
+    /// its steps and compensations: stage, name, status, attempt, progress, result, last error
+    /// and job id.
+    Workflow {
+        /// The workflow's id (every step job carries the tag `workflow:ID`).
+        id: WorkflowId,
     },
     /// Puts dead or cancelled jobs back to pending: one by id, or every one matching a filter.
     Retry(ManageArgs),
@@ -152,7 +166,8 @@ struct FilterArgs {
     /// Only jobs of this queue.
     #[arg(long)]
     queue: Option<String>,
-    /// Only jobs in this status (scheduled, pending, running, completed, dead, cancelled).
+    /// Only jobs in this status (waiting, scheduled, pending, running, completed, dead,
+    /// cancelled).
     #[arg(long)]
     status: Option<JobStatus>,
     /// Only jobs of this stored name.
@@ -259,7 +274,11 @@ impl Failure {
             Failure::Jobs(jobs::Error::Invalid(_) | jobs::Error::InvalidPayload { .. })
             | Failure::Usage(_) => 2,
             Failure::Jobs(jobs::Error::Connect { .. }) | Failure::Unavailable(_) => 3,
-            Failure::Jobs(jobs::Error::NotFound(_) | jobs::Error::UnknownJobType(_))
+            Failure::Jobs(
+                jobs::Error::NotFound(_)
+                | jobs::Error::WorkflowNotFound(_)
+                | jobs::Error::UnknownJobType(_),
+            )
             | Failure::Missing(_) => 4,
             Failure::Jobs(_) | Failure::Refused(_) => 1,
         }
@@ -361,6 +380,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             commands::list(&backend, json, &filter, args.limit, args.after).await?
         }
         Command::Show { id } => commands::show(&backend, json, id).await?,
+        Command::Workflow { id } => workflow::workflow(&backend, json, id).await?,
         Command::Retry(args) => manage(&backend, json, commands::Action::Retry, &args).await?,
         Command::Cancel(args) => manage(&backend, json, commands::Action::Cancel, &args).await?,
         Command::Delete(args) => manage(&backend, json, commands::Action::Delete, &args).await?,

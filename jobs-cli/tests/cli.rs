@@ -289,6 +289,10 @@ macro_rules! on_both {
 mod catalog;
 #[path = "cli/serve.rs"]
 mod serve;
+#[path = "cli/workflow.rs"]
+mod workflow;
+
+use workflow::workflow_steps_and_states;
 
 on_both!(
     stats_and_queues,
@@ -305,6 +309,7 @@ on_both!(
 );
 on_both!(workers_schedules_stranded, workers_pg, workers_redis);
 on_both!(limits_set_show_and_clear, limits_pg, limits_redis);
+on_both!(workflow_steps_and_states, workflow_pg, workflow_redis);
 on_both!(bad_limits_change_nothing, bad_limits_pg, bad_limits_redis);
 
 /// Per-queue counts by status, the oldest pending job's age (or `-`), and totals.
@@ -330,6 +335,7 @@ fn stats_and_queues(s: Store) {
     let email = by_name("email");
     let counts = |q: &Value| {
         [
+            "waiting",
             "pending",
             "scheduled",
             "running",
@@ -339,11 +345,11 @@ fn stats_and_queues(s: Store) {
         ]
         .map(|k| q["counts"][k].as_u64().unwrap())
     };
-    assert_eq!(counts(&email), [2, 1, 0, 0, 0, 0]);
+    assert_eq!(counts(&email), [0, 2, 1, 0, 0, 0, 0]);
     assert!(email["oldest_pending_age_secs"].as_u64().unwrap() < 60);
     assert!(email["oldest_pending_at"].is_string());
     let pdf = by_name("pdf");
-    assert_eq!(counts(&pdf), [0, 0, 1, 0, 1, 1]);
+    assert_eq!(counts(&pdf), [0, 0, 0, 1, 0, 1, 1]);
     assert!(pdf["oldest_pending_at"].is_null());
 
     let table = s.ok(&["stats"]);
@@ -354,6 +360,7 @@ fn stats_and_queues(s: Store) {
         header,
         [
             "QUEUE",
+            "WAITING",
             "PENDING",
             "SCHEDULED",
             "RUNNING",
@@ -369,16 +376,16 @@ fn stats_and_queues(s: Store) {
     );
     let email_row: Vec<&str> = lines[1].split_whitespace().collect();
     assert_eq!(
-        email_row[..9],
-        ["email", "2", "1", "0", "0", "0", "0", "0", "no"]
+        email_row[..10],
+        ["email", "0", "2", "1", "0", "0", "0", "0", "0", "no"]
     );
-    assert!(email_row[9].ends_with('s'), "an age: {table}");
-    assert_eq!(email_row[10..], ["-"], "no limits: {table}");
+    assert!(email_row[10].ends_with('s'), "an age: {table}");
+    assert_eq!(email_row[11..], ["-"], "no limits: {table}");
     let pdf_row: Vec<&str> = lines[2].split_whitespace().collect();
     // The cancelled job finished within the last minute.
     assert_eq!(
         pdf_row,
-        ["pdf", "0", "0", "1", "0", "1", "1", "1", "no", "-", "-"]
+        ["pdf", "0", "0", "0", "1", "0", "1", "1", "1", "no", "-", "-"]
     );
     assert_eq!(pdf["finished_last_minute"], 1);
 
@@ -645,6 +652,11 @@ fn list_filters_and_pages(s: Store) {
         &s.run(&["list", "--status", "lost"]),
         2,
         "unknown job status `lost`",
+    );
+    let help = s.ok(&["list", "--help"]);
+    assert!(
+        help.contains("(waiting, scheduled, pending, running, completed, dead, cancelled)"),
+        "{help}"
     );
 }
 
@@ -1093,8 +1105,56 @@ fn watch_prints_a_line_per_refresh_until_interrupted() {
         let snapshot: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(snapshot["queues"][0]["name"], "email");
         assert_eq!(snapshot["queues"][0]["counts"]["pending"], 1);
+        assert_eq!(snapshot["queues"][0]["counts"]["waiting"], 0);
         assert!(snapshot["at"].is_string());
     }
+    let signalled = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(signalled.success());
+    assert!(child.wait().unwrap().success(), "Ctrl-C ends it cleanly");
+}
+
+#[test]
+fn watch_draws_the_counts_of_each_status() {
+    use std::io::{BufRead, BufReader};
+
+    let s = Store::fresh(Kind::Redis);
+    s.mail("a@example.com");
+    s.mail("b@example.com");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jobs"))
+        .args(["--url", &s.url, "watch", "--interval", "100ms"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().unwrap().unwrap();
+    let first = next();
+    assert!(first.starts_with("\x1b[2J\x1b[H"), "{first:?}");
+    assert!(
+        first.ends_with("(every 100ms, Ctrl-C to stop)"),
+        "{first:?}"
+    );
+    assert_eq!(next(), "");
+    let header: Vec<String> = next().split_whitespace().map(String::from).collect();
+    assert_eq!(
+        header,
+        [
+            "QUEUE",
+            "WAITING",
+            "PENDING",
+            "SCHEDULED",
+            "RUNNING",
+            "COMPLETED",
+            "DEAD",
+            "CANCELLED"
+        ]
+    );
+    let row: Vec<String> = next().split_whitespace().map(String::from).collect();
+    assert_eq!(row, ["email", "0", "2", "0", "0", "0", "0", "0"]);
+    // The next refresh: by then it listens for Ctrl-C (it starts to after the first).
+    assert!(next().starts_with("\x1b[2J\x1b[H"), "a second refresh");
     let signalled = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

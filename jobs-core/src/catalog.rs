@@ -36,26 +36,6 @@ pub struct JobTypeInfo {
 }
 
 impl JobTypeInfo {
-    /// The entry of a type named `name` at `version`, with its attribute's defaults.
-    pub fn of(
-        name: &str,
-        version: u32,
-        options: crate::job::JobOptions,
-        schema: Option<serde_json::Value>,
-    ) -> Self {
-        JobTypeInfo {
-            name: name.to_string(),
-            version,
-            queue: options.queue,
-            max_attempts: options.max_attempts,
-            priority: options.priority,
-            backoff: options.backoff,
-            timeout: options.timeout,
-            tags: options.tags,
-            schema,
-        }
-    }
-
     /// A new job of this type with `payload` (taken to be of this version), ready at `now`,
     /// with the type's defaults.
     pub fn new_job(&self, payload: Json, now: Timestamp) -> NewJob {

@@ -67,7 +67,7 @@ impl JobType {
 
     /// The type's entry in the catalog.
     pub fn info(&self) -> JobTypeInfo {
-        JobTypeInfo::of(self.name, self.version, self.options(), self.schema())
+        type_info(self.name, self.version, self.options(), self.schema())
     }
 
     /// The JSON Schema of the payload, if the type has one.
@@ -136,6 +136,26 @@ fn decode<J: Job>(payload: &RawValue, version: u32) -> Result<J, String> {
             J::NAME
         )
     })
+}
+
+/// The catalog entry of a type named `name` at `version`, with its attribute's defaults.
+pub(crate) fn type_info(
+    name: &str,
+    version: u32,
+    options: JobOptions,
+    schema: Option<serde_json::Value>,
+) -> JobTypeInfo {
+    JobTypeInfo {
+        name: name.to_string(),
+        version,
+        queue: options.queue,
+        max_attempts: options.max_attempts,
+        priority: options.priority,
+        backoff: options.backoff,
+        timeout: options.timeout,
+        tags: options.tags,
+        schema,
+    }
 }
 
 /// One `#[job]`'s entry in the inventory.

@@ -55,13 +55,14 @@
     setInterval(refresh, 5000);
   }
 
-  // Replaces the job's section by the server's current rendering of it (every field, the
-  // attempts and the actions the new status allows), without reloading the page.
+  // Replaces `section` (the job's, or the workflow's) by the server's current rendering of it
+  // (every field, the attempts and the actions the new status allows), without reloading the
+  // page.
   function rerender(section) {
     return fetch(window.location.href, { headers: { accept: "text/html" } })
       .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
       .then(function (html) {
-        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("job");
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(section.id);
         if (fresh) section.replaceChildren.apply(section, Array.from(fresh.childNodes));
       });
   }
@@ -70,7 +71,7 @@
   // seconds; a new status re-renders the job, progress and attempts update in place.
   function job(section) {
     var id = section.getAttribute("data-job");
-    var active = ["scheduled", "pending", "running"];
+    var active = ["waiting", "scheduled", "pending", "running"];
     var refresh = throttle(function () {
       getJson("api/jobs/" + encodeURIComponent(id)).then(function (j) {
         var status = document.getElementById("job-status");
@@ -93,10 +94,47 @@
     }, 3000);
   }
 
+  // A workflow's page: re-reads api/workflows/{id} on its steps' events and, while it runs,
+  // every few seconds; a new state, or a step's new status, attempt or progress, re-renders
+  // the workflow.
+  function workflow(section) {
+    var id = section.getAttribute("data-workflow");
+    var ending = ["running", "compensating"];
+    var shown = function (row, css) {
+      var cell = row.querySelector(css);
+      return cell ? cell.textContent.trim() : null;
+    };
+    var refresh = throttle(function () {
+      getJson("api/workflows/" + encodeURIComponent(id)).then(function (w) {
+        var state = document.getElementById("workflow-state");
+        var stale = !state || state.textContent !== w.state;
+        w.steps.forEach(function (step) {
+          var j = step.job;
+          var row = section.querySelector('tr[data-job="' + CSS.escape(j.id) + '"]');
+          if (!row || shown(row, "td.status") !== j.status ||
+              shown(row, "td.attempt") !== j.attempt + "/" + j.max_attempts ||
+              shown(row, "td.progress") !== j.progress + "%") {
+            stale = true;
+          }
+        });
+        if (stale) return rerender(section);
+      }).catch(function () {});
+    }, 300);
+    listen(null, function (e) {
+      if (section.querySelector('tr[data-job="' + CSS.escape(e.id) + '"]')) refresh();
+    }, refresh);
+    setInterval(function () {
+      var state = document.getElementById("workflow-state");
+      if (state && ending.indexOf(state.textContent) >= 0) refresh();
+    }, 2000);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var queues = document.getElementById("queues");
     if (queues) overview(queues);
     var section = document.getElementById("job");
     if (section) job(section);
+    var flow = document.getElementById("workflow");
+    if (flow) workflow(flow);
   });
 })();

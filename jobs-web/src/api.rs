@@ -9,13 +9,13 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use jobs_core::{
     Enqueued, JobRecord, Operations, Page, PageRequest, PublishedType, ScheduleSummary,
-    WorkerSummary,
+    WorkerSummary, WorkflowStatus,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::count::{count, Count};
-use crate::filters::{parse_after, parse_id, FilterForm};
+use crate::filters::{parse_after, parse_id, parse_workflow_id, FilterForm};
 use crate::problem::Problem;
 use crate::queues::{queues, QueueView};
 use crate::verbs::{BulkAction, JobAction, QueueAction};
@@ -31,6 +31,7 @@ pub(crate) fn routes() -> Router<Ctx> {
         .route("/api/queues", get(get_queues))
         .route("/api/jobs", get(get_jobs))
         .route("/api/jobs/{id}", get(get_job))
+        .route("/api/workflows/{id}", get(get_workflow))
         .route("/api/count", get(get_count))
         .route("/api/schedules", get(get_schedules))
         .route("/api/workers", get(get_workers))
@@ -95,6 +96,10 @@ async fn get_jobs(State(ctx): State<Ctx>, Query(q): Query<JobsQuery>) -> Answer<
 
 async fn get_job(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer<JobRecord> {
     Ok(Json(ctx.backend.job(parse_id(&id)?).await?))
+}
+
+async fn get_workflow(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer<WorkflowStatus> {
+    Ok(Json(ctx.backend.workflow(parse_workflow_id(&id)?).await?))
 }
 
 async fn get_count(State(ctx): State<Ctx>, Query(form): Query<FilterForm>) -> Answer<Count> {

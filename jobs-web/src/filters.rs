@@ -2,7 +2,7 @@
 //! the [`JobFilter`] they stand for.
 
 use chrono::{DateTime, Utc};
-use jobs_core::{JobFilter, JobId, JobStatus};
+use jobs_core::{JobFilter, JobId, JobStatus, WorkflowId};
 use serde::{Deserialize, Serialize};
 
 use crate::problem::Problem;
@@ -130,6 +130,13 @@ pub(crate) fn parse_id(id: &str) -> Result<JobId, Problem> {
         .map_err(|_| Problem::bad_request(format!("`{id}` is not a job id (a UUID)")))
 }
 
+/// A workflow id from a path; a 400 naming it when it is no UUID.
+pub(crate) fn parse_workflow_id(id: &str) -> Result<WorkflowId, Problem> {
+    id.trim()
+        .parse()
+        .map_err(|_| Problem::bad_request(format!("`{id}` is not a workflow id (a UUID)")))
+}
+
 /// The cursor of a list, if any.
 pub(crate) fn parse_after(after: Option<&str>) -> Result<Option<JobId>, Problem> {
     match after.map(str::trim) {
@@ -181,6 +188,9 @@ mod tests {
     fn a_bad_status_or_id_is_a_400() {
         assert_eq!(form("zombie", "").to_filter().unwrap_err().status, 400);
         assert!(parse_id("nope").unwrap_err().message.contains("`nope`"));
+        let bad = parse_workflow_id("order-1").unwrap_err();
+        assert_eq!(bad.status, 400);
+        assert!(bad.message.contains("`order-1` is not a workflow id"));
         assert_eq!(parse_after(Some("")).unwrap(), None);
     }
 }

@@ -96,7 +96,7 @@ impl Shell {
                         a.brand href=(home) { "jobs" }
                         nav {
                             (nav("nav-overview", &home, "Overview", &["overview"]))
-                            (nav("nav-jobs", "jobs", "Jobs", &["jobs", "job"]))
+                            (nav("nav-jobs", "jobs", "Jobs", &["jobs", "job", "workflow"]))
                             (nav("nav-dead", "dead", "Dead", &["dead", "confirm"]))
                             (nav("nav-schedules", "schedules", "Schedules", &["schedules"]))
                             (nav("nav-workers", "workers", "Workers", &["workers"]))

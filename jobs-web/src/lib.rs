@@ -27,9 +27,10 @@
 //!
 //! | route | what |
 //! | --- | --- |
-//! | `GET /` | every queue: counts by status, finished in the last minute and hour, paused, limits; pause/resume |
+//! | `GET /` | every queue: counts by status (waiting workflow steps first), finished in the last minute and hour, paused, limits; pause/resume |
 //! | `GET jobs?queue=&status=&name=&tag=&since=&after=` | the matching jobs, oldest first, 50 a page (`after`: the previous page's last id) |
-//! | `GET jobs/{id}` | one job: payload and its version, attempts and their errors, progress, result, timings, lease; retry, cancel, delete |
+//! | `GET jobs/{id}` | one job: payload and its version, attempts and their errors, progress, result, timings, lease, its workflow (a link) for a workflow step; retry, cancel, delete |
+//! | `GET workflows/{id}` | one workflow: its state (running, completed, compensating, failed, cancelled) and each step and compensation (stage or `undo N`, name linking to the job, status, attempt, progress, result, last error), kept live |
 //! | `GET dead?queue=&name=&tag=&since=` | the dead-letter set, with retry/delete per job and retry/delete all matching |
 //! | `GET schedules`, `GET workers` | the cron schedules; the live workers and what each is running |
 //! | `GET types` | the catalog of job types workers published: name, version, queue, attempts, when published |
@@ -46,9 +47,10 @@
 //!
 //! | route | answers |
 //! | --- | --- |
-//! | `GET api/queues` | `[{name, counts: {scheduled, pending, running, completed, dead, cancelled}, paused, finished_last_minute, finished_last_hour, limits}]` |
+//! | `GET api/queues` | `[{name, counts: {waiting, scheduled, pending, running, completed, dead, cancelled}, paused, finished_last_minute, finished_last_hour, limits}]` |
 //! | `GET api/jobs?queue=&status=&name=&tag=&since=&after=&limit=` | `{jobs: [job], next: id or null}`, oldest first, `limit` 50 unless told (at most 1,000) |
 //! | `GET api/jobs/{id}` | the job: `{id, name, queue, payload, status, attempt, max_attempts, errors: [{attempt, at, kind, message}], progress, result, lease, tags, …}` |
+//! | `GET api/workflows/{id}` | the workflow: `{id, state, steps: [{role: {role: "step" or "compensation", stage}, job}]}`, steps then compensations in plan order, `state` one of running, completed, compensating, failed, cancelled |
 //! | `GET api/count?queue=&status=&name=&tag=&since=` | `{count, capped}`: how many jobs match, counted up to 100,000 (`capped`: that many or more) |
 //! | `GET api/schedules` | `[{schedule: {name, queue, expression, timezone}, last_tick, next: [time], seen_at}]` |
 //! | `GET api/workers` | `[{worker: {id, host, pid, queues, concurrency, names, started_at, last_seen}, running: [id]}]` |
@@ -62,7 +64,7 @@
 //! | `POST api/types/{name}/enqueue` with the payload as the JSON body | 201 with `{id, duplicate}`: a job of the type's newest version with its defaults, due now |
 //!
 //! Errors answer `{"error": "..."}`: 400 for bad input (a malformed id, an unknown status, a bad
-//! time or body), 403 for a refused write, 404 for an unknown job or job type, 409 for an action
+//! time or body), 403 for a refused write, 404 for an unknown job, workflow or job type, 409 for an action
 //! the job's status does not allow (or a unique key another job holds), and 422 with
 //! `{"error": "...", "problems": ["..."]}` for a payload that breaks its type's schema, each
 //! problem saying where and how (nothing is stored).

@@ -55,7 +55,9 @@ impl From<jobs_core::Error> for Problem {
     fn from(error: jobs_core::Error) -> Self {
         use jobs_core::Error;
         let status = match &error {
-            Error::NotFound(_) | Error::UnknownJobType(_) => StatusCode::NOT_FOUND,
+            Error::NotFound(_) | Error::WorkflowNotFound(_) | Error::UnknownJobType(_) => {
+                StatusCode::NOT_FOUND
+            }
             Error::InvalidPayload { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Error::WrongStatus { .. } | Error::UniqueKeyHeld { .. } => StatusCode::CONFLICT,
             Error::Invalid(_) => StatusCode::BAD_REQUEST,

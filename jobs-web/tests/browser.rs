@@ -18,6 +18,8 @@ mod fix;
 mod read_only;
 #[path = "browser/store.rs"]
 mod store;
+#[path = "browser/workflow.rs"]
+mod workflow;
 
 /// Runs `scenario`, failing the test if it takes longer than [`chrome::SCENARIO`] (its browser
 /// is killed as it is dropped).
@@ -46,4 +48,8 @@ macro_rules! on_both_stores {
     };
 }
 
-on_both_stores!(fix::fix_dead_jobs, read_only::read_only_refuses);
+on_both_stores!(
+    fix::fix_dead_jobs,
+    read_only::read_only_refuses,
+    workflow::follow_a_workflow
+);

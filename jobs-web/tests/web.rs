@@ -18,3 +18,5 @@ mod prefix;
 mod safety;
 #[path = "web/types.rs"]
 mod types;
+#[path = "web/workflow.rs"]
+mod workflow;

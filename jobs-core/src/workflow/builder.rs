@@ -5,12 +5,12 @@ use std::marker::PhantomData;
 
 use serde_json::value::RawValue;
 
-use crate::catalog::JobTypeInfo;
 use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::enqueue::{store, Enqueue, Producer};
 use crate::error::Error;
 use crate::job::Job;
 use crate::model::NewJob;
+use crate::registry::type_info;
 use crate::workflow::handle::WorkflowHandle;
 use crate::workflow::plan::{Plan, Planned, Stage};
 use crate::workflow::step::WorkflowId;
@@ -240,7 +240,7 @@ fn planned<J: StepInput>(now: Timestamp) -> Planned {
 
 /// The job of a later step of type `J`, with its type's defaults and no payload yet.
 fn later_job<J: Job>(now: Timestamp) -> NewJob {
-    let info = JobTypeInfo::of(J::NAME, J::VERSION, J::options(), None);
+    let info = type_info(J::NAME, J::VERSION, J::options(), None);
     let payload = RawValue::from_string("null".to_string()).expect("valid JSON");
     info.new_job(payload, now)
 }

@@ -213,30 +213,13 @@ fn store(planned: Planned, step: Step, id: WorkflowId) -> NewJob {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backoff::Backoff;
     use crate::ids::JobId;
     use chrono::Utc;
 
     fn planned(name: &str) -> Planned {
+        let info = crate::registry::type_info(name, 1, crate::job::JobOptions::default(), None);
         Planned {
-            job: NewJob {
-                id: JobId::new(),
-                name: name.to_string(),
-                queue: "q".to_string(),
-                payload: RawValue::from_string("{}".to_string()).unwrap(),
-                version: 1,
-                priority: 0,
-                run_at: Utc::now(),
-                max_attempts: 1,
-                backoff: Backoff::default(),
-                timeout: None,
-                unique_key: None,
-                trace_context: None,
-                tags: Vec::new(),
-                key_limits: None,
-                coalesce: None,
-                step: None,
-            },
+            job: info.new_job(RawValue::from_string("{}".to_string()).unwrap(), Utc::now()),
             fields: vec!["input".to_string()],
         }
     }

@@ -75,6 +75,12 @@ fn detail(shell: &Shell, job: &JobRecord) -> Markup {
                         None => { (dash()) },
                     }
                 }
+                @if let Some(step) = &job.step {
+                    dt { "Workflow" } dd #job-workflow {
+                        a.mono href={ "workflows/" (step.workflow) } { (step.workflow) }
+                        ", " (super::workflow::place(step.role))
+                    }
+                }
                 dt { "Tags" } dd {
                     @if job.tags.is_empty() { (dash()) }
                     @for tag in &job.tags { a.tag href=(with_query("jobs", [("tag", tag.as_str())])) { (tag) } " " }

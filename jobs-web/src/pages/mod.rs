@@ -18,14 +18,16 @@ mod overview;
 mod schedules;
 pub(crate) mod types;
 mod workers;
+mod workflow;
 
-/// The pages' routes: `/`, `jobs`, `jobs/{id}`, `dead`, `schedules`, `workers`, `types`,
-/// `types/{name}`.
+/// The pages' routes: `/`, `jobs`, `jobs/{id}`, `workflows/{id}`, `dead`, `schedules`,
+/// `workers`, `types`, `types/{name}`.
 pub(crate) fn routes() -> Router<Ctx> {
     Router::new()
         .route("/", get(overview::page))
         .route("/jobs", get(jobs::page))
         .route("/jobs/{id}", get(job::page))
+        .route("/workflows/{id}", get(workflow::page))
         .route("/dead", get(dead::page))
         .route("/schedules", get(schedules::page))
         .route("/workers", get(workers::page))

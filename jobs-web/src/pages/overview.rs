@@ -16,7 +16,8 @@ use crate::queues::{queues, QueueView};
 use crate::Ctx;
 
 /// The counted statuses, in the table's order.
-const COLUMNS: [JobStatus; 6] = [
+const COLUMNS: [JobStatus; 7] = [
+    JobStatus::Waiting,
     JobStatus::Pending,
     JobStatus::Scheduled,
     JobStatus::Running,

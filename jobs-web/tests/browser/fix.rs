@@ -35,6 +35,7 @@ pub(crate) async fn fix_dead_jobs(kind: Kind) {
     browser.open(FULL).await;
     browser.wait_page("overview").await;
     for (status, n) in [
+        ("waiting", "0"),
         ("pending", "0"),
         ("scheduled", "0"),
         ("running", "0"),

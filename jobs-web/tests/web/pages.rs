@@ -44,6 +44,7 @@ async fn overview_counts_each_queue(b: AnyBackend) {
     assert_eq!(cell("email", "completed"), "1");
     assert_eq!(cell("email", "dead"), "3");
     assert_eq!(cell("email", "scheduled"), "0");
+    assert_eq!(cell("email", "waiting"), "0");
     assert_eq!(cell("email", "finished_last_hour"), "1");
     assert_eq!(cell("billing", "scheduled"), "1");
     assert_eq!(cell("billing", "pending"), "0");
@@ -61,6 +62,7 @@ async fn overview_counts_each_queue(b: AnyBackend) {
     let email = &api.as_array().unwrap()[1];
     assert_eq!(email["name"], "email");
     assert_eq!(email["counts"]["dead"], 3);
+    assert_eq!(email["counts"]["waiting"], 0);
     assert_eq!(email["finished_last_hour"], 1);
 }
 
