@@ -325,6 +325,8 @@ mod tests {
              pub user_id : i64 , }",
             ":: jobs :: __private :: schemars :: JsonSchema ,)]",
             "impl :: jobs :: __private :: PayloadVersion for SendWelcomeEmail {",
+            "impl :: jobs :: __private :: StepInput for SendWelcomeEmail { type Input = i64 ; \
+             const FIELDS : & 'static [& 'static str] = & [\"user_id\"] ; }",
             "pub fn new (user_id : i64) -> Self { Self { user_id } }",
             "# [serde (crate = \":: jobs :: __private :: serde\")]",
             "const NAME : & 'static str = \"send_welcome_email\" ;",

@@ -40,6 +40,11 @@ use proc_macro::TokenStream;
 /// return private types); its fields and `new(..)` are `pub`. It derives `Debug`, `Clone`,
 /// `Serialize` and `Deserialize`, and `Default` when it has no fields.
 ///
+/// It also implements `StepInput`, so the job can run as a workflow step after a stage whose
+/// result is its input: the one payload parameter's type, or the tuple of several in order
+/// (`jobs::Workflow::start(..).then::<SendWelcomeEmail>()` after a step returning `i64`, here
+/// with one `i64` parameter, would take `(i64, String)` from a group).
+///
 /// # Injected parameters
 ///
 /// A parameter whose type path ends in `State<T>` or `JobState<T>` is a shared value the worker
