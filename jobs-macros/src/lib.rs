@@ -41,9 +41,9 @@ use proc_macro::TokenStream;
 /// `Serialize` and `Deserialize`, and `Default` when it has no fields.
 ///
 /// It also implements `StepInput`, so the job can run as a workflow step after a stage whose
-/// result is its input: the one payload parameter's type, or the tuple of several in order
-/// (`jobs::Workflow::start(..).then::<SendWelcomeEmail>()` after a step returning `i64`, here
-/// with one `i64` parameter, would take `(i64, String)` from a group).
+/// result is its input: the one payload parameter's type, or the tuple of several in order.
+/// Here the input is `(i64, String)`: `SendWelcomeEmail` can follow a group of two steps that
+/// return an `i64` and a `String`, or one step that returns that tuple.
 ///
 /// # Injected parameters
 ///
