@@ -91,7 +91,7 @@ async fn run(url: &str, bind: &str, role: &str, schema: &str) -> Result<(), jobs
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
-        .map_err(|e| jobs::Error::backend(e))?;
+        .map_err(jobs::Error::backend)?;
     if let Some(worker) = worker {
         worker.await.expect("the worker task")?;
     }

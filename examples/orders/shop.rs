@@ -166,7 +166,7 @@ impl Shop {
                         created: false,
                     });
                 }
-                let workflow = order_workflow(order).enqueue(backend.on(&mut *tx)).await?;
+                let workflow = order_workflow(order).enqueue(backend.on(&mut tx)).await?;
                 let row = sqlx::query(&format!(
                     "UPDATE {schema}.orders SET workflow = $2 WHERE id = $1 RETURNING created_at"
                 ))

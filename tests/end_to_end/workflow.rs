@@ -112,14 +112,14 @@ async fn a_workflow_is_stored_with_the_callers_transaction_or_not_at_all() {
     let backend = backends().await.remove(1);
     let pool = backend.postgres().unwrap().pool().clone();
     let mut tx = pool.begin().await.unwrap();
-    let dropped = order_flow(5).enqueue(backend.on(&mut *tx)).await.unwrap();
+    let dropped = order_flow(5).enqueue(backend.on(&mut tx)).await.unwrap();
     tx.rollback().await.unwrap();
     assert!(matches!(
         backend.workflow(dropped.id()).await,
         Err(jobs::Error::WorkflowNotFound(id)) if id == dropped.id()
     ));
     let mut tx = pool.begin().await.unwrap();
-    let kept = order_flow(6).enqueue(backend.on(&mut *tx)).await.unwrap();
+    let kept = order_flow(6).enqueue(backend.on(&mut tx)).await.unwrap();
     assert!(
         backend.workflow(kept.id()).await.is_err(),
         "not visible before the commit"
