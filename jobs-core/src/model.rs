@@ -252,6 +252,14 @@ impl JobRecord {
         }
     }
 
+    /// Whether the job is a workflow step whose inputs have not all arrived: it may not run,
+    /// and a retry by hand puts it back to waiting.
+    pub fn awaits_inputs(&self) -> bool {
+        self.step
+            .as_ref()
+            .is_some_and(|s| (self.inputs.len() as u64) < u64::from(s.slots))
+    }
+
     /// The error of the latest failed attempt.
     pub fn last_error(&self) -> Option<&AttemptError> {
         self.errors.last()

@@ -716,12 +716,16 @@ impl Backend for MemoryBackend {
                             continue;
                         }
                         store.update(id, |r| {
-                            r.status = JobStatus::Pending;
+                            r.status = if r.awaits_inputs() {
+                                JobStatus::Waiting
+                            } else {
+                                woken.push(r.queue.clone());
+                                JobStatus::Pending
+                            };
                             r.attempt = 0;
                             r.run_at = p.now;
                             r.finished_at = None;
                             r.lease = None;
-                            woken.push(r.queue.clone());
                         })
                     }
                     Action::Cancel => {

@@ -156,7 +156,8 @@ impl<Last> Workflow<Last> {
 
     /// Registers `C` as the compensation of the last stage: should a later step end dead, `C`
     /// runs with this stage's result, after the compensations of the stages after it (the
-    /// latest first). A workflow with compensations must end in one step.
+    /// latest first). A workflow with compensations must end in one step, and its last stage
+    /// has none (nothing after it could fail): `enqueue` refuses either with `Error::Invalid`.
     pub fn compensate<C: Follows<Last>>(mut self) -> Self {
         let compensation = planned::<C>(self.now);
         match self.plan.stages.last_mut() {

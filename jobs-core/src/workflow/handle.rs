@@ -66,10 +66,10 @@ impl<Last: DeserializeOwned> WorkflowHandle<Last> {
             match status.state {
                 WorkflowState::Completed => return result_of(&status),
                 WorkflowState::Failed | WorkflowState::Cancelled => {
-                    let ended = status
-                        .steps
-                        .iter()
-                        .find(|s| matches!(s.job.status, JobStatus::Dead | JobStatus::Cancelled))
+                    // The step that ended it: a dead one (which cancelled the rest) first.
+                    let ended = [JobStatus::Dead, JobStatus::Cancelled]
+                        .into_iter()
+                        .find_map(|end| status.steps.iter().find(|s| s.job.status == end))
                         .map(|s| &s.job)
                         .ok_or_else(|| Error::backend("an ended workflow has no ended step"))?;
                     return Err(Error::JobEnded {

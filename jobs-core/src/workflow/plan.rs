@@ -47,6 +47,13 @@ impl Plan {
         let compensated: Vec<usize> = (0..stages.len())
             .filter(|&s| stages[s].compensation.is_some())
             .collect();
+        if stages[last].compensation.is_some() {
+            return Err(Error::Invalid(
+                "the last stage has a compensation that could never run: nothing after it can \
+                 fail"
+                    .to_string(),
+            ));
+        }
         if !compensated.is_empty() && stages[last].steps.len() != 1 {
             return Err(Error::Invalid(
                 "a workflow with compensations must end in one step (`then`), which tells that \
@@ -160,8 +167,7 @@ impl Plan {
             let is_last = s == last;
             for (slot, step) in steps[s].iter_mut().enumerate() {
                 step.on_complete = std::mem::take(&mut next[slot]);
-                // The last stage's own compensation is never needed: nothing after it can fail.
-                if let Some(c) = stage.compensation.as_ref().filter(|_| !is_last) {
+                if let Some(c) = &stage.compensation {
                     step.on_complete.push(deliver(c, slot, true));
                 }
                 if is_last {
@@ -351,6 +357,11 @@ mod tests {
         };
         let err = ends_in_a_group.into_jobs(WorkflowId::new()).unwrap_err();
         assert!(err.to_string().contains("must end in one step"), "{err}");
+        let undone_last = Plan {
+            stages: vec![stage(&["a"], None), stage(&["b"], Some("undo"))],
+        };
+        let err = undone_last.into_jobs(WorkflowId::new()).unwrap_err();
+        assert!(err.to_string().contains("could never run"), "{err}");
         let mut unique = stage(&["a"], None);
         unique.steps[0].job.unique_key = Some("k".into());
         let err = Plan {

@@ -175,31 +175,36 @@ pub fn payload_of<'a>(
     let Some(rule) = step.and_then(|s| s.input.as_ref()) else {
         return Ok(Cow::Borrowed(stored));
     };
-    let mut values = Vec::with_capacity(rule.values as usize);
+    // Built of the raw texts, never re-parsed into numbers: a result reaches the next step
+    // exactly as it was written.
+    let mut values: Vec<&RawValue> = Vec::with_capacity(rule.values as usize);
     for slot in 0..rule.values {
         let value = inputs
             .get(&slot)
             .ok_or_else(|| format!("workflow step input {slot} was never delivered"))?;
-        let value: serde_json::Value = serde_json::from_str(value.get())
-            .map_err(|e| format!("workflow step input {slot}: {e}"))?;
         values.push(value);
     }
-    let value = if rule.group {
-        serde_json::Value::Array(values)
+    fn raw(value: &impl serde::Serialize) -> Result<Json, String> {
+        serde_json::value::to_raw_value(value).map_err(|e| e.to_string())
+    }
+    let value: Json = if rule.group {
+        raw(&values)?
     } else {
-        values.pop().unwrap_or(serde_json::Value::Null)
+        values
+            .pop()
+            .map_or_else(|| raw(&()), |v| Ok(v.to_owned()))?
     };
-    let payload: serde_json::Map<String, serde_json::Value> = match rule.fields.as_slice() {
-        [] => serde_json::Map::new(),
-        [field] => [(field.clone(), value)].into_iter().collect(),
+    let payload = match rule.fields.as_slice() {
+        [] => raw(&BTreeMap::<&str, &RawValue>::new())?,
+        [field] => raw(&BTreeMap::from([(field.as_str(), &*value)]))?,
         fields => {
-            let serde_json::Value::Array(items) = value else {
-                return Err(format!(
+            let items: Vec<Json> = serde_json::from_str(value.get()).map_err(|_| {
+                format!(
                     "workflow step input is not a list of {} values for the fields {}",
                     fields.len(),
                     fields.join(", ")
-                ));
-            };
+                )
+            })?;
             if items.len() != fields.len() {
                 return Err(format!(
                     "workflow step input has {} values for the {} fields {}",
@@ -208,12 +213,15 @@ pub fn payload_of<'a>(
                     fields.join(", ")
                 ));
             }
-            fields.iter().cloned().zip(items).collect()
+            let map: BTreeMap<&str, &RawValue> = fields
+                .iter()
+                .map(String::as_str)
+                .zip(items.iter().map(|i| &**i))
+                .collect();
+            raw(&map)?
         }
     };
-    serde_json::value::to_raw_value(&payload)
-        .map(Cow::Owned)
-        .map_err(|e| e.to_string())
+    Ok(Cow::Owned(payload))
 }
 
 #[cfg(test)]
@@ -293,6 +301,16 @@ mod tests {
             .map(Cow::into_owned)
             .unwrap_err();
         assert!(wrong.contains("1 values for the 2 fields a, b"), "{wrong}");
+    }
+
+    #[test]
+    fn results_are_kept_as_written() {
+        let s = step(2, true, &["a", "b"]);
+        let big = "123456789012345678901234567890";
+        let made = payload_of(&raw("null"), Some(&s), &inputs(&[big, "1E2"]))
+            .map(Cow::into_owned)
+            .unwrap();
+        assert_eq!(made.get(), format!(r#"{{"a":{big},"b":1E2}}"#));
     }
 
     #[test]

@@ -118,6 +118,8 @@ macro_rules! __conformance_checks {
                 workflow_compensations_run_latest_first,
                 workflow_last_step_cancels_the_compensations,
                 workflow_steps_span_queues,
+                workflow_results_reach_the_next_step_as_written,
+                workflow_retried_step_waits_for_its_inputs,
             }
             worker::outcomes {
                 worker_runs_jobs_and_returns_typed_results,

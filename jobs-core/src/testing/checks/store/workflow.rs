@@ -10,7 +10,7 @@ use crate::workflow::plan::{Plan, Planned, Stage};
 use crate::workflow::{Effect, WorkflowId};
 use crate::*;
 
-use super::{complete, fail_with, fetch, fetch_params};
+use super::{complete, fail_with, fetch, fetch_params, manage_ids};
 
 /// A step job named `name` whose payload has the one field `input`.
 fn planned(name: &str) -> Planned {
@@ -329,4 +329,74 @@ pub async fn workflow_steps_span_queues(b: AnyBackend) {
     assert_eq!(other.len(), 1, "it is ready in its own queue");
     let effects = &moved.step.as_ref().expect("a step").on_complete;
     assert!(effects.iter().all(|e| !matches!(e, Effect::Cancel { .. })));
+}
+
+/// A result reaches the next step as its text was written (big integers, number forms, escapes
+/// kept), and a result that some stores could not parse takes no other completion of its batch
+/// down.
+pub async fn workflow_results_reach_the_next_step_as_written(b: AnyBackend) {
+    let (_, names) = store(&b, vec![stage(&["a"], None), stage(&["b"], None)]).await;
+    let ordinary = put(&b, new_job("ordinary")).await;
+    let leased = fetch(&b, 10, t0()).await;
+    assert_eq!(leased.len(), 2);
+    let text = r#"{"big":123456789012345678901234567890,"n":1E2,"s":"nul\u0000"}"#;
+    let items = leased
+        .iter()
+        .map(|j| Completion {
+            lease: j.lease(),
+            result: json(if j.record.name == "a" { text } else { "1" }),
+        })
+        .collect();
+    let done = b
+        .complete(CompleteParams { items, now: at(10) })
+        .await
+        .expect("complete");
+    assert_eq!(done, [true, true], "both completions of the batch apply");
+    assert_eq!(status_of(&b, ordinary).await, JobStatus::Completed);
+    let next = record(&b, id_of(&names, "b")).await;
+    assert_eq!(next.status, JobStatus::Pending);
+    assert_eq!(
+        next.inputs.get(&0).map(|v| v.get()),
+        Some(text),
+        "the text as written"
+    );
+}
+
+/// A step retried by hand whose inputs have not all arrived goes back to waiting, never to
+/// pending: a cancelled follower waits again for the step before it, and a compensation that
+/// the workflow's success cancelled does not run.
+pub async fn workflow_retried_step_waits_for_its_inputs(b: AnyBackend) {
+    let (_, names) = store(&b, vec![stage(&["a"], Some("undo")), stage(&["z"], None)]).await;
+    let id = |n: &str| id_of(&names, n);
+    let z = id("z");
+    assert_eq!(
+        manage_ids(&b, Action::Cancel, &[z], t0()).await.changed,
+        [z]
+    );
+    assert_eq!(
+        manage_ids(&b, Action::Retry, &[z], at(1)).await.changed,
+        [z]
+    );
+    assert_eq!(
+        status_of(&b, z).await,
+        JobStatus::Waiting,
+        "z waits for a again"
+    );
+    let a = lease(&b, "a", at(2)).await;
+    assert!(complete(&b, &a, "1", at(3)).await);
+    assert_eq!(status_of(&b, z).await, JobStatus::Pending);
+    let z_leased = lease(&b, "z", at(3)).await;
+    assert!(complete(&b, &z_leased, "2", at(4)).await);
+    let undo = id("undo");
+    assert_eq!(status_of(&b, undo).await, JobStatus::Cancelled);
+    assert_eq!(
+        manage_ids(&b, Action::Retry, &[undo], at(5)).await.changed,
+        [undo]
+    );
+    assert_eq!(
+        status_of(&b, undo).await,
+        JobStatus::Waiting,
+        "no failure triggered it"
+    );
+    assert!(fetch(&b, 10, at(6)).await.is_empty(), "nothing runs");
 }
