@@ -239,6 +239,11 @@ pub trait Operations {
     /// The workflow `id`: its state and each step's job (status, progress, result, errors);
     /// [`Error::WorkflowNotFound`] when none of its steps is stored.
     async fn workflow(&self, id: WorkflowId) -> Result<WorkflowStatus, Error>;
+
+    /// Cancels every step of workflow `id` that has not finished (compensations included; a
+    /// running step is told to stop), and returns how many. Cancelling one step by hand
+    /// cancels only that job, and the steps after it keep waiting.
+    async fn cancel_workflow(&self, id: WorkflowId) -> Result<u64, Error>;
 }
 
 #[async_trait]
@@ -459,6 +464,10 @@ impl<B: Backend + ?Sized> Operations for B {
         WorkflowStatus::read(self, id)
             .await?
             .ok_or(Error::WorkflowNotFound(id))
+    }
+
+    async fn cancel_workflow(&self, id: WorkflowId) -> Result<u64, Error> {
+        self.cancel_all(&JobFilter::new().tag(id.tag())).await
     }
 
     async fn job_events(&self, queues: &[&str]) -> Result<EventStream, Error> {

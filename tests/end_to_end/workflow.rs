@@ -105,6 +105,31 @@ async fn workflows_run_on_every_backend() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_is_cancelled_whole_on_every_backend() {
+    for backend in backends().await {
+        let handle = order_flow(4).enqueue(&backend).await.unwrap();
+        assert_eq!(backend.cancel_workflow(handle.id()).await.unwrap(), 5);
+        let status = backend.workflow(handle.id()).await.unwrap();
+        assert_eq!(status.state, WorkflowState::Cancelled);
+        assert!(status
+            .steps
+            .iter()
+            .all(|s| s.job.status == JobStatus::Cancelled));
+        let ended = handle.wait(&backend).await.unwrap_err();
+        assert!(
+            matches!(
+                ended,
+                jobs::Error::JobEnded {
+                    status: JobStatus::Cancelled,
+                    ..
+                }
+            ),
+            "{ended:?}"
+        );
+    }
+}
+
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workflow_is_stored_with_the_callers_transaction_or_not_at_all() {
