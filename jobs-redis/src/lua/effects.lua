@@ -27,6 +27,16 @@ local function recount_at(base, from, to)
   end
 end
 
+-- Whether a step job, `wf` its step JSON (nil for an ordinary job) and `wn` its filled-slot
+-- count (nil for none), still waits for inputs: a retry by hand puts it back to waiting
+-- (see JobRecord::awaits_inputs).
+local function awaits_inputs(wf, wn)
+  if not wf then
+    return false
+  end
+  return (tonumber(wn) or 0) < (tonumber(cjson.decode(wf).slots) or 0)
+end
+
 -- Fills slot `slot` of job `id` (hash `key`, queue `queue` of key base `base`) with `value`
 -- while it waits and the slot is empty; the last slot makes it pending, due now, and wakes
 -- its queue's workers.

@@ -2,7 +2,9 @@
 -- `delete`), ARGV[5..10] the filter each job must match (see filter.lua: a job may have changed
 -- since it was found), ARGV[11..] the ids (those of jobs not in this queue are skipped).
 -- Returns {changed, held}: the ids of the jobs changed, and {id, unique key, holder id} for
--- each job not retried because another active job holds its unique key.
+-- each job not retried because another active job holds its unique key. A retried workflow
+-- step whose inputs have not all arrived goes back to waiting (in no set, no wake-up); any
+-- other retried job is pending, due now.
 local action = ARGV[4]
 local f = read_filter(5)
 local changed, held = {}, {}
@@ -10,7 +12,7 @@ local woken = false
 for i = 11, #ARGV do
   local id = ARGV[i]
   local key = job_key(id)
-  local v = redis.call('HMGET', key, 's', 'u', 'pr', 'tg', 'k')
+  local v = redis.call('HMGET', key, 's', 'u', 'pr', 'tg', 'k', 'wf', 'wn')
   local s = v[1]
   if s and matches(key, id, f) then
     if action == 'retry' then
@@ -22,13 +24,19 @@ for i = 11, #ARGV do
           if v[2] then
             redis.call('HSET', UNIQUE, v[2], id)
           end
-          redis.call('HSET', key, 's', 'p', 'a', 0, 'ra', NOW_S)
+          local to = 'p'
+          if awaits_inputs(v[6], v[7]) then
+            to = 'w'
+          end
+          redis.call('HSET', key, 's', to, 'a', 0, 'ra', NOW_S)
           redis.call('HDEL', key, 'f', 'w', 'l')
           redis.call('ZREM', DONE, id)
           redis.call('ZREM', DEAD, id)
-          recount(s, 'p')
-          redis.call('ZADD', ready_of(v[5]), v[3], ready_member(NOW_S, id))
-          woken = true
+          recount(s, to)
+          if to == 'p' then
+            redis.call('ZADD', ready_of(v[5]), v[3], ready_member(NOW_S, id))
+            woken = true
+          end
           changed[#changed + 1] = id
         end
       end

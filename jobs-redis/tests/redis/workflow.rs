@@ -1,18 +1,24 @@
 //! Workflow steps as this backend stores them: the fields of a step job (and none on any other
 //! job), results delivered as their raw text, a workflow across queues refused on a cluster
-//! with nothing stored, and a workflow across queues stored all or nothing on one server.
+//! with nothing stored, a workflow across queues stored all or nothing on one server, and a
+//! step retried by hand before its inputs arrived stored waiting again.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
+use futures_util::StreamExt;
 use jobs_core::workflow::{Effect, InputRule, Step, StepRole, WorkflowId};
 use jobs_core::{
-    Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Enqueued, Error, JobId,
-    JobStatus, NewJob, Operations, QueueCounts, QueueLimits, SetLimitsParams, Timestamp,
+    Action, Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Enqueued, Error,
+    JobId, JobStatus, ManageParams, NewJob, Operations, QueueCounts, QueueLimits, SetLimitsParams,
+    Target, Timestamp,
 };
 use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
 
-use crate::support::{at, cluster_backend, fetch, job, raw_connection, single_backend, t0};
+use crate::support::{
+    at, cluster_backend, fetch, job, raw_connection, redis_url, single_backend, t0,
+};
 
 /// Step `index` of `workflow`, waiting for `slots` inputs (the first one its payload's field
 /// `input`), with the effects `on_complete`.
@@ -210,4 +216,118 @@ async fn a_workflow_across_queues_is_stored_all_or_nothing() {
     assert_eq!(moved.inputs[&0].get(), "[1,2]");
     let c = counts(&b, "wb-open").await;
     assert_eq!((c.waiting, c.pending), (600, 1));
+}
+
+/// Applies `action` to the jobs `ids` at `now`; the ids it changed.
+async fn manage(b: &RedisBackend, action: Action, ids: &[JobId], now: Timestamp) -> Vec<JobId> {
+    let params = ManageParams {
+        action,
+        target: Target::Ids(ids.to_vec()),
+        limit: ids.len(),
+        now,
+    };
+    b.manage(params).await.unwrap().changed
+}
+
+/// The members of the sorted set `set` (`ready`, `kready` or `delayed`) of `queue`.
+async fn members(b: &RedisBackend, queue: &str, set: &str) -> Vec<String> {
+    let mut conn = raw_connection().await;
+    redis::cmd("ZRANGE")
+        .arg(format!("{{{}:{}}}:{}", b.key_prefix(), queue, set))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+/// The wake-up signals published since the last call: publishes a marker on `channel`, then
+/// collects the payloads before it.
+async fn signals(
+    messages: &mut (impl futures_util::Stream<Item = redis::Msg> + Unpin),
+    channel: &str,
+) -> Vec<String> {
+    let mut conn = raw_connection().await;
+    let _: i64 = redis::cmd("PUBLISH")
+        .arg(channel)
+        .arg("<end>")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(5), messages.next())
+            .await
+            .expect("the marker arrives")
+            .expect("the subscription stays open");
+        let payload: String = msg.get_payload().unwrap();
+        if payload == "<end>" {
+            return seen;
+        }
+        seen.push(payload);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_retried_before_its_inputs_waits_again() {
+    let b = single_backend().await;
+    let channel = format!("{}:wake", b.key_prefix());
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut pubsub = client.get_async_pubsub().await.unwrap();
+    pubsub.subscribe(&channel).await.unwrap();
+    let (_sink, mut messages) = pubsub.split();
+
+    let (first, second) = chain("wr", "wr");
+    put(&b, vec![first.clone(), second.clone()]).await.unwrap();
+    assert_eq!(signals(&mut messages, &channel).await, ["wr"]);
+    assert_eq!(
+        manage(&b, Action::Cancel, &[second.id], at(1)).await,
+        [second.id]
+    );
+    assert_eq!(
+        manage(&b, Action::Retry, &[second.id], at(2)).await,
+        [second.id]
+    );
+
+    let stored = hash(&b, &second).await;
+    assert_eq!((stored["s"].as_str(), stored["a"].as_str()), ("w", "0"));
+    assert!(
+        !stored.contains_key("f") && !stored.contains_key("wn"),
+        "{stored:?}"
+    );
+    let member = second.id.0.simple().to_string();
+    for set in ["ready", "kready", "delayed"] {
+        let found = members(&b, "wr", set).await;
+        assert!(
+            !found.iter().any(|m| m.ends_with(&member)),
+            "{set}: {found:?}"
+        );
+    }
+    let c = counts(&b, "wr").await;
+    assert_eq!((c.waiting, c.pending, c.cancelled), (1, 1, 0));
+    assert!(
+        signals(&mut messages, &channel).await.is_empty(),
+        "no wake-up"
+    );
+
+    // Its input arrives: it runs. Retried once its slot is filled, it is pending at once.
+    complete(&b, "wr", first.id, "7", at(3)).await;
+    assert_eq!(b.job(second.id).await.unwrap().status, JobStatus::Pending);
+    assert_eq!(signals(&mut messages, &channel).await, ["wr"]);
+    assert_eq!(
+        manage(&b, Action::Cancel, &[second.id], at(4)).await,
+        [second.id]
+    );
+    assert_eq!(
+        manage(&b, Action::Retry, &[second.id], at(5)).await,
+        [second.id]
+    );
+    let record = b.job(second.id).await.unwrap();
+    assert_eq!(record.status, JobStatus::Pending);
+    assert_eq!(record.inputs[&0].get(), "7");
+    let ready = members(&b, "wr", "ready").await;
+    assert!(ready.iter().any(|m| m.ends_with(&member)), "{ready:?}");
+    let c = counts(&b, "wr").await;
+    assert_eq!((c.waiting, c.pending, c.cancelled), (0, 1, 0));
+    assert_eq!(signals(&mut messages, &channel).await, ["wr"]);
 }
