@@ -1,5 +1,6 @@
 //! Rows to job records, and the few conversions between Rust and column types.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jobs_core::{
@@ -73,9 +74,8 @@ fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
             .map(|text| serde_json::from_str(&text))
             .transpose()?,
         step: step.map(|text| serde_json::from_str(&text)).transpose()?,
-        // An object keyed by the slot's number as text, which serde reads as the number.
         inputs: inputs
-            .map(|text| serde_json::from_str(&text))
+            .map(|text| delivered(&text))
             .transpose()?
             .unwrap_or_default(),
         created_at: row.try_get("created_at").map_err(db)?,
@@ -96,6 +96,17 @@ pub(crate) fn leased(row: &PgRow) -> Result<Result<LeasedJob, Failure>, Error> {
         Ok(record) => Ok(LeasedJob { record, token }),
         Err(e) => Err(Failure::undecodable(LeaseRef { id, token }, &e)),
     })
+}
+
+/// The values delivered to a step's slots, from its `inputs` column: an object keyed by the
+/// slot's number as text (which serde reads as the number), each value a JSON string whose
+/// content is the delivered value's text, as it was written (see `sql/effects.sql`).
+fn delivered(text: &str) -> Result<BTreeMap<u32, Json>, Error> {
+    let slots: BTreeMap<u32, String> = serde_json::from_str(text)?;
+    slots
+        .into_iter()
+        .map(|(slot, value)| Ok((slot, json(value)?)))
+        .collect()
 }
 
 /// JSON text from a `json` column, kept as it was stored.

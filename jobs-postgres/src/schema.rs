@@ -18,8 +18,9 @@
 //!   written by every enqueue (and, with the payload, by a debounced enqueue folding into a
 //!   waiting job). Workflow steps (migration 0009): `step` (`jsonb`, the job's
 //!   [`Step`](jobs_core::workflow::Step), NULL for an ordinary job) and `inputs` (`jsonb`, the
-//!   values delivered to its slots, an object keyed by the slot's number as text, NULL until
-//!   the first delivery); a step with inputs to come is `waiting`, in no index a fetch reads.
+//!   values delivered to its slots, an object keyed by the slot's number as text, each value
+//!   a JSON string holding the delivered value's text as it was written, NULL until the first
+//!   delivery); a step with inputs to come is `waiting`, in no index a fetch reads.
 //!   The statements that end jobs (complete, fail, rescue) apply the ended steps' effects in
 //!   the same statement (`sql/effects.sql`): deliveries, gathered per target so that each is
 //!   written once, make a waiting step pending once its slots are filled (waking its queue);

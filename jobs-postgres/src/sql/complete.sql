@@ -38,8 +38,10 @@
 -- The jobs `completed` takes that are workflow steps apply their step's `on_complete` effects
 -- (see effects.sql) in the same statement, so the batch stays one statement and one commit;
 -- the steps they make ready wake their queues' listeners on $6. `completed` hands on the
--- effects and the result of a step only (NULL for any other job), so an ordinary job costs
--- nothing more; `repeated` applies no effect.
+-- effects and the result of a step only (NULL for any other job), so an ordinary job, or a
+-- step without effects, costs nothing more; the result is handed on as the text the client
+-- sent, never cast to `jsonb` (which would refuse a `\u0000` escape and fail the whole
+-- batch); `repeated` applies no effect.
 WITH completed AS (
     UPDATE {schema}.jobs j
     SET status = 'completed',
@@ -56,9 +58,9 @@ WITH completed AS (
               CASE WHEN j.step IS NOT NULL THEN c.result END AS step_result, c.ord
 ),
 ended AS (
-    SELECT effects, step_result::jsonb AS result, ord, $4::timestamptz AS at
+    SELECT effects, step_result AS result, ord, $4::timestamptz AS at
     FROM completed
-    WHERE effects IS NOT NULL
+    WHERE effects IS NOT NULL AND effects <> '[]'::jsonb
 ),
 {effects},
 step_notified AS (

@@ -1,9 +1,10 @@
 -- The effects of the workflow steps a statement just ended (spliced for {effects} into
 -- complete.sql, fail.sql and rescue.sql, in the same statement as the write that ended them).
--- The statement first defines `ended`: one row per ended job that has effects to apply, with
--- `effects` (the JSON array of its step's `on_complete` or `on_dead`), `result` (its result as
--- jsonb, NULL unless it completed), `ord` (its place in the batch) and `at` (now). An ordinary
--- job has no row there, so it costs nothing here.
+-- The statement first defines `ended`: one row per ended job that has effects to apply (a
+-- non-empty list), with `effects` (the JSON array of its step's `on_complete` or `on_dead`),
+-- `result` (its result as the text it was written in, NULL unless it completed), `ord` (its
+-- place in the batch) and `at` (now). An ordinary job, or a step without effects, has no row
+-- there, so it costs nothing here.
 --
 -- The effects are gathered per target job, so that one UPDATE changes each target once (a
 -- statement cannot update a row twice), however many steps of the batch deliver to it (a group
@@ -15,7 +16,13 @@
 -- jobs the statement ended (those were running), so no row is written twice. The queues that
 -- got a ready job are in `step_woken`, for the statement to notify.
 --
--- The targets are looked up by primary key only (`id = ANY` of their ids; the status test is a
+-- Each slot of `inputs` holds a JSON string whose content is the delivered value's text, as
+-- it was written (a result is never cast to `jsonb`, which would rewrite its numbers, and
+-- refuse a `\u0000` escape, failing the whole batch): record.rs unwraps it.
+--
+-- The targets are locked in id order (`step_locked`) before they are updated, so that two
+-- statements delivering to the same targets wait for one another instead of deadlocking.
+-- They are looked up by primary key only (`id = ANY` of their ids; the status test is a
 -- CASE, which no index serves), so that no plan reads the ready or waiting indexes whole: a
 -- hash join over them would build its bitmap before finding that there are no targets, on
 -- every completion of an ordinary job.
@@ -23,8 +30,8 @@ step_effects AS (
     SELECT (x.e ->> 'job')::uuid AS job,
            x.e ->> 'effect' = 'cancel' AS cancel,
            x.e ->> 'slot' AS slot,
-           CASE WHEN (x.e ->> 'result')::boolean THEN COALESCE(d.result, 'null'::jsonb)
-                ELSE 'null'::jsonb END AS value,
+           to_jsonb(CASE WHEN (x.e ->> 'result')::boolean THEN COALESCE(d.result, 'null')
+                         ELSE 'null' END) AS value,
            d.at, d.ord, x.n
     FROM ended d
     CROSS JOIN LATERAL jsonb_array_elements(d.effects) WITH ORDINALITY AS x(e, n)
@@ -38,6 +45,13 @@ step_targets AS (
                     '{}'::jsonb) AS given
     FROM step_effects
     GROUP BY job
+),
+step_locked AS (
+    SELECT t.id
+    FROM {schema}.jobs t
+    WHERE t.id = ANY (ARRAY(SELECT job FROM step_targets))
+    ORDER BY t.id
+    FOR UPDATE
 ),
 step_changed AS (
     UPDATE {schema}.jobs t
@@ -54,7 +68,7 @@ step_changed AS (
                 SELECT i.inputs, (SELECT count(*) FROM jsonb_object_keys(i.inputs)) AS filled
                 FROM (SELECT a.given || COALESCE(t.inputs, '{}'::jsonb) AS inputs) i) m
             WHERE a.job = t.id)
-    WHERE t.id = ANY (ARRAY(SELECT job FROM step_targets))
+    WHERE t.id = ANY (ARRAY(SELECT id FROM step_locked))
       AND CASE t.status
               WHEN 'waiting' THEN true
               WHEN 'scheduled' THEN (SELECT a.cancel FROM step_targets a WHERE a.job = t.id)

@@ -24,9 +24,9 @@ WITH failed AS (
               CASE WHEN j.status = 'dead' THEN j.step -> 'on_dead' END AS effects, f.ord
 ),
 ended AS (
-    SELECT effects, NULL::jsonb AS result, ord, $5::timestamptz AS at
+    SELECT effects, NULL::text AS result, ord, $5::timestamptz AS at
     FROM failed
-    WHERE effects IS NOT NULL
+    WHERE effects IS NOT NULL AND effects <> '[]'::jsonb
 ),
 {effects},
 notified AS (

@@ -29,9 +29,9 @@ rescued AS (
               CASE WHEN j.status = 'dead' THEN j.step -> 'on_dead' END AS effects
 ),
 ended AS (
-    SELECT effects, NULL::jsonb AS result, 1::int8 AS ord, $1::timestamptz AS at
+    SELECT effects, NULL::text AS result, 1::int8 AS ord, $1::timestamptz AS at
     FROM rescued
-    WHERE effects IS NOT NULL
+    WHERE effects IS NOT NULL AND effects <> '[]'::jsonb
 ),
 {effects},
 notified AS (

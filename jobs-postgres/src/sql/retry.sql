@@ -1,7 +1,9 @@
 -- Retries, in one statement, the dead or cancelled jobs among up to $1 jobs selected in id order
 -- (NULL: every selected job) by the conditions spliced in for {selection}, which bind $4
 -- onwards: given ids, or a filter after a cursor (see `select.rs`). Each goes back to pending,
--- due at $2, with fresh attempts and its error history kept, and wakes listeners on channel $3.
+-- due at $2, with fresh attempts and its error history kept, and wakes listeners on channel $3;
+-- a workflow step whose inputs have not all arrived (fewer keys in `inputs` than its step's
+-- `slots`) goes back to waiting instead, and wakes no one, until its last slot is filled.
 -- A job whose unique key is held by an active job of its queue, or by an earlier job of this
 -- batch that this statement retries, is left alone and reported with that holder. A concurrent
 -- enqueue that takes a key after this statement's snapshot makes it fail on the unique index
@@ -35,7 +37,9 @@ decided AS (
 ),
 retried AS (
     UPDATE {schema}.jobs j
-    SET status = 'pending',
+    SET status = CASE WHEN (SELECT count(*) FROM jsonb_object_keys(COALESCE(j.inputs, '{}')))
+                           < (j.step ->> 'slots')::int8 THEN 'waiting'
+                      ELSE 'pending' END,
         attempt = 0,
         run_at = $2,
         finished_at = NULL,
@@ -44,7 +48,7 @@ retried AS (
         lease_expires_at = NULL
     FROM decided d
     WHERE j.id = d.id AND d.holder IS NULL
-    RETURNING j.id, j.queue, d.status AS was, d.finished_at AS finished
+    RETURNING j.id, j.queue, j.status, d.status AS was, d.finished_at AS finished
 ),
 counted AS (
     INSERT INTO {schema}.finished_counts (queue, status, n)
@@ -59,7 +63,7 @@ binned AS (
 ),
 notified AS (
     SELECT count(pg_notify($3, q.queue)) AS queues
-    FROM (SELECT DISTINCT queue FROM retried) q
+    FROM (SELECT DISTINCT queue FROM retried WHERE status = 'pending') q
 )
 SELECT ARRAY(SELECT id FROM retried ORDER BY id) AS changed,
        ARRAY(SELECT id FROM decided WHERE holder IS NOT NULL ORDER BY id) AS held,

@@ -1,16 +1,18 @@
 //! Workflow steps in PostgreSQL: a schema at migration 8 that holds jobs is upgraded (they read
 //! back as ordinary jobs), a workflow enqueued in the caller's transaction exists with it or not
-//! at all, and a step that becomes ready wakes its queue's listeners.
+//! at all, a step that becomes ready wakes its queue's listeners, and the steps of a group
+//! completing at once on separate connections both deliver to the steps after them.
 
 use std::time::Duration;
 
 use jobs_core::workflow::{Effect, Step, StepRole};
 use jobs_core::{
-    Backend, CountsParams, CronTickParams, ErrorKind, ErrorReport, FailParams, Failure, JobId,
-    JobRecord, JobStatus, KeyLimits, NewJob, Producer, QueueLimits, ReadParams, SetLimitsParams,
-    SubscribeParams, WorkflowId,
+    Backend, CompleteParams, Completion, CountsParams, CronTickParams, ErrorKind, ErrorReport,
+    FailParams, Failure, JobId, JobRecord, JobStatus, KeyLimits, LeasedJob, NewJob, Producer,
+    QueueLimits, ReadParams, SetLimitsParams, SubscribeParams, WorkflowId,
 };
 use jobs_postgres::PgBackend;
+use serde_json::value::RawValue;
 
 use crate::support::{complete, fetch, fresh_backend, new_job, put, t0};
 
@@ -324,5 +326,93 @@ async fn every_enqueue_path_stores_the_step() {
         assert_eq!(record.status, JobStatus::Waiting);
         assert!(step.is_some());
         assert_eq!(record.step, step, "job {id:?}");
+    }
+}
+
+/// Completes `leased` at `now_ms` with `result` (JSON text), answering whether it applied.
+async fn complete_with(backend: &PgBackend, leased: &LeasedJob, result: &str, now_ms: i64) -> bool {
+    let done = backend
+        .complete(CompleteParams {
+            items: vec![Completion {
+                lease: leased.lease(),
+                result: RawValue::from_string(result.to_string()).unwrap(),
+            }],
+            now: crate::support::at(now_ms),
+        })
+        .await
+        .expect("complete");
+    done == [true]
+}
+
+/// A delivery of the step's result to slot `slot` of `to`.
+fn deliver(to: &NewJob, slot: u32) -> Effect {
+    Effect::Deliver {
+        job: to.id,
+        queue: to.queue.clone(),
+        slot,
+        result: true,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_two_steps_of_a_group_completing_at_once_both_deliver() {
+    let backend = fresh_backend().await;
+    for round in 0..20 {
+        // A group of two steps (`a`, `b`), each feeding both followers: `a` names them in one
+        // order and `b` in the other, so the two completions meet on both targets.
+        let workflow = WorkflowId::new();
+        let mut a = new_job("a", "group");
+        let mut b = new_job("b", "group");
+        let mut first = new_job("first", "next");
+        let mut second = new_job("second", "next");
+        for follower in [&mut first, &mut second] {
+            follower.step = step(workflow, 1, 2, Vec::new(), Vec::new());
+        }
+        a.step = step(
+            workflow,
+            0,
+            0,
+            vec![deliver(&first, 0), deliver(&second, 0)],
+            Vec::new(),
+        );
+        b.step = step(
+            workflow,
+            0,
+            0,
+            vec![deliver(&second, 1), deliver(&first, 1)],
+            Vec::new(),
+        );
+        let followers = [first.id, second.id];
+        put(&backend, vec![a, b, first, second], t0()).await;
+        let leased = fetch(&backend, "group", 10, 1_000).await;
+        assert_eq!(leased.len(), 2, "round {round}: both steps run");
+        let (x, y) = tokio::join!(
+            complete_with(&backend, &leased[0], r#"{"n":1E2}"#, 2_000),
+            complete_with(
+                &backend,
+                &leased[1],
+                "123456789012345678901234567890",
+                2_000
+            ),
+        );
+        assert!(x && y, "round {round}: both completions apply");
+        let slot = |job: &LeasedJob| if job.record.name == "a" { 0 } else { 1 };
+        for follower in followers {
+            let record = read(&backend, follower).await.expect("stored");
+            assert_eq!(record.status, JobStatus::Pending, "round {round}");
+            assert_eq!(
+                record.inputs.get(&slot(&leased[0])).map(|v| v.get()),
+                Some(r#"{"n":1E2}"#),
+                "round {round}"
+            );
+            assert_eq!(
+                record.inputs.get(&slot(&leased[1])).map(|v| v.get()),
+                Some("123456789012345678901234567890"),
+                "round {round}"
+            );
+        }
+        let ready = fetch(&backend, "next", 10, 3_000).await;
+        assert_eq!(ready.len(), 2, "round {round}: both followers run");
+        assert_eq!(complete(&backend, &ready, 4_000).await, [true, true]);
     }
 }
