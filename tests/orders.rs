@@ -176,6 +176,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 async fn orders_complete_once_each_while_the_worker_is_killed() {
     let n: usize = std::env::var("ORDERS_LOAD").map_or(200, |v| v.parse().expect("a number"));
     const CLIENTS: usize = 20;
+    const ALONE: usize = 50;
     let postgres = std::env::var("JOBS_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let (jobs_schema, app_schema) = (isolated("jobs_test_orders"), isolated("shop_test"));
@@ -183,6 +184,18 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
     let web = Orders::start("web", &url, &app_schema);
     let worker = Orders::start("worker", &url, &app_schema);
     let addr = web.addr().to_string();
+    // First one client alone: the time a POST takes without waiting for others.
+    let alone_client = http();
+    let mut alone = Vec::with_capacity(ALONE);
+    let mut alone_ids = Vec::with_capacity(ALONE);
+    for _ in 0..ALONE {
+        let started = Instant::now();
+        let (status, _, _, body) = place(&alone_client, &addr, 1, GOOD_CARD, None).await;
+        alone.push(started.elapsed());
+        assert_eq!(status, 202, "{body}");
+        alone_ids.push(body["order"].as_str().expect("an id").to_string());
+    }
+    alone.sort_unstable();
     let placed = Arc::new(AtomicUsize::new(0));
     let killed = {
         // A third of the way through, the worker dies without a word, and another starts.
@@ -241,7 +254,10 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
     let _second_worker = killed.await.expect("the kill");
     let mut latencies: Vec<Duration> = orders.iter().map(|(_, took)| *took).collect();
     latencies.sort_unstable();
-    let ids: Vec<String> = orders.into_iter().map(|(id, _)| id).collect();
+    let ids: Vec<String> = alone_ids
+        .into_iter()
+        .chain(orders.into_iter().map(|(id, _)| id))
+        .collect();
     let views = ended(&http(), &addr, &ids).await;
 
     let pool = sqlx::PgPool::connect(&postgres).await.expect("PostgreSQL");
@@ -250,7 +266,11 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
         .await
         .expect("count orders")
         .get(0);
-    assert_eq!(stored, n as i64, "one order per request, replays included");
+    assert_eq!(
+        stored,
+        (n + ALONE) as i64,
+        "one order per request, replays included"
+    );
     let rows = sqlx::query(&format!(
         "SELECT order_id, effect, count(*) AS n FROM {app_schema}.order_effects GROUP BY 1, 2"
     ))
@@ -286,9 +306,12 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
     assert_eq!(payments, completed, "one payment per paid order");
     assert_eq!(compensated, (0..n).filter(|i| i % 50 == 7).count());
     eprintln!(
-        "orders load: {n} orders from {CLIENTS} clients, worker killed once; {completed} \
-         completed, {compensated} compensated, 0 side effects twice; POST /orders p50 {:.2} ms, \
-         p99 {:.2} ms, max {:.2} ms",
+        "orders load: {ALONE} orders from one client, then {n} from {CLIENTS} clients with the \
+         worker killed once; {completed} completed, {compensated} compensated, 0 side effects \
+         twice; POST /orders alone p50 {:.2} ms, p99 {:.2} ms; under load p50 {:.2} ms, p99 \
+         {:.2} ms, max {:.2} ms",
+        percentile(&alone, 0.50),
+        percentile(&alone, 0.99),
         percentile(&latencies, 0.50),
         percentile(&latencies, 0.99),
         percentile(&latencies, 1.0),

@@ -147,40 +147,40 @@ impl Shop {
         };
         match &*self.0 {
             Store::Sql { pool, schema } => {
+                // One transaction: the order (its idempotency key first, so that a replay
+                // stores nothing), then every step of its workflow.
+                let workflow = WorkflowId::new();
                 let mut tx = pool.begin().await.map_err(db)?;
                 let inserted = sqlx::query(&format!(
-                    "INSERT INTO {schema}.orders (id, idempotency_key, items) VALUES ($1, $2, $3)
-                     ON CONFLICT (idempotency_key) DO NOTHING RETURNING id"
+                    "INSERT INTO {schema}.orders (id, idempotency_key, items, workflow)
+                     VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (idempotency_key) DO NOTHING RETURNING created_at"
                 ))
                 .bind(&id)
                 .bind(&key)
                 .bind(items as i32)
+                .bind(workflow.0)
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(db)?;
-                if inserted.is_none() {
+                let Some(row) = inserted else {
                     // The key's first request committed before this one read it.
                     let first = self.by_key(&mut tx, key.as_deref().unwrap_or("")).await?;
                     return Ok(Placed {
                         order: first,
                         created: false,
                     });
-                }
-                let workflow = order_workflow(order).enqueue(backend.on(&mut tx)).await?;
-                let row = sqlx::query(&format!(
-                    "UPDATE {schema}.orders SET workflow = $2 WHERE id = $1 RETURNING created_at"
-                ))
-                .bind(&id)
-                .bind(workflow.id().0)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db)?;
+                };
+                order_workflow(order)
+                    .with_id(workflow)
+                    .enqueue(backend.on(&mut tx))
+                    .await?;
                 tx.commit().await.map_err(db)?;
                 Ok(Placed {
                     order: StoredOrder {
                         id,
                         items,
-                        workflow: workflow.id(),
+                        workflow,
                         created_at: row.get("created_at"),
                     },
                     created: true,

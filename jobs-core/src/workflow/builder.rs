@@ -71,6 +71,8 @@ impl<J: StepInput> Follows<J::Input> for J {}
 #[must_use = "a workflow is only stored by `.enqueue(..)`"]
 pub struct Workflow<Last> {
     plan: Plan,
+    /// The id to store it under; a new one unless given.
+    id: Option<WorkflowId>,
     /// The first mistake made while building, answered by `enqueue`.
     error: Option<Error>,
     now: Timestamp,
@@ -115,6 +117,7 @@ impl Workflow<()> {
         let now = SystemClock.now();
         let mut workflow = Workflow {
             plan: Plan::default(),
+            id: None,
             error: None,
             now,
             _last: PhantomData,
@@ -173,6 +176,13 @@ impl<Last> Workflow<Last> {
         self
     }
 
+    /// Stores the workflow under `id` (one made beforehand, to record beside it in the same
+    /// transaction, say) rather than a new one. Two workflows stored under one id read as one.
+    pub fn with_id(mut self, id: WorkflowId) -> Self {
+        self.id = Some(id);
+        self
+    }
+
     /// Stores the whole workflow, or nothing, and returns its handle.
     pub async fn enqueue<M, P: Producer<M>>(
         self,
@@ -181,7 +191,7 @@ impl<Last> Workflow<Last> {
         if let Some(error) = self.error {
             return Err(error);
         }
-        let id = WorkflowId::new();
+        let id = self.id.unwrap_or_default();
         let jobs = self.plan.into_jobs(id)?;
         let stored = store(producer, jobs, SystemClock.now()).await?;
         if stored.iter().any(|s| s.duplicate) {
@@ -198,6 +208,7 @@ impl<Last> Workflow<Last> {
         });
         Workflow {
             plan: self.plan,
+            id: self.id,
             error: self.error,
             now: self.now,
             _last: PhantomData,
