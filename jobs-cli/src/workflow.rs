@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use jobs::{AnyBackend, Operations, StepRole, WorkflowId, WorkflowState, WorkflowStatus};
+use jobs::{AnyBackend, Operations, StepRole, WorkflowId, WorkflowStatus};
 
 use crate::commands::json;
 use crate::format::{self, NONE};
@@ -30,7 +30,7 @@ pub(crate) async fn workflow(
 /// The state on one line, then the table of steps.
 fn describe(status: &WorkflowStatus) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "workflow {}: {}", status.id, state(status.state));
+    let _ = writeln!(out, "workflow {}: {}", status.id, status.state.as_str());
     let mut table = Table::new([
         "STAGE",
         "NAME",
@@ -62,18 +62,6 @@ fn describe(status: &WorkflowStatus) -> String {
     out
 }
 
-/// A workflow's state as its serde form reads: `running`, `completed`, `compensating`,
-/// `failed`, `cancelled`.
-pub(crate) fn state(state: WorkflowState) -> &'static str {
-    match state {
-        WorkflowState::Running => "running",
-        WorkflowState::Completed => "completed",
-        WorkflowState::Compensating => "compensating",
-        WorkflowState::Failed => "failed",
-        WorkflowState::Cancelled => "cancelled",
-    }
-}
-
 /// The STAGE cell: the stage's number, or `undo N` for the compensation of stage N.
 fn stage(role: StepRole) -> String {
     match role {
@@ -92,7 +80,5 @@ mod tests {
         assert_eq!(stage(StepRole::Compensation { stage: 0 }), "undo 0");
         assert_eq!(format::role(StepRole::Step { stage: 1 }), "stage 1");
         assert_eq!(format::role(StepRole::Compensation { stage: 1 }), "undo 1");
-        let serde_form = serde_json::to_value(WorkflowState::Compensating).unwrap();
-        assert_eq!(serde_form, state(WorkflowState::Compensating));
     }
 }

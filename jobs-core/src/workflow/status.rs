@@ -49,6 +49,20 @@ pub enum WorkflowState {
     Cancelled,
 }
 
+impl WorkflowState {
+    /// The lowercase name, as it serializes: `running`, `completed`, `compensating`, `failed`,
+    /// `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkflowState::Running => "running",
+            WorkflowState::Completed => "completed",
+            WorkflowState::Compensating => "compensating",
+            WorkflowState::Failed => "failed",
+            WorkflowState::Cancelled => "cancelled",
+        }
+    }
+}
+
 impl WorkflowStatus {
     /// Reads workflow `id` from `backend`; `None` when no step of it is stored.
     pub async fn read<B: Backend + ?Sized>(
@@ -124,5 +138,24 @@ fn state_of(steps: &[WorkflowStep]) -> WorkflowState {
         WorkflowState::Cancelled
     } else {
         WorkflowState::Running
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_are_named_as_they_serialize() {
+        for state in [
+            WorkflowState::Running,
+            WorkflowState::Completed,
+            WorkflowState::Compensating,
+            WorkflowState::Failed,
+            WorkflowState::Cancelled,
+        ] {
+            let serde_form = serde_json::to_value(state).unwrap();
+            assert_eq!(serde_form, state.as_str());
+        }
     }
 }

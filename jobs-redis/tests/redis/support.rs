@@ -380,3 +380,31 @@ extern "C" fn cleanup() {
             .status();
     }
 }
+
+/// The signals on `channel` not yet read from `messages`: publishes a marker, then collects
+/// the payloads before it (Redis delivers a channel's messages in the order it ran them).
+pub(crate) async fn signals(
+    messages: &mut (impl futures_util::Stream<Item = jobs_redis::redis::Msg> + Unpin),
+    channel: &str,
+) -> Vec<String> {
+    use futures_util::StreamExt as _;
+    let mut conn = raw_connection().await;
+    let _: i64 = jobs_redis::redis::cmd("PUBLISH")
+        .arg(channel)
+        .arg("<end>")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(5), messages.next())
+            .await
+            .expect("the marker arrives")
+            .expect("the subscription stays open");
+        let payload: String = msg.get_payload().unwrap();
+        if payload == "<end>" {
+            return seen;
+        }
+        seen.push(payload);
+    }
+}

@@ -3,11 +3,10 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use jobs_core::{Backend, EnqueueParams, FetchParams, NewJob, Timestamp};
 use jobs_redis::RedisBackend;
 
-use crate::support::{self, redis_url, single_backend, t0};
+use crate::support::{self, redis_url, signals, single_backend, t0};
 
 /// A new job of the queue `w`, due at `run_at`.
 fn job(run_at: Timestamp) -> NewJob {
@@ -31,34 +30,6 @@ async fn fetch(b: &RedisBackend, limit: usize, now: Timestamp) -> usize {
     .await
     .unwrap()
     .len()
-}
-
-/// The signals on `channel` not yet read from `messages`: publishes a marker, then collects
-/// the payloads before it (Redis delivers a channel's messages in the order it ran them).
-async fn signals(
-    messages: &mut (impl futures_util::Stream<Item = redis::Msg> + Unpin),
-    channel: &str,
-) -> Vec<String> {
-    let client = redis::Client::open(redis_url()).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let _: i64 = redis::cmd("PUBLISH")
-        .arg(channel)
-        .arg("<end>")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let mut seen = Vec::new();
-    loop {
-        let msg = tokio::time::timeout(Duration::from_secs(5), messages.next())
-            .await
-            .expect("the marker arrives")
-            .expect("the subscription stays open");
-        let payload: String = msg.get_payload().unwrap();
-        if payload == "<end>" {
-            return seen;
-        }
-        seen.push(payload);
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

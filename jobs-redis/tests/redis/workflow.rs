@@ -4,9 +4,7 @@
 //! step retried by hand before its inputs arrived stored waiting again.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use futures_util::StreamExt;
 use jobs_core::workflow::{Effect, InputRule, Step, StepRole, WorkflowId};
 use jobs_core::{
     Action, Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Enqueued, Error,
@@ -17,7 +15,7 @@ use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
 
 use crate::support::{
-    at, cluster_backend, fetch, job, raw_connection, redis_url, single_backend, t0,
+    at, cluster_backend, fetch, job, raw_connection, redis_url, signals, single_backend, t0,
 };
 
 /// Step `index` of `workflow`, waiting for `slots` inputs (the first one its payload's field
@@ -239,33 +237,6 @@ async fn members(b: &RedisBackend, queue: &str, set: &str) -> Vec<String> {
         .query_async(&mut conn)
         .await
         .unwrap()
-}
-
-/// The wake-up signals published since the last call: publishes a marker on `channel`, then
-/// collects the payloads before it.
-async fn signals(
-    messages: &mut (impl futures_util::Stream<Item = redis::Msg> + Unpin),
-    channel: &str,
-) -> Vec<String> {
-    let mut conn = raw_connection().await;
-    let _: i64 = redis::cmd("PUBLISH")
-        .arg(channel)
-        .arg("<end>")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let mut seen = Vec::new();
-    loop {
-        let msg = tokio::time::timeout(Duration::from_secs(5), messages.next())
-            .await
-            .expect("the marker arrives")
-            .expect("the subscription stays open");
-        let payload: String = msg.get_payload().unwrap();
-        if payload == "<end>" {
-            return seen;
-        }
-        seen.push(payload);
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@
 use axum::extract::{Path, State};
 use axum::response::Response;
 use jobs_core::workflow::StepRole;
-use jobs_core::{Operations, WorkflowState, WorkflowStatus};
+use jobs_core::{Operations, WorkflowStatus};
 use maud::{html, Markup};
 
 use crate::filters::parse_workflow_id;
@@ -27,17 +27,6 @@ pub(super) async fn page(shell: Shell, State(ctx): State<Ctx>, Path(id): Path<St
     respond(&shell, page.await)
 }
 
-/// A workflow's state as its serde form reads (`running`, `compensating`, …).
-pub(crate) fn state_name(state: WorkflowState) -> &'static str {
-    match state {
-        WorkflowState::Running => "running",
-        WorkflowState::Completed => "completed",
-        WorkflowState::Compensating => "compensating",
-        WorkflowState::Failed => "failed",
-        WorkflowState::Cancelled => "cancelled",
-    }
-}
-
 /// A step's place: `stage N`, or `undo N` for the compensation of stage N.
 pub(crate) fn place(role: StepRole) -> String {
     match role {
@@ -56,7 +45,7 @@ fn preview(text: &str, n: usize) -> String {
 }
 
 fn detail(status: &WorkflowStatus) -> Markup {
-    let state = state_name(status.state);
+    let state = status.state.as_str();
     html! {
         section.workflow #workflow data-workflow=(status.id) {
             dl.facts {
@@ -104,8 +93,6 @@ mod tests {
 
     #[test]
     fn states_and_places_read_as_words() {
-        let serde_form = serde_json::to_value(WorkflowState::Compensating).unwrap();
-        assert_eq!(serde_form, state_name(WorkflowState::Compensating));
         assert_eq!(place(StepRole::Step { stage: 1 }), "stage 1");
         assert_eq!(place(StepRole::Compensation { stage: 0 }), "undo 0");
         assert_eq!(preview("abcdef", 3), "abc…");
