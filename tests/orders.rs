@@ -107,14 +107,22 @@ async fn place(
             .to_string()
     };
     let (location, replayed) = (header("location"), header("idempotent-replayed") == "true");
-    let bytes = response
+    let body = serde_json::from_slice(&body_of(response).await).expect("a JSON body");
+    (status, location, replayed, body)
+}
+
+/// The whole body of `response`.
+async fn body_of<B>(response: axum::http::Response<B>) -> Bytes
+where
+    B: axum::body::HttpBody<Data = Bytes>,
+    B::Error: std::fmt::Debug,
+{
+    response
         .into_body()
         .collect()
         .await
         .expect("a body")
-        .to_bytes();
-    let body = serde_json::from_slice(&bytes).expect("a JSON body");
-    (status, location, replayed, body)
+        .to_bytes()
 }
 
 /// `GET path`: the status and the JSON body.
@@ -122,12 +130,7 @@ async fn get(client: &Http, addr: &str, path: &str) -> (u16, Value) {
     let uri = format!("{addr}{path}").parse().expect("a URI");
     let response = client.get(uri).await.expect("GET");
     let status = response.status().as_u16();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("a body")
-        .to_bytes();
+    let bytes = body_of(response).await;
     (
         status,
         serde_json::from_slice(&bytes).unwrap_or(Value::Null),

@@ -34,8 +34,7 @@ impl Store {
                             return;
                         }
                         r.inputs.insert(*slot, value);
-                        let slots = r.step.as_ref().map_or(0, |s| s.slots);
-                        if r.inputs.len() as u32 >= slots {
+                        if !r.awaits_inputs() {
                             r.status = JobStatus::Pending;
                             r.run_at = now;
                             woken.push(r.queue.clone());

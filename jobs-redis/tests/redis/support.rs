@@ -381,6 +381,23 @@ extern "C" fn cleanup() {
     }
 }
 
+/// A subscription to the wake-up channel of `b`: the channel, and the subscription's two
+/// halves (keep the sink alive while reading).
+pub(crate) async fn wake_subscription(
+    b: &RedisBackend,
+) -> (
+    String,
+    jobs_redis::redis::aio::PubSubSink,
+    jobs_redis::redis::aio::PubSubStream,
+) {
+    let channel = format!("{}:wake", b.key_prefix());
+    let client = jobs_redis::redis::Client::open(redis_url()).unwrap();
+    let mut pubsub = client.get_async_pubsub().await.unwrap();
+    pubsub.subscribe(&channel).await.unwrap();
+    let (sink, messages) = pubsub.split();
+    (channel, sink, messages)
+}
+
 /// The signals on `channel` not yet read from `messages`: publishes a marker, then collects
 /// the payloads before it (Redis delivers a channel's messages in the order it ran them).
 pub(crate) async fn signals(

@@ -6,7 +6,7 @@ use std::time::Duration;
 use jobs_core::{Backend, EnqueueParams, FetchParams, NewJob, Timestamp};
 use jobs_redis::RedisBackend;
 
-use crate::support::{self, redis_url, signals, single_backend, t0};
+use crate::support::{self, signals, single_backend, t0, wake_subscription};
 
 /// A new job of the queue `w`, due at `run_at`.
 fn job(run_at: Timestamp) -> NewJob {
@@ -35,11 +35,7 @@ async fn fetch(b: &RedisBackend, limit: usize, now: Timestamp) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enqueues_publish_only_into_an_empty_ready_set() {
     let b = single_backend().await;
-    let channel = format!("{}:wake", b.key_prefix());
-    let client = redis::Client::open(redis_url()).unwrap();
-    let mut pubsub = client.get_async_pubsub().await.unwrap();
-    pubsub.subscribe(&channel).await.unwrap();
-    let (_sink, mut messages) = pubsub.split();
+    let (channel, _sink, mut messages) = wake_subscription(&b).await;
 
     // Three single enqueues and a batch: only the first found the ready set empty.
     for _ in 0..3 {

@@ -15,7 +15,7 @@ use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
 
 use crate::support::{
-    at, cluster_backend, fetch, job, raw_connection, redis_url, signals, single_backend, t0,
+    at, cluster_backend, fetch, job, raw_connection, signals, single_backend, t0, wake_subscription,
 };
 
 /// Step `index` of `workflow`, waiting for `slots` inputs (the first one its payload's field
@@ -242,11 +242,7 @@ async fn members(b: &RedisBackend, queue: &str, set: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_retried_before_its_inputs_waits_again() {
     let b = single_backend().await;
-    let channel = format!("{}:wake", b.key_prefix());
-    let client = redis::Client::open(redis_url()).unwrap();
-    let mut pubsub = client.get_async_pubsub().await.unwrap();
-    pubsub.subscribe(&channel).await.unwrap();
-    let (_sink, mut messages) = pubsub.split();
+    let (channel, _sink, mut messages) = wake_subscription(&b).await;
 
     let (first, second) = chain("wr", "wr");
     put(&b, vec![first.clone(), second.clone()]).await.unwrap();
