@@ -217,6 +217,10 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
             let (addr, placed) = (addr.clone(), placed.clone());
             tokio::spawn(async move {
                 let client = http();
+                // Warm up first, untimed: the client's connection opens, and the server's pool
+                // grows to its size, before the timed requests.
+                let (status, _) = get(&client, &addr, "/orders/warm-up").await;
+                assert_eq!(status, 404);
                 let mut mine = Vec::new();
                 for i in (c..n).step_by(CLIENTS) {
                     let card = if i % 50 == 7 {

@@ -146,11 +146,14 @@ impl Shop {
             card,
         };
         match &*self.0 {
-            Store::Sql { pool, schema } => {
+            Store::Sql { schema, .. } => {
                 // One transaction: the order (its idempotency key first, so that a replay
                 // stores nothing), then every step of its workflow.
                 let workflow = WorkflowId::new();
-                let mut tx = pool.begin().await.map_err(db)?;
+                // Begun by the backend, so that the workers are woken once it has committed
+                // (a notification sent from inside it would make concurrent orders commit
+                // one after another).
+                let mut tx = backend.postgres()?.begin().await?;
                 let inserted = sqlx::query(&format!(
                     "INSERT INTO {schema}.orders (id, idempotency_key, items, workflow)
                      VALUES ($1, $2, $3, $4)
@@ -173,9 +176,9 @@ impl Shop {
                 };
                 order_workflow(order)
                     .with_id(workflow)
-                    .enqueue(backend.on(&mut tx))
+                    .enqueue(&mut tx)
                     .await?;
-                tx.commit().await.map_err(db)?;
+                tx.commit().await?;
                 Ok(Placed {
                     order: StoredOrder {
                         id,

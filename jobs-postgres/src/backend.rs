@@ -30,8 +30,8 @@ use crate::pools::{self, Registration};
 use crate::schema::{Schema, DEFAULT_SCHEMA};
 use crate::sql::Sql;
 use crate::{
-    catalog, enqueue, events, fetch, flow, liveness, maintenance, manage, migrate, presence,
-    queues, reads, writes,
+    catalog, enqueue, events, fetch, flow, liveness, maintenance, manage, migrate, notifier,
+    presence, queues, reads, writes,
 };
 
 /// A job store in PostgreSQL. Cheap to clone: clones share the pool and the listener.
@@ -232,8 +232,13 @@ impl Backend for PgBackend {
     }
 
     async fn complete(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
+        // A relaxed commit holds Postgres' notification lock only briefly, so its statement
+        // notifies; one that waits for its WAL flush leaves that to a statement of its own.
         let relaxed = !self.durable_completions;
-        writes::complete(&self.inner.sql, &self.inner.pool, p, relaxed).await
+        let (sql, pool) = (&self.inner.sql, &self.inner.pool);
+        let (accepted, woken) = writes::complete(sql, pool, p, relaxed, relaxed).await?;
+        notifier::after_commit(pool, sql.channel(), woken);
+        Ok(accepted)
     }
 
     async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {

@@ -1,5 +1,7 @@
 //! The one SQL path every enqueue takes: the backend, a pool, a caller's transaction, cron.
 
+use std::collections::BTreeSet;
+
 use jobs_core::{
     first_holders, CronTickParams, Enqueued, Error, JobId, JobStatus, NewJob, Timestamp,
 };
@@ -14,13 +16,16 @@ use crate::record::{int4, millis, step};
 use crate::sql::Sql;
 
 /// How an enqueue wakes the workers of the queues it gave ready jobs.
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub(crate) enum Wake<'p> {
     /// Within its statements, so the signal goes out when the caller's transaction commits.
     InTransaction,
     /// Its statements commit by themselves on a connection of this pool: within them when no
     /// other enqueue of the store is under way, else after them (see [`notifier`](crate::notifier)).
     Commits(&'p PgPool),
+    /// Not at all: the queues are added here, for the caller to wake after its transaction
+    /// commits (see [`EnqueueTransaction`](crate::EnqueueTransaction)).
+    AfterCommit(&'p mut BTreeSet<String>),
 }
 
 /// Stores `jobs` in one statement (more only when a concurrent enqueue raced for a unique key,
@@ -37,15 +42,20 @@ pub(crate) async fn enqueue(
 ) -> Result<Vec<Enqueued>, Error> {
     let ready = ready_queues(&jobs, now);
     // Lives until the enqueue ends, then hands the signals over unless the statements sent them.
-    let turn = match wake {
-        Wake::InTransaction => None,
-        Wake::Commits(pool) => Some(Turn::start(pool, sql.channel(), &ready)),
+    let (_turn, in_statement) = match wake {
+        Wake::InTransaction => (None, true),
+        Wake::Commits(pool) => {
+            let turn = Turn::start(pool, sql.channel(), &ready);
+            let alone = turn.in_statement();
+            (Some(turn), alone)
+        }
+        Wake::AfterCommit(queues) => {
+            queues.extend(ready.iter().map(|q| q.to_string()));
+            (None, false)
+        }
     };
     // The channel the statements notify, if they do.
-    let channel = turn
-        .as_ref()
-        .is_none_or(Turn::in_statement)
-        .then(|| sql.channel());
+    let channel = in_statement.then(|| sql.channel());
     if !jobs.iter().any(guarded::needed) {
         let stored = if jobs.iter().all(|j| j.unique_key.is_none()) {
             let wake = if channel.is_some() { &ready[..] } else { &[] };

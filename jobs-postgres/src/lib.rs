@@ -13,7 +13,7 @@
 //!   process dies; the other workers try the locks of the listed workers every 200 ms and
 //!   rescue a gone worker's jobs at once, without waiting for its leases. So each worker
 //!   process uses its pool, one listener connection and one liveness connection per worker.
-//! - Jobs can be enqueued inside the caller's transaction (see
+//! - Jobs can be enqueued inside the caller's transaction ([`EnqueueTransaction`]; see
 //!   [below](#enqueueing-in-a-transaction)), and a handler can make its own writes commit
 //!   together with its job's completion ([`transaction`]).
 //!
@@ -25,9 +25,9 @@
 //! use jobs_postgres::PgBackend;
 //!
 //! let backend = PgBackend::connect("postgres://postgres@127.0.0.1/app?schema=billing").await?;
-//! let mut tx = backend.pool().begin().await.unwrap();
-//! let handle = job.enqueue(backend.on(&mut *tx)).await?; // exists once the transaction commits
-//! tx.commit().await.unwrap();
+//! let mut tx = backend.begin().await?;
+//! let handle = job.enqueue(&mut tx).await?; // exists once the transaction commits
+//! tx.commit().await?;
 //!
 //! Worker::new(backend.clone()).run().await?;
 //! # Ok(()) }
@@ -60,6 +60,10 @@
 //!
 //! [`JobExt::enqueue`](jobs_core::JobExt::enqueue) takes, besides `&backend`:
 //!
+//! - `&mut tx`, an [`EnqueueTransaction`] from [`PgBackend::begin`]: into the backend's
+//!   schema, beside the caller's own writes on `&mut *tx`. It wakes the workers once it has
+//!   committed, not from inside the commit, so concurrent transactions that enqueue do not
+//!   commit one after another on Postgres' notification lock: the way for request handlers.
 //! - `backend.on(&mut *tx)`: the caller's connection or transaction, into the backend's schema.
 //!   On a [`PgBackend`] it is an inherent method; on the [`AnyBackend`](jobs_core::AnyBackend)
 //!   that `jobs::connect` returns, it comes with [`PostgresExt`], and fails with
@@ -82,10 +86,10 @@
 //!
 //! let backend: AnyBackend = // what `jobs::connect(url)` returns
 //! #   AnyBackend::new(PgBackend::connect("postgres://localhost/app?schema=billing").await?);
-//! let mut tx = backend.postgres()?.pool().begin().await.unwrap();
+//! let mut tx = backend.postgres()?.begin().await?;
 //! sqlx::query("INSERT INTO billing_orders (id) VALUES (1)").execute(&mut *tx).await.unwrap();
-//! job.enqueue(backend.on(&mut *tx)).await?; // into `billing`, with the order
-//! tx.commit().await.unwrap();
+//! job.enqueue(&mut tx).await?; // into `billing`, with the order
+//! tx.commit().await?;
 //! # Ok(()) }
 //! ```
 
@@ -109,6 +113,7 @@ mod maintenance;
 mod manage;
 mod migrate;
 mod notifier;
+mod outbox;
 mod pools;
 mod presence;
 mod producer;
@@ -122,6 +127,7 @@ mod transaction;
 mod writes;
 
 pub use backend::PgBackend;
+pub use outbox::EnqueueTransaction;
 pub use producer::{OnConnection, PostgresExt, ViaPostgres};
 pub use schema::DEFAULT_SCHEMA;
 /// The driver, for the application's own queries on [`PgBackend::pool`].

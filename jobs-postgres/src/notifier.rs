@@ -1,5 +1,7 @@
-//! Wake-ups for enqueues that commit by themselves (through the backend or a pool) while others
-//! of the same store are under way in this process: sent after the commit, coalesced.
+//! Wake-ups sent after a commit, coalesced: for enqueues that commit by themselves (through the
+//! backend or a pool) while others of the same store are under way in this process, and for
+//! transactions that make ready jobs without notifying (a [`Transaction`](crate::Transaction),
+//! a handler's completion transaction: see [`after_commit`]).
 //!
 //! A `pg_notify` inside an enqueue's transaction takes Postgres' notification lock at commit and
 //! holds it through the WAL flush, so concurrent enqueues that notify commit one after another
@@ -52,6 +54,23 @@ fn stores() -> MutexGuard<'static, HashMap<Key, Store>> {
     STORES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The key and the state of the store of `pool` and `channel`, made if there is none.
+fn entry<'a>(
+    all: &'a mut HashMap<Key, Store>,
+    pool: &PgPool,
+    channel: &str,
+) -> (Key, &'a mut Store) {
+    let options = pool.connect_options();
+    let key = (Arc::as_ptr(&options) as usize, channel.to_owned());
+    let store = all.entry(key.clone()).or_insert_with(|| Store {
+        _options: options,
+        running: 0,
+        queues: BTreeSet::new(),
+        sending: false,
+    });
+    (key, store)
+}
+
 /// Forgets `key`'s store once nothing is under way or waiting there.
 fn release(all: &mut HashMap<Key, Store>, key: &Key) {
     if all.get(key).is_some_and(|s| s.running == 0 && !s.sending) {
@@ -72,15 +91,8 @@ impl<'p> Turn<'p> {
     /// Starts an enqueue through `pool` of ready jobs in `queues`, into the store whose channel
     /// is `channel`.
     pub(crate) fn start(pool: &'p PgPool, channel: &str, queues: &'p [&'p str]) -> Self {
-        let options = pool.connect_options();
-        let key = (Arc::as_ptr(&options) as usize, channel.to_owned());
         let mut all = stores();
-        let store = all.entry(key.clone()).or_insert_with(|| Store {
-            _options: options,
-            running: 0,
-            queues: BTreeSet::new(),
-            sending: false,
-        });
+        let (key, store) = entry(&mut all, pool, channel);
         store.running += 1;
         let alone = store.running == 1;
         Turn {
@@ -105,24 +117,52 @@ impl Drop for Turn<'_> {
             return;
         };
         store.running -= 1;
-        let mut start = None;
-        if !self.alone && !self.queues.is_empty() {
-            store
-                .queues
-                .extend(self.queues.iter().map(|q| q.to_string()));
-            if !store.sending {
-                store.sending = true;
-                start = Some(Sender(Some(self.key.clone())));
-            }
-        }
+        let start = if self.alone {
+            None
+        } else {
+            hand_over(store, &self.key, self.queues.iter().map(|q| q.to_string()))
+        };
         release(&mut all, &self.key);
         drop(all);
-        // Spawned without the lock: a task dropped at once (its runtime shutting down) takes
-        // it in its own drop.
-        if let Some(sender) = start {
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(send(self.pool.clone(), sender));
-            }
+        spawn(self.pool, start);
+    }
+}
+
+/// Wakes the workers of `queues` after a transaction that made ready jobs there committed
+/// without notifying (a [`Transaction`](crate::Transaction), a handler's completion
+/// transaction): through the store's task, at once when it is idle.
+pub(crate) fn after_commit(pool: &PgPool, channel: &str, queues: Vec<String>) {
+    if queues.is_empty() {
+        return;
+    }
+    let mut all = stores();
+    let (key, store) = entry(&mut all, pool, channel);
+    let start = hand_over(store, &key, queues);
+    drop(all);
+    spawn(pool, start);
+}
+
+/// Adds `queues` to what `store` (at `key`) sends; the sender to start, if none is sending.
+fn hand_over(
+    store: &mut Store,
+    key: &Key,
+    queues: impl IntoIterator<Item = String>,
+) -> Option<Sender> {
+    let before = store.queues.len();
+    store.queues.extend(queues);
+    if store.sending || store.queues.len() == before {
+        return None;
+    }
+    store.sending = true;
+    Some(Sender(Some(key.clone())))
+}
+
+/// Starts `sender`'s task on the current runtime. Called without the stores' lock: a task
+/// dropped at once (its runtime shutting down) takes it in its own drop.
+fn spawn(pool: &PgPool, sender: Option<Sender>) {
+    if let Some(sender) = sender {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(send(pool.clone(), sender));
         }
     }
 }
@@ -213,5 +253,30 @@ mod tests {
             !stores().keys().any(|(_, c)| *c == channel),
             "an idle store is forgotten"
         );
+    }
+
+    /// Queues handed over after a commit go out at once, each once; none, nothing.
+    #[tokio::test(flavor = "current_thread")]
+    async fn queues_woken_after_a_commit_go_out_each_once() {
+        let url = std::env::var("JOBS_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let pool = PgPool::connect(&url).await.expect("the test database");
+        let channel = format!("jobs_notifier_after_{}", std::process::id());
+        let mut listener = PgListener::connect_with(&pool).await.unwrap();
+        listener.listen(&channel).await.unwrap();
+
+        after_commit(&pool, &channel, Vec::new());
+        assert!(
+            !stores().keys().any(|(_, c)| *c == channel),
+            "nothing to wake keeps no store"
+        );
+        after_commit(&pool, &channel, vec!["b".into(), "a".into(), "b".into()]);
+        let mut heard = Vec::new();
+        while let Ok(n) = tokio::time::timeout(Duration::from_millis(300), listener.recv()).await {
+            heard.push(n.unwrap().payload().to_owned());
+        }
+        heard.sort();
+        assert_eq!(heard, ["a", "b"]);
+        assert!(!stores().keys().any(|(_, c)| *c == channel));
     }
 }

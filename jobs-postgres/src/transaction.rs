@@ -8,12 +8,12 @@ use async_trait::async_trait;
 use jobs_core::{
     BackendContext as _, CompleteParams, Completion, CompletionHook, Error, JobContext, Timestamp,
 };
-use sqlx::{PgConnection, Postgres, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::error::db;
 use crate::sql::Sql;
-use crate::{writes, PgBackend};
+use crate::{notifier, writes, PgBackend};
 
 type Slot = Arc<Mutex<Option<Transaction<'static, Postgres>>>>;
 
@@ -79,14 +79,18 @@ pub async fn transaction(ctx: &JobContext) -> Result<JobTransaction, Error> {
     ctx.set_completion_hook(Box::new(CompleteInTransaction {
         slot,
         sql: backend.sql().clone(),
+        pool: backend.pool().clone(),
     }));
     Ok(JobTransaction { guard })
 }
 
-/// Completes the job inside the handler's transaction, then commits it.
+/// Completes the job inside the handler's transaction, then commits it and wakes the queues
+/// of the steps its completion made ready (after the commit: see
+/// [`notifier::after_commit`](crate::notifier::after_commit)).
 struct CompleteInTransaction {
     slot: Slot,
     sql: Arc<Sql>,
+    pool: PgPool,
 }
 
 #[async_trait]
@@ -110,9 +114,10 @@ impl CompletionHook for CompleteInTransaction {
             items: vec![completion],
             now,
         };
-        let accepted = writes::complete(&self.sql, &mut *tx, params, false).await?;
+        let (accepted, woken) = writes::complete(&self.sql, &mut *tx, params, false, false).await?;
         if accepted.first() == Some(&true) {
             tx.commit().await.map_err(db)?;
+            notifier::after_commit(&self.pool, self.sql.channel(), woken);
             Ok(true)
         } else {
             tx.rollback().await.map_err(db)?;

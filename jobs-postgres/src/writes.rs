@@ -16,15 +16,20 @@ use crate::record::report;
 use crate::sql::{PgQuery, Sql};
 
 /// Marks jobs completed with their results, applying the effects of the workflow steps among
-/// them (the steps they make ready wake their queues). `relaxed`: commit without waiting for the WAL
-/// flush (see `sql/complete.sql` for why that is safe for the worker's batches); the backend's
-/// batches unless it has `durable_completions`, never a caller's transaction.
+/// them. `relaxed`: commit without waiting for the WAL flush (see `sql/complete.sql` for why
+/// that is safe for the worker's batches); the backend's batches unless it has
+/// `durable_completions`, never a caller's transaction.
+///
+/// Per item, whether it was accepted; and the queues that got a ready step: notified by the
+/// statement with `notify`, else returned for the caller to wake after its commit
+/// ([`notifier::after_commit`](crate::notifier::after_commit)).
 pub(crate) async fn complete<'e>(
     sql: &Sql,
     exec: impl PgExecutor<'e>,
     p: CompleteParams,
     relaxed: bool,
-) -> Result<Vec<bool>, Error> {
+    notify: bool,
+) -> Result<(Vec<bool>, Vec<String>), Error> {
     let leases: Vec<LeaseRef> = p.items.iter().map(|c| c.lease).collect();
     let results: Vec<&str> = p.items.iter().map(|c| c.result.get()).collect();
     under_leases(&sql.complete, Answers::Leases, exec, &leases, |query| {
@@ -32,7 +37,7 @@ pub(crate) async fn complete<'e>(
             .bind(results)
             .bind(p.now)
             .bind(relaxed)
-            .bind(sql.channel())
+            .bind(notify.then(|| sql.channel()))
     })
     .await
 }
@@ -59,6 +64,7 @@ pub(crate) async fn fail<'e>(
             .bind(sql.channel())
     })
     .await
+    .map(|(accepted, _)| accepted)
 }
 
 /// Hands jobs back to pending without spending their attempt, each at its new `run_at` if
@@ -74,6 +80,7 @@ pub(crate) async fn release<'e>(
         query.bind(run_at).bind(p.now).bind(sql.channel())
     })
     .await
+    .map(|(accepted, _)| accepted)
 }
 
 /// Extends leases that are held and have not lapsed.
@@ -86,6 +93,7 @@ pub(crate) async fn renew<'e>(
         query.bind(p.expires_at).bind(p.now)
     })
     .await
+    .map(|(accepted, _)| accepted)
 }
 
 /// Records a running job's progress.
@@ -117,16 +125,17 @@ enum Answers {
 
 /// Runs a batch write whose statement takes the leases' ids and tokens as `$1` and `$2`, then
 /// what `more` binds, and returns what it accepted (named as `answers` says): per item,
-/// whether its write was.
+/// whether its write was; and the queues of the rows that name no job but a queue in their
+/// third column (complete.sql's queues to wake).
 async fn under_leases<'q, 'e>(
     statement: &'q str,
     answers: Answers,
     exec: impl PgExecutor<'e>,
     leases: &[LeaseRef],
     more: impl FnOnce(PgQuery<'q>) -> PgQuery<'q>,
-) -> Result<Vec<bool>, Error> {
+) -> Result<(Vec<bool>, Vec<String>), Error> {
     if leases.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let ids: Vec<Uuid> = leases.iter().map(|l| l.id.0).collect();
     let tokens: Vec<Uuid> = leases.iter().map(|l| l.token.0).collect();
@@ -135,16 +144,23 @@ async fn under_leases<'q, 'e>(
         .await
         .map_err(db)?;
     let by_token = answers == Answers::Leases;
-    let accepted = rows
-        .iter()
-        .map(|row| {
-            let token = by_token.then(|| row.try_get::<Uuid, _>(1)).transpose()?;
-            Ok((row.try_get::<Uuid, _>(0)?, token))
-        })
-        .collect::<Result<HashSet<(Uuid, Option<Uuid>)>, sqlx::Error>>()
-        .map_err(db)?;
-    Ok(leases
+    let mut accepted = HashSet::with_capacity(rows.len());
+    let mut woken = Vec::new();
+    for row in &rows {
+        match row.try_get::<Option<Uuid>, _>(0).map_err(db)? {
+            Some(id) => {
+                let token = by_token
+                    .then(|| row.try_get::<Uuid, _>(1))
+                    .transpose()
+                    .map_err(db)?;
+                accepted.insert((id, token));
+            }
+            None => woken.push(row.try_get::<String, _>(2).map_err(db)?),
+        }
+    }
+    let accepted = leases
         .iter()
         .map(|l| accepted.contains(&(l.id.0, by_token.then_some(l.token.0))))
-        .collect())
+        .collect();
+    Ok((accepted, woken))
 }

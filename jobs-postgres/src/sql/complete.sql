@@ -1,6 +1,8 @@
 -- Completes a batch; only rows still running under the presented token change.
 -- $1 ids, $2 tokens, $3 results, $4 now, $5 relaxed: commit without waiting for the WAL flush,
--- $6 channel. Returns the id and token of each accepted job.
+-- $6 channel, or NULL to leave the wake-ups to the caller. Returns the id and token of each
+-- accepted job; without a channel, also a row (NULL, NULL, queue) per queue that got a ready
+-- step, for the caller to wake once the transaction has committed.
 --
 -- A completed row keeps the token of the lease it was completed under (its worker and expiry
 -- are cleared, so it leaves `jobs_leased`), and a completion repeated under that token (the
@@ -37,8 +39,10 @@
 --
 -- The jobs `completed` takes that are workflow steps apply their step's `on_complete` effects
 -- (see effects.sql) in the same statement, so the batch stays one statement and one commit;
--- the steps they make ready wake their queues' listeners on $6. `completed` hands on the
--- effects and the result of a step only (NULL for any other job), so an ordinary job, or a
+-- the steps they make ready wake their queues' listeners on $6, or are returned for the
+-- caller to wake (a handler's completion transaction wakes them after its commit, so that the
+-- commit, which waits for the WAL flush, does not hold Postgres' notification lock meanwhile:
+-- every other notifying commit would wait on it). `completed` hands on the effects and the result of a step only (NULL for any other job), so an ordinary job, or a
 -- step without effects, costs nothing more; the result is handed on as the text the client
 -- sent, never cast to `jsonb` (which would refuse a `\u0000` escape and fail the whole
 -- batch); `repeated` applies no effect.
@@ -64,7 +68,7 @@ ended AS (
 ),
 {effects},
 step_notified AS (
-    SELECT count(pg_notify($6, queue)) AS n FROM step_woken
+    SELECT count(pg_notify($6, queue)) AS n FROM step_woken WHERE $6::text IS NOT NULL
 ),
 counted AS (
     INSERT INTO {schema}.finished_counts (queue, status, n)
@@ -86,6 +90,8 @@ repeated AS (
       AND j.status IN ('running', 'completed')
     RETURNING j.id, j.lease_token
 )
-SELECT id, lease_token FROM completed CROSS JOIN step_notified
+SELECT id, lease_token, NULL AS woken FROM completed CROSS JOIN step_notified
 UNION ALL
-SELECT id, lease_token FROM repeated
+SELECT id, lease_token, NULL FROM repeated
+UNION ALL
+SELECT NULL, NULL, queue FROM step_woken WHERE $6::text IS NULL

@@ -133,3 +133,63 @@ async fn transaction_needs_a_postgres_job() {
     let err = jobs_postgres::transaction(&ctx).await.unwrap_err();
     assert!(matches!(err, Error::Invalid(_)), "{err:?}");
 }
+
+/// The step after a shipment, in a queue of its own.
+#[job(crate = "jobs_core", queue = "after_ship", attempts = 1)]
+async fn confirm_shipment(order: i64) -> Result<(), JobError> {
+    let _ = order;
+    Ok(())
+}
+
+/// A step completed in its handler's transaction wakes the queue of the step it made ready,
+/// after the commit (the transaction itself notifies no one: its commit waits for the WAL flush,
+/// and would hold Postgres' notification lock meanwhile).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_completed_in_its_transaction_wakes_the_next_steps_queue() {
+    let backend = fresh_backend().await;
+    sqlx::query(&format!(
+        "CREATE TABLE \"{}\".shipments (order_id bigint NOT NULL)",
+        backend.schema_name()
+    ))
+    .execute(backend.pool())
+    .await
+    .expect("create shipments");
+    let wakeup = backend
+        .subscribe(jobs_core::SubscribeParams {
+            queues: vec!["after_ship".into()],
+        })
+        .await
+        .expect("subscribe");
+    let workflow = jobs_core::Workflow::start(Ship::new(4, Then::Succeed))
+        .then::<ConfirmShipment>()
+        .enqueue(&backend)
+        .await
+        .expect("enqueue the workflow");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), wakeup.wait())
+            .await
+            .is_err(),
+        "the second step waits"
+    );
+    let worker = Worker::new(backend.clone()).queues(["ship"]).cron(false);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(worker.run_until(async {
+        let _ = stopped.await;
+    }));
+    assert!(
+        tokio::time::timeout(Duration::from_secs(5), wakeup.wait())
+            .await
+            .is_ok(),
+        "the completion that made the next step ready woke its queue"
+    );
+    let _ = stop.send(());
+    running.await.expect("worker task").expect("worker");
+    let status = workflow
+        .status(&backend)
+        .await
+        .expect("read the workflow")
+        .expect("stored");
+    let steps: Vec<JobStatus> = status.steps.iter().map(|s| s.job.status).collect();
+    assert_eq!(steps, [JobStatus::Completed, JobStatus::Pending]);
+    assert_eq!(shipments(&backend, 4).await, 1);
+}

@@ -158,3 +158,55 @@ async fn an_enqueue_in_a_transaction_wakes_when_it_commits() {
     tx.commit().await.unwrap();
     assert!(woken(&wakeup, Duration::from_secs(2)).await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enqueue_transaction_wakes_after_it_commits_and_never_when_rolled_back() {
+    let backend = fresh_backend().await;
+    let wakeup = subscribe(&backend, "record").await;
+
+    let mut tx = backend.begin().await.expect("begin");
+    let kept = Record::new(1).enqueue(&mut tx).await.expect("enqueue");
+    assert_eq!(
+        kept.status(&mut tx).await.unwrap(),
+        jobs_core::JobStatus::Pending
+    );
+    assert!(
+        kept.record(&backend).await.is_err(),
+        "visible before the commit"
+    );
+    assert!(!woken(&wakeup, Duration::from_millis(200)).await);
+    tx.commit().await.expect("commit");
+    assert!(woken(&wakeup, Duration::from_secs(2)).await);
+    assert_eq!(
+        kept.status(&backend).await.unwrap(),
+        jobs_core::JobStatus::Pending
+    );
+
+    let mut tx = backend.begin().await.expect("begin");
+    let dropped = Record::new(2).enqueue(&mut tx).await.expect("enqueue");
+    tx.rollback().await.expect("rollback");
+    assert!(!woken(&wakeup, Duration::from_millis(300)).await);
+    assert!(dropped.record(&backend).await.is_err());
+
+    // Dropped without a commit: rolled back, and no signal either.
+    let mut tx = backend.begin().await.expect("begin");
+    let forgotten = Record::new(3).enqueue(&mut tx).await.expect("enqueue");
+    drop(tx);
+    assert!(!woken(&wakeup, Duration::from_millis(300)).await);
+    assert!(forgotten.record(&backend).await.is_err());
+}
+
+/// Delayed jobs in an enqueue transaction wake no one when it commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enqueue_transaction_of_delayed_jobs_wakes_no_one() {
+    let backend = fresh_backend().await;
+    let wakeup = subscribe(&backend, "record").await;
+    let mut tx = backend.begin().await.expect("begin");
+    Record::new(1)
+        .delay(Duration::from_secs(3600))
+        .enqueue(&mut tx)
+        .await
+        .expect("enqueue");
+    tx.commit().await.expect("commit");
+    assert!(!woken(&wakeup, Duration::from_millis(300)).await);
+}
