@@ -39,9 +39,9 @@ impl BackendKind {
 
 /// The protocol's PostgreSQL database and Redis db index.
 #[cfg(feature = "postgres")]
-const POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/bench_jobs";
+pub(crate) const POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/bench_jobs";
 #[cfg(feature = "redis")]
-const REDIS_URL: &str = "redis://127.0.0.1:6379/5";
+pub(crate) const REDIS_URL: &str = "redis://127.0.0.1:6379/5";
 
 /// Connects to the bench's store as it is.
 pub(crate) async fn connect(kind: BackendKind) -> AnyBackend {

@@ -7,6 +7,9 @@
 //! cargo run --release --example bench --features redis -- --backend redis -n 500
 //! ```
 //!
+//! Before the workloads that they bound (W1a, W2, W3), the store's own ceilings are measured
+//! ([`ceilings`]), and after them each figure's ratio to its ceiling is printed.
+//!
 //! W3's producer, W5's and W7's four workers and W9's subscriber are child processes (this binary
 //! re-executed with `--role`), except on the memory backend, which lives in one process.
 
@@ -24,6 +27,7 @@ use jobs_core::{Backend as _, Clock as _, CountsParams};
 use tokio::sync::Notify;
 
 mod backends;
+mod ceilings;
 mod events;
 mod flow;
 mod operations;
@@ -121,7 +125,7 @@ pub(crate) async fn enqueue_bulk(backend: &AnyBackend, n: u64) {
 
 /// W1a: one awaited enqueue per job, from `producers` clients sharing the backend (one in the
 /// protocol; more show how enqueues from concurrent requests of one service scale).
-async fn w1a(kind: BackendKind, n: u64, producers: u64) {
+async fn w1a(kind: BackendKind, n: u64, producers: u64) -> f64 {
     let backend = fresh_backend(kind).await;
     let started = Instant::now();
     let mut clients = tokio::task::JoinSet::new();
@@ -150,6 +154,7 @@ async fn w1a(kind: BackendKind, n: u64, producers: u64) {
         notes,
     };
     print(kind, line);
+    rate
 }
 
 async fn w1b(kind: BackendKind, n: u64) {
@@ -255,7 +260,7 @@ fn percentiles(mut samples: Vec<Duration>) -> (f64, f64, f64) {
 }
 
 /// W3 enqueues 2,000 jobs (fewer when `-n` is smaller, for smoke runs).
-async fn w3(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches) {
+async fn w3(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches) -> f64 {
     let n = n.min(2_000);
     let backend = fresh_backend(kind).await;
     let probe = Arc::new(Probe::default());
@@ -289,15 +294,17 @@ async fn w3(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches) {
         .map(|&us| Duration::from_micros(us))
         .collect();
     assert_eq!(latencies.len() as u64, n, "every job picked up");
+    let latency = percentiles(latencies);
     let line = Line {
         workload: "W3",
         n,
         concurrency,
         jobs_per_s: None,
-        latency_ms: Some(percentiles(latencies)),
+        latency_ms: Some(latency),
         notes: notes.into(),
     };
     print(kind, line);
+    latency.0
 }
 
 /// Runs a lone client's work on a single-threaded runtime of its own, as a one-connection
@@ -531,8 +538,7 @@ fn cli() -> clap::Command {
                 .long("workload")
                 .action(ArgAction::Append)
                 .value_parser(["W1a", "W1b", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"])
-                .help("run only these (repeatable; W6 runs W6a and W6b)")
-                .help("run only these (repeatable)"),
+                .help("run only these (repeatable; W6 runs W6a and W6b)"),
         )
         .arg(Arg::new("role").long("role").hide(true).value_parser([
             "producer",
@@ -582,20 +588,31 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
         .map(|w| w.map(String::as_str).collect())
         .unwrap_or_else(|| vec!["W1a", "W1b", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"]);
     let retained = *args.get_one::<u64>("retained").expect("default");
-    let mut w2_rate = None;
+    // The store's own ceilings first, for the workloads they bound.
+    let ceilings = if ["W1a", "W2", "W3"].iter().any(|w| wanted.contains(w)) {
+        fresh_backend(kind).await; // the bench database, made if missing
+        ceilings::measure(kind, n)
+    } else {
+        None
+    };
+    let (mut w1a_rate, mut w2_rate, mut w3_p50) = (None, None, None);
     for workload in wanted {
         match workload {
             "W1a" => {
                 let producers = *args.get_one::<u64>("producers").expect("default");
-                std::thread::scope(|s| {
-                    s.spawn(|| one_client(w1a(kind, n, producers)))
-                        .join()
-                        .expect("W1a")
-                })
+                w1a_rate = Some(std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let mut rate = 0.0;
+                        one_client(async { rate = w1a(kind, n, producers).await });
+                        rate
+                    })
+                    .join()
+                    .expect("W1a")
+                }));
             }
             "W1b" => w1b(kind, n).await,
             "W2" => w2_rate = Some(w2(kind, n, concurrency).await),
-            "W3" => w3(kind, n, concurrency, &args).await,
+            "W3" => w3_p50 = Some(w3(kind, n, concurrency, &args).await),
             "W4" => {
                 let base = match w2_rate {
                     Some(r) => r,
@@ -622,6 +639,9 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
             "W9" => events::w9(kind, n, concurrency, &args).await,
             _ => unreachable!("clap checked the names"),
         }
+    }
+    if let Some(ceilings) = ceilings {
+        ceilings::report(kind, ceilings, w1a_rate, w2_rate, w3_p50);
     }
 }
 
