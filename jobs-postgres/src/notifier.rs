@@ -1,7 +1,8 @@
 //! Wake-ups sent after a commit, coalesced: for enqueues that commit by themselves (through the
 //! backend or a pool) while others of the same store are under way in this process, and for
-//! transactions that make ready jobs without notifying (a [`Transaction`](crate::Transaction),
-//! a handler's completion transaction: see [`after_commit`]).
+//! transactions that make ready jobs without notifying (an
+//! [`EnqueueTransaction`](crate::EnqueueTransaction), a handler's completion transaction: see
+//! [`after_commit`]).
 //!
 //! A `pg_notify` inside an enqueue's transaction takes Postgres' notification lock at commit and
 //! holds it through the WAL flush, so concurrent enqueues that notify commit one after another
@@ -129,8 +130,10 @@ impl Drop for Turn<'_> {
 }
 
 /// Wakes the workers of `queues` after a transaction that made ready jobs there committed
-/// without notifying (a [`Transaction`](crate::Transaction), a handler's completion
-/// transaction): through the store's task, at once when it is idle.
+/// without notifying (an [`EnqueueTransaction`](crate::EnqueueTransaction), a handler's
+/// completion transaction): through the store's task, at once when it is idle. Should the
+/// commit's reply be lost (it committed, but the caller saw an error), no one calls this, and
+/// the workers find the jobs at their next poll.
 pub(crate) fn after_commit(pool: &PgPool, channel: &str, queues: Vec<String>) {
     if queues.is_empty() {
         return;

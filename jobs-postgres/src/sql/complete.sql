@@ -42,10 +42,12 @@
 -- the steps they make ready wake their queues' listeners on $6, or are returned for the
 -- caller to wake (a handler's completion transaction wakes them after its commit, so that the
 -- commit, which waits for the WAL flush, does not hold Postgres' notification lock meanwhile:
--- every other notifying commit would wait on it). `completed` hands on the effects and the result of a step only (NULL for any other job), so an ordinary job, or a
--- step without effects, costs nothing more; the result is handed on as the text the client
--- sent, never cast to `jsonb` (which would refuse a `\u0000` escape and fail the whole
--- batch); `repeated` applies no effect.
+-- every other notifying commit would wait on it; should that commit's reply be lost, a retry
+-- is taken by `repeated`, which applies and returns nothing, and the workers find the step at
+-- their next poll). `completed` hands on the effects and the result of a step only (NULL for
+-- any other job), so an ordinary job, or a step without effects, costs nothing more; the
+-- result is handed on as the text the client sent, never cast to `jsonb` (which would refuse
+-- a `\u0000` escape and fail the whole batch); `repeated` applies no effect.
 WITH completed AS (
     UPDATE {schema}.jobs j
     SET status = 'completed',
