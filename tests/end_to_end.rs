@@ -268,15 +268,36 @@ fn the_bench_runs_every_workload() {
             .iter()
             .map(|l| l["workload"].as_str().unwrap())
             .collect();
+        // A server's own ceilings come first, and each workload's ratio to them last.
+        let ceilings: &[&str] = match kind {
+            "postgres" => &["ceiling-round-trip", "ceiling-single", "ceiling-drain"],
+            "redis" => &["ceiling-round-trip", "ceiling-single"],
+            _ => &[],
+        };
         let every = [
             "W1a", "W1b", "W2", "W3", "W4", "W5", "W6a", "W6b", "W7", "W8", "W8", "W9",
         ];
-        assert_eq!(workloads, every, "{kind}");
+        let mut expected: Vec<&str> = ceilings.iter().copied().chain(every).collect();
+        if kind != "memory" {
+            expected.push("ceiling-ratios");
+        }
+        assert_eq!(workloads, expected, "{kind}");
         for line in &lines {
             assert_eq!(
                 (line["system"].as_str(), line["backend"].as_str()),
                 (Some("jobs"), Some(kind))
             );
+            if line["workload"] == "ceiling-ratios" {
+                let notes = line["notes"].as_str().unwrap_or_default();
+                let mut ratios = vec!["W1a = ", "W3 p50 = "];
+                if kind == "postgres" {
+                    ratios.push("W2 = ");
+                }
+                for ratio in ratios {
+                    assert!(notes.contains(ratio), "{ratio:?} missing: {line}");
+                }
+                continue;
+            }
             // A rate, or latencies (printed to the ns: a memory call may take well under a µs).
             let measured = line["jobs_per_s"].as_f64().or(line["max_ms"].as_f64());
             assert!(measured.is_some_and(|v| v > 0.0), "{line}");

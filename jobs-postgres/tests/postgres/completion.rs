@@ -56,8 +56,8 @@ async fn shipments(backend: &PgBackend, order: i64) -> i64 {
     .expect("count shipments")
 }
 
-/// Runs one `Ship` job to its end and returns its status.
-async fn run_ship(order: i64, then: Then) -> (PgBackend, JobStatus) {
+/// A fresh backend whose schema has the shipments table.
+async fn with_shipments() -> PgBackend {
     let backend = fresh_backend().await;
     sqlx::query(&format!(
         "CREATE TABLE \"{}\".shipments (order_id bigint NOT NULL)",
@@ -66,6 +66,12 @@ async fn run_ship(order: i64, then: Then) -> (PgBackend, JobStatus) {
     .execute(backend.pool())
     .await
     .expect("create shipments");
+    backend
+}
+
+/// Runs one `Ship` job to its end and returns its status.
+async fn run_ship(order: i64, then: Then) -> (PgBackend, JobStatus) {
+    let backend = with_shipments().await;
     let handle = Ship::new(order, then)
         .enqueue(&backend)
         .await
@@ -146,14 +152,7 @@ async fn confirm_shipment(order: i64) -> Result<(), JobError> {
 /// and would hold Postgres' notification lock meanwhile).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_completed_in_its_transaction_wakes_the_next_steps_queue() {
-    let backend = fresh_backend().await;
-    sqlx::query(&format!(
-        "CREATE TABLE \"{}\".shipments (order_id bigint NOT NULL)",
-        backend.schema_name()
-    ))
-    .execute(backend.pool())
-    .await
-    .expect("create shipments");
+    let backend = with_shipments().await;
     let wakeup = backend
         .subscribe(jobs_core::SubscribeParams {
             queues: vec!["after_ship".into()],
