@@ -109,6 +109,7 @@ async fn load(backend: &AnyBackend, n: u64, dead: bool) {
             .expect("enqueue");
         let leased = backend
             .fetch(FetchParams {
+                ended: Vec::new(),
                 known: None,
                 queues: vec!["email".into()],
                 limit: size as usize,

@@ -147,6 +147,7 @@ impl Store {
     /// Leases the next ready job of `queue` as worker `checker`.
     fn fetch(&self, queue: &str) -> LeasedJob {
         let params = FetchParams {
+            ended: Vec::new(),
             queues: vec![queue.to_string()],
             limit: 1,
             worker: "checker".into(),

@@ -71,6 +71,21 @@ pub struct FetchParams {
     /// concurrency or rate, nor beyond a job's own [`KeyLimits`](crate::KeyLimits) (which
     /// every backend checks, listed here or not); such a job stays waiting, in its place.
     pub flow: Vec<QueueFlow>,
+    /// The fetching worker's leases whose attempts have ended, their outcomes perhaps not yet
+    /// written: their handlers run no more, so no concurrency limit (a queue's or a key's)
+    /// counts them, and the worker's next jobs need not wait for those writes. A backend
+    /// counts one out only while its job still runs under that very lease (same id and token),
+    /// so a job leased again by another worker still counts. Empty is always correct.
+    pub ended: Vec<EndedLease>,
+}
+
+/// A lease whose attempt has ended (see [`FetchParams::ended`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndedLease {
+    /// The job's queue.
+    pub queue: String,
+    /// The job and its lease.
+    pub lease: LeaseRef,
 }
 
 /// One successful job.

@@ -269,6 +269,7 @@ async fn rescued_job(seen: &mut Seen) {
     let handle = Work { key: None }.queue(q).enqueue(&backend).await.unwrap();
     let leased = backend
         .fetch(FetchParams {
+            ended: Vec::new(),
             known: None,
             queues: vec![q.into()],
             limit: 1,

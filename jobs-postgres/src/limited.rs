@@ -14,8 +14,9 @@
 //! as it removes the log rows that left the window and logs the new starts, so a fetch reads
 //! one row for it however many batches the window holds (a key's rate still sums its key's
 //! rows inside the window: at most its limit). A fetch that finds no room anywhere ends before
-//! reading any job. The function lives in migration 0006, and takes the versions a worker
-//! knows since 0008: changing it takes a new migration.
+//! reading any job. The function lives in migration 0006; it takes the versions a worker knows
+//! since 0008, and leaves the worker's ended leases out of its running counts since 0010:
+//! changing it takes a new migration.
 //!
 //! A keyed queue's scan looks at most [`FLOW_SCAN`] candidates beyond its room, so a long run
 //! of jobs of saturated keys delays the jobs behind it (until the keys have room) rather than
@@ -73,6 +74,8 @@ pub(crate) async fn fetch_rows(
         .bind(i64::try_from(FLOW_SCAN).unwrap_or(i64::MAX))
         .bind(sql.schema.name())
         .bind(versions)
+        .bind(p.ended.iter().map(|e| e.lease.id.0).collect::<Vec<_>>())
+        .bind(p.ended.iter().map(|e| e.lease.token.0).collect::<Vec<_>>())
         .fetch_all(pool)
         .await
         .map_err(db)?;

@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jobs_core::{
-    Coalesce, Error, KeyLimits, NewJob, QueueFlow, QueueLimits, Rate, SetLimitsParams,
+    Coalesce, Error, FetchParams, KeyLimits, NewJob, QueueFlow, QueueLimits, Rate, SetLimitsParams,
 };
 
+use crate::record::{id_text, token_text};
 use crate::RedisBackend;
 
 /// A job's `k` field: `concurrency|rate limit|rate period in ms|key` (a part empty when unset),
@@ -74,18 +75,27 @@ pub(crate) fn job_flow(job: &NewJob) -> String {
     }
 }
 
-/// What a fetch from `queue` must enforce, as flow.lua reads it: empty when `flow` does not
-/// list the queue.
-pub(crate) fn fetch_flow(flow: &[QueueFlow], queue: &str) -> String {
-    let Some(f) = flow.iter().find(|f| f.queue == queue) else {
+/// What a fetch from `queue` must enforce, with the fetching worker's ended leases of the
+/// queue, as flow.lua reads it: empty when `p.flow` does not list the queue.
+pub(crate) fn fetch_flow(p: &FetchParams, queue: &str) -> String {
+    let Some(f) = p.flow.iter().find(|f| f.queue == queue) else {
         return String::new();
     };
+    let mut ended = String::new();
+    for e in p.ended.iter().filter(|e| e.queue == queue) {
+        if !ended.is_empty() {
+            ended.push(' ');
+        }
+        ended.push_str(&id_text(e.lease.id));
+        ended.push(':');
+        ended.push_str(&token_text(e.lease.token));
+    }
     let l = &f.limits;
     let concurrency = l.concurrency.map_or(String::new(), |n| n.to_string());
     let (limit, period) = l.rate.map_or((String::new(), String::new()), |r| {
         (r.limit.to_string(), r.period.as_millis().to_string())
     });
-    format!("{concurrency}|{limit}|{period}")
+    format!("{concurrency}|{limit}|{period}|{ended}")
 }
 
 impl RedisBackend {

@@ -137,7 +137,7 @@ impl RedisBackend {
             .arg(&p.worker)
             .arg(limit)
             .arg(token_prefix(base))
-            .arg(fetch_flow(&p.flow, queue));
+            .arg(fetch_flow(p, queue));
         push_known(&mut inv, p);
         type Row = (String, Vec<String>, Option<String>, Vec<String>);
         let rows: Vec<Row> = self.run(&inv).await?;
@@ -196,7 +196,7 @@ impl RedisBackend {
     /// `p` takes.
     async fn peek(&self, queue: &str, p: &FetchParams) -> Result<Vec<(i64, String)>, Error> {
         let mut inv = self.invocation(&SCRIPTS.peek, queue, p.now);
-        inv.arg(p.limit).arg(fetch_flow(&p.flow, queue));
+        inv.arg(p.limit).arg(fetch_flow(p, queue));
         push_known(&mut inv, p);
         let flat: Vec<String> = self.run(&inv).await?;
         flat.chunks_exact(2)

@@ -148,6 +148,7 @@ async fn load(backend: &AnyBackend, n: usize) {
             .expect("enqueue");
         let leased = backend
             .fetch(FetchParams {
+                ended: Vec::new(),
                 queues: vec![QUEUE.into()],
                 limit: size,
                 worker: "bench".into(),

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use crate::flow::{Coalesce, QueueLimits, Rate};
-use crate::model::{JobId, Timestamp};
+use crate::model::{JobId, JobRecord, Timestamp};
 
 /// A queue (`key: None`) or a key within a queue whose starts are counted.
 pub(super) type Scope = (String, Option<String>);
@@ -73,6 +73,37 @@ impl Flow {
                 self.debounced.insert(slot, id);
             }
         }
+    }
+}
+
+/// The running jobs that one fetch's concurrency limits leave out: its worker's leases whose
+/// attempts have ended, still in force ([`FetchParams::ended`](crate::FetchParams::ended)).
+#[derive(Default)]
+pub(super) struct Uncounted {
+    queues: HashMap<String, u64>,
+    keys: HashMap<(String, String), u32>,
+}
+
+impl Uncounted {
+    /// Leaves out `r`, a running job, from its queue's count and its key's.
+    pub(super) fn leave_out(&mut self, r: &JobRecord) {
+        *self.queues.entry(r.queue.clone()).or_default() += 1;
+        if let Some(limits) = &r.key_limits {
+            *self
+                .keys
+                .entry((r.queue.clone(), limits.key.clone()))
+                .or_default() += 1;
+        }
+    }
+
+    /// How many of `queue`'s running jobs are left out.
+    pub(super) fn of_queue(&self, queue: &str) -> u64 {
+        self.queues.get(queue).copied().unwrap_or(0)
+    }
+
+    /// How many running jobs of the key `slot` (queue, key) are left out.
+    pub(super) fn of_key(&self, slot: &(String, String)) -> u32 {
+        self.keys.get(slot).copied().unwrap_or(0)
     }
 }
 

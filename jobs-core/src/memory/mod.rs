@@ -29,7 +29,7 @@ use crate::Error;
 mod flow;
 mod steps;
 
-use flow::{Flow, Scope};
+use flow::{Flow, Scope, Uncounted};
 
 /// An in-memory job store. Clones share the same store.
 ///
@@ -224,13 +224,14 @@ impl Indexes {
 fn key_room(
     flow: &mut Flow,
     key_running: &HashMap<(String, String), u32>,
+    uncounted: &Uncounted,
     queue: &str,
     limits: &KeyLimits,
     granted: u32,
     now: Timestamp,
 ) -> bool {
     let slot = (queue.to_string(), limits.key.clone());
-    let running = key_running.get(&slot).copied().unwrap_or(0);
+    let running = key_running.get(&slot).copied().unwrap_or(0) - uncounted.of_key(&slot);
     let within_concurrency = limits.concurrency.is_none_or(|n| running + granted < n);
     within_concurrency
         && limits.rate.is_none_or(|rate| {
@@ -378,11 +379,28 @@ impl Store {
         }
     }
 
-    /// How many more of `queue`'s jobs may start at `now` under its `limits`.
-    fn queue_room(&mut self, queue: &str, limits: &QueueLimits, now: Timestamp) -> usize {
+    /// The running jobs of the leases in `ended` that still stand.
+    fn uncounted(&self, ended: &[EndedLease]) -> Uncounted {
+        let mut uncounted = Uncounted::default();
+        for r in ended.iter().filter_map(|e| self.leased(&e.lease)) {
+            uncounted.leave_out(r);
+        }
+        uncounted
+    }
+
+    /// How many more of `queue`'s jobs may start at `now` under its `limits`, leaving the
+    /// `uncounted` running jobs out.
+    fn queue_room(
+        &mut self,
+        queue: &str,
+        limits: &QueueLimits,
+        uncounted: &Uncounted,
+        now: Timestamp,
+    ) -> usize {
         let mut room = usize::MAX;
         if let Some(n) = limits.concurrency {
-            let running = self.idx.counts.get(queue).map_or(0, |c| c.running);
+            let running =
+                self.idx.counts.get(queue).map_or(0, |c| c.running) - uncounted.of_queue(queue);
             room = room.min(u64::from(n).saturating_sub(running) as usize);
         }
         if let Some(rate) = &limits.rate {
@@ -391,16 +409,20 @@ impl Store {
         room
     }
 
-    /// Up to `limit` ready jobs of `queue` at `now` within every limit, in order.
+    /// Up to `limit` ready jobs of `queue` at `now` within every limit (which leave the
+    /// `uncounted` running jobs out), in order.
     fn ready(
         &mut self,
         queue: &str,
         limit: usize,
         limits: Option<&QueueLimits>,
+        uncounted: &Uncounted,
         known: impl Fn(&JobRecord) -> bool,
         now: Timestamp,
     ) -> Vec<ReadyKey> {
-        let room = limits.map_or(limit, |l| limit.min(self.queue_room(queue, l, now)));
+        let room = limits.map_or(limit, |l| {
+            limit.min(self.queue_room(queue, l, uncounted, now))
+        });
         let Store {
             jobs, idx, flow, ..
         } = self;
@@ -419,7 +441,7 @@ impl Store {
             };
             if let Some(limits) = &r.key_limits {
                 let n = granted.entry(limits.key.as_str()).or_default();
-                if !key_room(flow, &idx.key_running, queue, limits, *n, now) {
+                if !key_room(flow, &idx.key_running, uncounted, queue, limits, *n, now) {
                     held_back += 1;
                     continue;
                 }
@@ -518,9 +540,10 @@ impl Backend for MemoryBackend {
         let mut store = self.store();
         let mut picked: Vec<ReadyKey> = Vec::new();
         let known = |r: &JobRecord| KnownJob::admits(p.known.as_deref(), &r.name, r.version);
+        let uncounted = store.uncounted(&p.ended);
         for queue in &p.queues {
             let limits = p.flow.iter().find(|f| &f.queue == queue).map(|f| &f.limits);
-            picked.extend(store.ready(queue, p.limit, limits, known, p.now));
+            picked.extend(store.ready(queue, p.limit, limits, &uncounted, known, p.now));
         }
         picked.sort_unstable();
         picked.truncate(p.limit);

@@ -53,6 +53,7 @@ where
     let (bad, mut healthy) = poison_among_healthy(b, corrupt).await;
     let leased = b
         .fetch(FetchParams {
+            ended: Vec::new(),
             known: None,
             queues: vec![QUEUE.into()],
             limit: 10,

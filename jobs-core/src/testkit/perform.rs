@@ -127,6 +127,7 @@ impl<J: Job> Perform<J> {
             .await?;
         let leased = backend
             .fetch(FetchParams {
+                ended: Vec::new(),
                 known: None,
                 queues: vec![queue],
                 limit: 1,

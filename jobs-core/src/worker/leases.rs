@@ -3,7 +3,10 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::backend::LeaseRef;
+use tokio::sync::futures::Notified;
+use tokio::sync::Notify;
+
+use crate::backend::{EndedLease, LeaseRef};
 use crate::context::{BackendContext, JobContext};
 use crate::model::JobId;
 
@@ -11,6 +14,8 @@ use crate::model::JobId;
 #[derive(Default)]
 pub(crate) struct Leases {
     held: Mutex<HashMap<JobId, Held>>,
+    /// Fires when an attempt ends: a fetch that a concurrency limit held back may find room.
+    ended: Notify,
 }
 
 /// One held job.
@@ -42,6 +47,25 @@ impl Leases {
         if let Some(held) = self.held().get_mut(&id) {
             held.finishing = true;
         }
+        self.ended.notify_one();
+    }
+
+    /// Resolves when an attempt ends (or has ended since the last wait).
+    pub(super) fn ended_notified(&self) -> Notified<'_> {
+        self.ended.notified()
+    }
+
+    /// The held jobs whose attempts have ended, their outcomes not yet written: no limit
+    /// counts them ([`FetchParams::ended`](crate::backend::FetchParams::ended)).
+    pub(super) fn ended(&self) -> Vec<EndedLease> {
+        self.held()
+            .values()
+            .filter(|h| h.finishing)
+            .map(|h| EndedLease {
+                queue: h.ctx.queue().to_string(),
+                lease: h.ctx.lease(),
+            })
+            .collect()
     }
 
     /// Forgets a job whose outcome was written, or given up on.
@@ -106,6 +130,7 @@ mod tests {
         backend.enqueue(EnqueueParams { jobs, now }).await.unwrap();
         let leased = backend
             .fetch(FetchParams {
+                ended: Vec::new(),
                 known: None,
                 queues: vec!["default".into()],
                 limit: 2,
@@ -145,6 +170,14 @@ mod tests {
             leases.snapshot(),
             vec![finishing.lease()],
             "still renewed until written"
+        );
+        assert_eq!(
+            leases.ended(),
+            vec![EndedLease {
+                queue: "default".into(),
+                lease: finishing.lease()
+            }],
+            "no limit counts it"
         );
     }
 }

@@ -240,7 +240,6 @@ async fn flush(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Write>) {
             batch.push(write);
         }
         batch.write(&shared).await;
-        shared.written.notify_one();
     }
 }
 

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +73,6 @@ impl Worker {
             hard_stop: CancellationToken::new(),
             retries: Retries::default(),
             metrics,
-            written: Notify::new(),
         });
         presence.announce(&shared).await;
         versions::publish_types(&shared).await;
@@ -235,6 +234,7 @@ impl Worker {
                 }
                 continue;
             }
+            let limited = !flow.is_empty();
             let params = FetchParams {
                 known: Some(known.clone()),
                 queues: open,
@@ -243,8 +243,13 @@ impl Worker {
                 lease_for: self.lease_for,
                 now: shared.clock.now(),
                 flow,
+                // Only limits read them.
+                ended: if limited {
+                    shared.leases.ended()
+                } else {
+                    Vec::new()
+                },
             };
-            let limited = !params.flow.is_empty();
             match shared.backend.fetch(params).await {
                 Ok(leased) if leased.is_empty() => {
                     drop(permits);
@@ -259,7 +264,7 @@ impl Worker {
                         _ = wakeup.wait() => {}
                         _ = shared.retries.scheduled() => {}
                         _ = states.changed() => {}
-                        _ = shared.written.notified(), if limited => {}
+                        _ = shared.leases.ended_notified(), if limited => {}
                         _ = tokio::time::sleep(idle) => {}
                     }
                 }

@@ -44,9 +44,6 @@ pub(crate) struct Shared {
     pub retries: Retries,
     /// The metric handles of its jobs (feature `metrics`).
     pub metrics: WorkerMetrics,
-    /// Fires when the sink has written a batch of outcomes: jobs left running in the store, so
-    /// a fetch that a concurrency limit held back may find room now.
-    pub written: Notify,
 }
 
 /// When the retries and snoozes this worker recorded become due, so that it fetches them on

@@ -47,6 +47,10 @@ enum Flaw {
     NeverPauses,
     /// Fetches as if no queue had limits.
     IgnoresFlow,
+    /// Counts the worker's ended leases as running.
+    CountsEndedLeases,
+    /// Leaves a job named by an ended lease out of the counts, whatever the lease's token.
+    TrustsEndedLeases,
     /// Stores jobs without their key limits.
     ForgetsKeyLimits,
     /// Stores limits without their maximum depth.
@@ -85,6 +89,7 @@ impl Broken {
         let mut got = self
             .inner
             .fetch(FetchParams {
+                ended: Vec::new(),
                 known: None,
                 limit: usize::MAX,
                 ..p.clone()
@@ -155,6 +160,20 @@ impl Backend for Broken {
             Flaw::IgnoresFlow => {
                 let flow = Vec::new();
                 self.inner.fetch(FetchParams { flow, ..p }).await
+            }
+            Flaw::CountsEndedLeases => {
+                let ended = Vec::new();
+                self.inner.fetch(FetchParams { ended, ..p }).await
+            }
+            Flaw::TrustsEndedLeases => {
+                let mut p = p;
+                for e in &mut p.ended {
+                    let current = self.inner.read(ReadParams { id: e.lease.id }).await?;
+                    if let Some(lease) = current.and_then(|r| r.lease) {
+                        e.lease.token = lease.token;
+                    }
+                }
+                self.inner.fetch(p).await
             }
             _ => self.inner.fetch(p).await,
         }
@@ -384,6 +403,10 @@ caught! {
         fetch_holds_a_queues_concurrency,
         fetch_holds_a_queues_rate,
         fetch_racing_holds_the_limits;
+    ended_lease_checks_catch_a_fetch_that_counts_them: CountsEndedLeases =>
+        fetch_leaves_ended_leases_out_of_concurrency;
+    ended_lease_checks_catch_a_fetch_that_trusts_stale_ones: TrustsEndedLeases =>
+        fetch_leaves_ended_leases_out_of_concurrency;
     key_checks_catch_a_store_that_forgets_key_limits: ForgetsKeyLimits =>
         flow_stores_limits_per_queue,
         fetch_holds_each_keys_limits;

@@ -124,6 +124,7 @@ async fn transaction_needs_a_postgres_job() {
     let handle = Ship::new(4, Then::Succeed).enqueue(&memory).await.unwrap();
     let leased = memory
         .fetch(jobs_core::FetchParams {
+            ended: Vec::new(),
             known: None,
             queues: vec!["ship".into()],
             limit: 1,

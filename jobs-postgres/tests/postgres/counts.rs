@@ -150,6 +150,7 @@ async fn counts_stay_exact_through_every_kind_of_write() {
     put(&backend, vec![last], t0()).await;
     let short = backend
         .fetch(FetchParams {
+            ended: Vec::new(),
             known: None,
             queues: vec!["c".into()],
             limit: 2,

@@ -45,6 +45,7 @@ async fn completion_commits_with(backend: &PgBackend) -> Vec<String> {
     put(backend, vec![new_job("d", "d"), new_job("d", "d")], t0()).await;
     let leased = backend
         .fetch(FetchParams {
+            ended: Vec::new(),
             known: None,
             queues: vec!["d".into()],
             limit: 2,

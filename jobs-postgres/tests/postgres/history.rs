@@ -16,6 +16,7 @@ use crate::support::{at, fresh_backend, new_job, put, t0};
 async fn fetch(backend: &PgBackend, now_ms: i64) -> LeasedJob {
     let mut leased = backend
         .fetch(FetchParams {
+            ended: Vec::new(),
             known: None,
             queues: vec!["h".into()],
             limit: 1,
@@ -234,7 +235,7 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     .fetch_all(backend.pool())
     .await
     .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     // Migration 5 counted the completed job it found.
     let counts = backend
         .counts(CountsParams { queue: "h".into() })

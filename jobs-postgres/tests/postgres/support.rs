@@ -169,6 +169,7 @@ pub(crate) async fn fetch_within(
 ) -> Vec<LeasedJob> {
     backend
         .fetch(FetchParams {
+            ended: Vec::new(),
             known: None,
             queues: vec![queue.to_string()],
             limit,

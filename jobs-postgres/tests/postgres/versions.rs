@@ -40,6 +40,7 @@ async fn read(backend: &PgBackend, id: JobId) -> jobs_core::JobRecord {
 async fn fetch_known(backend: &PgBackend, queues: &[&str], known: Vec<KnownJob>) -> Vec<LeasedJob> {
     backend
         .fetch(FetchParams {
+            ended: Vec::new(),
             known: Some(known),
             queues: queues.iter().map(|q| q.to_string()).collect(),
             limit: 10,

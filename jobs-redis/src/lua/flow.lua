@@ -2,7 +2,10 @@
 --
 -- A fetch gets the queue's limits as the worker last read them, as one argument: '' for a
 -- queue that has none and holds no jobs with key limits, else `concurrency|rate limit|rate
--- period in ms` (a part empty when unset). The queue's running jobs are its running set; its
+-- period in ms|ended leases` (a part empty when unset), the last part the worker's leases of
+-- the queue whose attempts have ended (`id:token`, space separated): while a job still runs
+-- under such a lease, no concurrency counts it (see `left_out`). The queue's running jobs are
+-- its running set; its
 -- starts, and those of each key whose limits have a rate, are sliding logs (`starts`,
 -- `kstarts:<key>`): one entry per fetch batch, scored by its time, the member the fetch's
 -- token prefix and the count, and one entry `total:<n>` scored +inf holding the sum of the
@@ -20,13 +23,37 @@ local KSTARTS = BASE .. 'kstarts:'
 -- FLOW_SCAN).
 local FLOW_SCAN = 1000
 
+-- The worker's ended leases of the queue, as `read_flow` found them.
+local ended = ''
+
 -- The queue's limits given in ARGV[i], or nil when it has none to check.
 local function read_flow(i)
   if ARGV[i] == '' then
     return nil
   end
-  local c, l, p = string.match(ARGV[i], '^(%d*)|(%d*)|(%d*)$')
+  local c, l, p, e = string.match(ARGV[i], '^(%d*)|(%d*)|(%d*)|(.*)$')
+  ended = e
   return { concurrency = tonumber(c), rate = tonumber(l), period = tonumber(p) }
+end
+
+-- Of the running jobs, those still under one of the worker's ended leases: their handlers run
+-- no more, so no concurrency counts them. {total = n, keys = {[key] = n}}, read once per call.
+local uncounted = nil
+local function left_out()
+  if not uncounted then
+    uncounted = { total = 0, keys = {} }
+    for id, token in string.gmatch(ended, '(%x+):(%x+)') do
+      local f = redis.call('HMGET', job_key(id), 's', 'l', 'k')
+      if f[1] == 'r' and f[2] and string.sub(f[2], 1, #token + 1) == token .. ':' then
+        uncounted.total = uncounted.total + 1
+        local key = f[3] and string.match(f[3], '^%d*|%d*|%d*|(.*)$')
+        if key then
+          uncounted.keys[key] = (uncounted.keys[key] or 0) + 1
+        end
+      end
+    end
+  end
+  return uncounted
 end
 
 -- The `total:<n>` entry of `log` (nil for an empty log) and its n.
@@ -81,7 +108,8 @@ end
 local function queue_room(limit, flow)
   local room = limit
   if flow and flow.concurrency then
-    room = math.min(room, flow.concurrency - redis.call('ZCARD', RUNNING))
+    local running = redis.call('ZCARD', RUNNING) - left_out().total
+    room = math.min(room, flow.concurrency - running)
   end
   if flow and flow.rate then
     room = math.min(room, flow.rate - started(STARTS, flow.period))
@@ -129,7 +157,8 @@ local function key_room(keys, k)
   c, l, p = tonumber(c), tonumber(l), tonumber(p)
   local state = keys[key]
   if not state then
-    state = { running = tonumber(redis.call('HGET', KRUN, key)) or 0, granted = 0, started = {} }
+    local running = (tonumber(redis.call('HGET', KRUN, key)) or 0) - (left_out().keys[key] or 0)
+    state = { running = running, granted = 0, started = {} }
     keys[key] = state
   end
   if c and state.running + state.granted >= c then

@@ -76,6 +76,7 @@ async fn a_job_hash_stays_small() {
         .unwrap();
     let leased = backend
         .fetch(FetchParams {
+            ended: Vec::new(),
             known: None,
             flow: Vec::new(),
             queues: vec!["email".into()],

@@ -41,6 +41,7 @@ pub(crate) fn at(ms: i64) -> Timestamp {
 /// A fetch of up to `limit` jobs of `queues` at `now`, enforcing no queue limits.
 pub(crate) fn fetch(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {
     FetchParams {
+        ended: Vec::new(),
         known: None,
         flow: Vec::new(),
         queues: queues.iter().map(|q| q.to_string()).collect(),

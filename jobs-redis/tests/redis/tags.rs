@@ -74,6 +74,7 @@ async fn tag_indexes_hold_only_live_jobs() {
     // Pruned: the first job, completed.
     let leased = b
         .fetch(FetchParams {
+            ended: Vec::new(),
             known: None,
             flow: Vec::new(),
             queues: vec!["t".into()],

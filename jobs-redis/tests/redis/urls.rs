@@ -125,6 +125,7 @@ async fn options_of_the_url_apply() {
         .expect("woken over RESP3");
     let leased = backend
         .fetch(FetchParams {
+            ended: Vec::new(),
             known: None,
             flow: Vec::new(),
             queues: vec!["q".into()],

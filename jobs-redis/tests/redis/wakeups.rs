@@ -19,6 +19,7 @@ async fn enqueue(b: &RedisBackend, jobs: Vec<NewJob>) {
 
 async fn fetch(b: &RedisBackend, limit: usize, now: Timestamp) -> usize {
     b.fetch(FetchParams {
+        ended: Vec::new(),
         known: None,
         flow: Vec::new(),
         queues: vec!["w".into()],

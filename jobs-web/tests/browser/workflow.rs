@@ -51,6 +51,7 @@ pub(crate) async fn follow_a_workflow(kind: Kind) {
     let now = chrono::Utc::now();
     let leased = backend
         .fetch(FetchParams {
+            ended: Vec::new(),
             queues: vec![QUEUE.into()],
             limit: 10,
             worker: "browser-test".into(),

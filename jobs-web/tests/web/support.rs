@@ -187,6 +187,7 @@ pub(crate) async fn put_n(backend: &AnyBackend, queue: &str, n: usize) -> Vec<Jo
 pub(crate) async fn lease(backend: &AnyBackend, queue: &str, worker: &str) -> Vec<LeasedJob> {
     backend
         .fetch(FetchParams {
+            ended: Vec::new(),
             queues: vec![queue.into()],
             limit: 1_000,
             worker: worker.into(),

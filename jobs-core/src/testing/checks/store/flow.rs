@@ -240,6 +240,96 @@ pub async fn fetch_holds_each_keys_limits(b: AnyBackend) {
     assert_eq!(record(&b, a[2]).await.attempt, 0);
 }
 
+/// Fetches up to `limit` of `queue`'s jobs at `now` with the flow the store reports, telling
+/// it that the attempts under `ended` have ended.
+async fn fetch_ended(
+    b: &AnyBackend,
+    queue: &str,
+    ended: &[LeaseRef],
+    limit: usize,
+    now: Timestamp,
+) -> Vec<LeasedJob> {
+    let mut params = fetch_params(&[queue], limit, now);
+    params.flow = flow(b).await;
+    params.ended = ended
+        .iter()
+        .map(|lease| EndedLease {
+            queue: queue.to_string(),
+            lease: *lease,
+        })
+        .collect();
+    b.fetch(params).await.expect("fetch")
+}
+
+/// The ids of `jobs`.
+fn ids_of(jobs: &[LeasedJob]) -> Vec<JobId> {
+    jobs.iter().map(|j| j.record.id).collect()
+}
+
+/// A running job under one of the fetching worker's ended leases counts against no
+/// concurrency (a queue's or a key's), as long as it runs under that very lease: a stale token
+/// or a job whose completion was written meanwhile frees no second place.
+pub async fn fetch_leaves_ended_leases_out_of_concurrency(b: AnyBackend) {
+    limit(&b, QUEUE, QueueLimits::default().concurrency(2)).await;
+    let ids = put_many(&b, (0..6).map(|_| new_job("capped")), t0()).await;
+    let first = fetch_ended(&b, QUEUE, &[], 10, t0()).await;
+    assert_eq!(ids_of(&first), ids[..2]);
+    let ended = [first[0].lease()];
+    let second = fetch_ended(&b, QUEUE, &ended, 10, t0()).await;
+    assert_eq!(ids_of(&second), [ids[2]], "the ended job is left out");
+    assert_eq!(counts(&b).await.running, 3, "it still runs in the store");
+    let ended = [first[0].lease(), second[0].lease()];
+    assert_eq!(
+        ids_of(&fetch_ended(&b, QUEUE, &ended, 10, t0()).await),
+        [ids[3]]
+    );
+
+    let stale = LeaseRef {
+        id: ids[1],
+        token: LeaseToken::new(),
+    };
+    let ended = [first[0].lease(), second[0].lease(), stale];
+    assert_eq!(
+        fetch_ended(&b, QUEUE, &ended, 10, t0()).await.len(),
+        0,
+        "a lease the job no longer runs under frees nothing"
+    );
+    assert!(complete(&b, &first[0], "null", t0()).await);
+    let ended = [first[0].lease(), second[0].lease()];
+    assert_eq!(
+        fetch_ended(&b, QUEUE, &ended, 10, t0()).await.len(),
+        0,
+        "a completed job's lease frees no second place"
+    );
+    assert_eq!(record(&b, ids[4]).await.attempt, 0, "no attempt spent");
+
+    let keyed_ids = put_many(
+        &b,
+        (0..3).map(|_| {
+            let mut job = keyed("k", Some(1), None);
+            job.queue = OTHER_QUEUE.into();
+            job
+        }),
+        t0(),
+    )
+    .await;
+    let k0 = fetch_ended(&b, OTHER_QUEUE, &[], 10, t0()).await;
+    assert_eq!(ids_of(&k0), [keyed_ids[0]]);
+    let k1 = fetch_ended(&b, OTHER_QUEUE, &[k0[0].lease()], 10, t0()).await;
+    assert_eq!(
+        ids_of(&k1),
+        [keyed_ids[1]],
+        "the key's ended job is left out"
+    );
+    assert_eq!(
+        fetch_ended(&b, OTHER_QUEUE, &[k1[0].lease()], 10, t0())
+            .await
+            .len(),
+        0,
+        "the key's other job still counts"
+    );
+}
+
 /// Racing fetchers never lease beyond a concurrency, a rate or a key's concurrency.
 pub async fn fetch_racing_holds_the_limits(b: AnyBackend) {
     limit(&b, QUEUE, QueueLimits::default().concurrency(5)).await;

@@ -25,6 +25,7 @@ use crate::*;
 /// Fetch `limit` jobs of `queues` at `now` as the worker `"checker"`, with a 5 s lease.
 fn fetch_params(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {
     FetchParams {
+        ended: Vec::new(),
         known: None,
         queues: queues.iter().map(|q| q.to_string()).collect(),
         limit,

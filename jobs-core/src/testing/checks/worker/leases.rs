@@ -14,6 +14,7 @@ pub async fn worker_reruns_jobs_of_a_dead_worker(b: AnyBackend) {
         .await
         .unwrap();
     let params = FetchParams {
+        ended: Vec::new(),
         known: None,
         queues: vec![QUEUE.into()],
         limit: 3,
