@@ -17,10 +17,17 @@
 -- is large: a fetch of queues with a concurrency limit alone now costs about as much as a
 -- plain fetch, plus the count.
 --
--- The running counts read `jobs_flow_running` by plain index scans (bitmap scans off): each
--- job that ends leaves a dead entry in that partial index until a vacuum, and a bitmap scan
--- visits the heap of every one of them on every fetch (thousands while a queue drains fast),
--- where a plain index scan marks the entries it finds dead so that the next fetches skip them.
+-- The running counts skip the dead entries of `jobs_flow_running`: each job that ends leaves
+-- one in that partial index until a vacuum, thousands while a queue drains fast, and a count
+-- that visits the heap behind every one of them costs more than the rest of the fetch. A plain
+-- index scan marks the entries it finds dead, so that the next scans skip them, but a bitmap
+-- scan never does (bitmap scans are off in the function), nor can a scan mark one TID of a
+-- posting list: an unkeyed queue's entries all share one key, `(queue, NULL)`, so btree
+-- deduplication merged them into posting lists mixing the running and the ended. The index
+-- keeps one entry per row from now on; the posting lists stored before go as vacuum empties
+-- them.
+ALTER INDEX jobs_flow_running SET (deduplicate_items = off);
+
 DROP FUNCTION IF EXISTS fetch_limited(
     text[], timestamptz, int8, text, timestamptz, text[],
     int4[], int4[], int8[], bool[], bool[], int8, text, int4[]
@@ -39,9 +46,8 @@ SET enable_bitmapscan = off
 AS $$
 DECLARE
     keyed bool := true = ANY ($10);
-    rated bool := keyed OR EXISTS (
-        SELECT 1 FROM unnest($8, $11) AS u(rate_limit, checked)
-        WHERE u.checked AND u.rate_limit IS NOT NULL);
+    -- Only checked queues have a rate (NULL for the others).
+    rated bool := keyed OR array_remove($8, NULL) <> '{}';
     rooms int8[];
     taken jobs[];
 BEGIN
