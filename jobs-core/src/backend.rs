@@ -75,7 +75,8 @@ pub struct FetchParams {
     /// written: their handlers run no more, so no concurrency limit (a queue's or a key's)
     /// counts them, and the worker's next jobs need not wait for those writes. A backend
     /// counts one out only while its job still runs under that very lease (same id and token),
-    /// so a job leased again by another worker still counts. Empty is always correct.
+    /// so a job leased again by another worker still counts, and each job once, however often
+    /// it is listed. Empty is always correct.
     pub ended: Vec<EndedLease>,
 }
 

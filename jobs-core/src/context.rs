@@ -136,6 +136,16 @@ impl JobContext {
         self.inner.cancel.cancelled()
     }
 
+    /// Whether the job finishes through a completion hook (its handler's writes commit with
+    /// its completion).
+    pub(crate) fn has_completion_hook(&self) -> bool {
+        self.inner
+            .hook
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
     pub(crate) fn take_completion_hook(&self) -> Option<Box<dyn CompletionHook>> {
         self.inner
             .hook

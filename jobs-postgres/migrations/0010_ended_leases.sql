@@ -1,7 +1,8 @@
 -- The limited fetch of 0008, remade in smaller statements, which now leaves out of its running
 -- counts the fetching worker's leases whose attempts have ended (`FetchParams::ended`).
--- Everything else is as 0006 and 0008 describe. The function of 0008 is dropped, so that every
--- limited fetch says which of its leases ended.
+-- Everything else is as 0006 and 0008 describe. The signature of 0008 stays, for the workers
+-- of the release before during a rolling deploy: it calls this one with no ended leases, which
+-- counts every running job, as they expect.
 --
 -- Ended leases: $15 their job ids and $16 their lease tokens, in the same order. A row is left
 -- out only while it is still leased under that very token, so a job leased again by another
@@ -13,9 +14,9 @@
 -- Smaller statements: a fetch prunes the logs of starts only when a checked queue has a rate
 -- or holds keyed jobs, leases with the statement that handles key limits only when a checked
 -- queue holds keyed jobs (a plain lease of each queue's room otherwise), and logs its starts
--- only when it counts any. Each statement's plan is set up on every call, and the keyed one's
--- is large: a fetch of queues with a concurrency limit alone now costs about as much as a
--- plain fetch, plus the count.
+-- only when it counts any. PL/pgSQL keeps each statement's plan, but the executor sets it up
+-- again on every call, and the keyed statement's is large: a fetch of queues with a
+-- concurrency limit alone now costs about as much as a plain fetch, plus the count.
 --
 -- The running counts skip the dead entries of `jobs_flow_running`: each job that ends leaves
 -- one in that partial index until a vacuum, thousands while a queue drains fast, and a count
@@ -27,11 +28,6 @@
 -- keeps one entry per row from now on; the posting lists stored before go as vacuum empties
 -- them.
 ALTER INDEX jobs_flow_running SET (deduplicate_items = off);
-
-DROP FUNCTION IF EXISTS fetch_limited(
-    text[], timestamptz, int8, text, timestamptz, text[],
-    int4[], int4[], int8[], bool[], bool[], int8, text, int4[]
-);
 
 CREATE FUNCTION fetch_limited(
     text[], timestamptz, int8, text, timestamptz, text[],
@@ -46,8 +42,9 @@ SET enable_bitmapscan = off
 AS $$
 DECLARE
     keyed bool := true = ANY ($10);
-    -- Only checked queues have a rate (NULL for the others).
-    rated bool := keyed OR array_remove($8, NULL) <> '{}';
+    -- Whether the fetch keeps logs of starts: a checked queue has a rate (the others' are
+    -- NULL), or holds keyed jobs, whose keys may have rates.
+    logged bool := keyed OR array_remove($8, NULL) <> '{}';
     rooms int8[];
     taken jobs[];
 BEGIN
@@ -58,7 +55,7 @@ BEGIN
           ORDER BY u.queue) c;
 
     -- The starts that left their windows stop counting.
-    IF rated THEN
+    IF logged THEN
         WITH q AS (
             SELECT * FROM unnest($1, $9, $11) AS q(queue, period_ms, checked)
         ),
@@ -229,7 +226,7 @@ BEGIN
     END IF;
 
     -- The starts that rates count: each rated queue's, and each rated key's.
-    IF rated AND taken IS NOT NULL THEN
+    IF logged AND taken IS NOT NULL THEN
         WITH leased AS (
             SELECT * FROM unnest(taken)
         ),
@@ -262,4 +259,18 @@ BEGIN
 
     RETURN QUERY SELECT * FROM unnest(taken);
 END
+$$;
+
+-- The signature of 0008, for the workers of the release before.
+CREATE OR REPLACE FUNCTION fetch_limited(
+    text[], timestamptz, int8, text, timestamptz, text[],
+    int4[], int4[], int8[], bool[], bool[], int8, text, int4[]
+)
+RETURNS SETOF jobs
+LANGUAGE sql
+VOLATILE
+SET search_path FROM CURRENT
+AS $$
+    SELECT * FROM fetch_limited($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+                                '{}'::uuid[], '{}'::uuid[])
 $$;

@@ -14,9 +14,9 @@
 //! as it removes the log rows that left the window and logs the new starts, so a fetch reads
 //! one row for it however many batches the window holds (a key's rate still sums its key's
 //! rows inside the window: at most its limit). A fetch that finds no room anywhere ends before
-//! reading any job. The function lives in migration 0006; it takes the versions a worker knows
-//! since 0008, and leaves the worker's ended leases out of its running counts since 0010:
-//! changing it takes a new migration.
+//! reading any job. Migration 0006 created the function; it takes the versions a worker knows
+//! since 0008, and leaves the worker's ended leases out of its running counts since 0010, which
+//! defines it now: changing it takes a new migration.
 //!
 //! A keyed queue's scan looks at most [`FLOW_SCAN`] candidates beyond its room, so a long run
 //! of jobs of saturated keys delays the jobs behind it (until the keys have room) rather than

@@ -78,7 +78,7 @@
 //!   and writes nothing new; a fetch of queues with limits or keyed jobs is one statement
 //!   calling the schema's `fetch_limited` function, which locks them, then counts and leases
 //!   (see `limited.rs`; migration 0008 replaced it with one taking the versions, as the plain
-//!   fetch does). Enqueues into a bounded queue, and of jobs that throttle,
+//!   fetch does, and 0010 with one that leaves the worker's ended leases out of its counts). Enqueues into a bounded queue, and of jobs that throttle,
 //!   debounce or carry key limits, take a guarded transaction (see `guarded.rs`); the plain
 //!   enqueue statements store nothing into a bounded queue (a probe of `queue_flow`).
 //!
@@ -94,7 +94,7 @@
 //! | `jobs_dead (queue, id)` | dead | listing the dead-letter set |
 //! | `jobs_waiting (queue, id)` | waiting (workflow steps) | counts, queue names |
 //! | `jobs_tags` GIN `(tags)` | with tags | listing and bulk operations by tag |
-//! | `jobs_flow_running (queue, key_limits->>'key')` | leased, counted | limited fetches' counts |
+//! | `jobs_flow_running (queue, key_limits->>'key')`, no deduplication | leased, counted | limited fetches' counts |
 //!
 //! Lists and bulk operations (retry, cancel, delete by filter) select the jobs in id order with
 //! only the conditions the filter sets, so each condition can use its index; a bulk operation

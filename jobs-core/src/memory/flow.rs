@@ -1,5 +1,6 @@
-//! The memory backend's flow control: stored limits, the sliding logs of starts, and the keys
-//! that throttled and debounced jobs hold.
+//! The memory backend's flow control: stored limits, the sliding logs of starts, the keys
+//! that throttled and debounced jobs hold, and the running jobs a fetch leaves out of its
+//! counts.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 

@@ -5,7 +5,7 @@
 //! everything when the process ends.
 
 use std::any::Any;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -231,7 +231,11 @@ fn key_room(
     now: Timestamp,
 ) -> bool {
     let slot = (queue.to_string(), limits.key.clone());
-    let running = key_running.get(&slot).copied().unwrap_or(0) - uncounted.of_key(&slot);
+    let running = key_running
+        .get(&slot)
+        .copied()
+        .unwrap_or(0)
+        .saturating_sub(uncounted.of_key(&slot));
     let within_concurrency = limits.concurrency.is_none_or(|n| running + granted < n);
     within_concurrency
         && limits.rate.is_none_or(|rate| {
@@ -379,11 +383,14 @@ impl Store {
         }
     }
 
-    /// The running jobs of the leases in `ended` that still stand.
+    /// The running jobs of the leases in `ended` that still stand, each once.
     fn uncounted(&self, ended: &[EndedLease]) -> Uncounted {
         let mut uncounted = Uncounted::default();
-        for r in ended.iter().filter_map(|e| self.leased(&e.lease)) {
-            uncounted.leave_out(r);
+        let mut seen = HashSet::new();
+        for e in ended.iter().filter(|e| seen.insert(e.lease.id)) {
+            if let Some(r) = self.leased(&e.lease) {
+                uncounted.leave_out(r);
+            }
         }
         uncounted
     }
@@ -399,8 +406,12 @@ impl Store {
     ) -> usize {
         let mut room = usize::MAX;
         if let Some(n) = limits.concurrency {
-            let running =
-                self.idx.counts.get(queue).map_or(0, |c| c.running) - uncounted.of_queue(queue);
+            let running = self
+                .idx
+                .counts
+                .get(queue)
+                .map_or(0, |c| c.running)
+                .saturating_sub(uncounted.of_queue(queue));
             room = room.min(u64::from(n).saturating_sub(running) as usize);
         }
         if let Some(rate) = &limits.rate {

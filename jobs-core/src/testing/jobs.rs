@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Backoff, CronSpec, Job, JobContext, JobError, JobId, JobOptions, StateKey, StateMap};
+use crate::{
+    AnyBackend, Backend, BackendContext, Backoff, CompleteParams, Completion, CompletionHook,
+    CronSpec, Job, JobContext, JobError, JobId, JobOptions, StateKey, StateMap, Timestamp,
+};
 
 use super::support::QUEUE;
 
@@ -291,9 +294,13 @@ impl Overlap {
 }
 
 /// Runs for `ms` milliseconds, recorded in the worker's `State<Overlap>`; returns its attempt.
+/// With `commit_ms`, it then finishes through a completion hook that takes that long before
+/// it completes the job, as a handler's transaction committing with the completion would,
+/// and counts as running until then.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Overlaps {
     pub(super) ms: u64,
+    pub(super) commit_ms: u64,
 }
 
 impl Job for Overlaps {
@@ -309,8 +316,38 @@ impl Job for Overlaps {
         let overlap = state.require::<Overlap>()?;
         overlap.enter();
         tokio::time::sleep(Duration::from_millis(self.ms)).await;
-        overlap.leave();
+        if self.commit_ms == 0 {
+            overlap.leave();
+        } else {
+            ctx.set_completion_hook(Box::new(SlowCommit {
+                backend: ctx.backend().clone(),
+                overlap: Overlap::clone(&overlap),
+                ms: self.commit_ms,
+            }));
+        }
         Ok(ctx.attempt())
+    }
+}
+
+/// The completion hook of [`Overlaps`] with a `commit_ms`.
+struct SlowCommit {
+    backend: AnyBackend,
+    overlap: Overlap,
+    ms: u64,
+}
+
+#[async_trait::async_trait]
+impl CompletionHook for SlowCommit {
+    async fn complete(
+        self: Box<Self>,
+        completion: Completion,
+        now: Timestamp,
+    ) -> Result<bool, crate::Error> {
+        tokio::time::sleep(Duration::from_millis(self.ms)).await;
+        self.overlap.leave();
+        let items = vec![completion];
+        let accepted = self.backend.complete(CompleteParams { items, now }).await?;
+        Ok(accepted == [true])
     }
 }
 

@@ -25,6 +25,9 @@ struct Held {
     /// outcome's own write having landed first (or, if the lease really lapsed, the outcome's
     /// write is refused and says so), never a reason to stop the job.
     finishing: bool,
+    /// It ended but still counts against limits until its outcome is written: it finishes
+    /// through a completion hook, whose commit holds the handler's own writes.
+    committing: bool,
 }
 
 impl Leases {
@@ -37,30 +40,40 @@ impl Leases {
         let held = Held {
             ctx,
             finishing: false,
+            committing: false,
         };
         self.held().insert(held.ctx.id(), held);
     }
 
     /// Marks a job whose attempt ended: its lease is still renewed until the outcome is
     /// written, but a refused renewal no longer counts as a lost lease.
+    ///
+    /// A job that finishes through a completion hook keeps counting against limits until its
+    /// outcome is written: its handler's writes commit only then, and a limit of one per key
+    /// must not let the next job of the key read around them.
     pub(super) fn finishing(&self, id: JobId) {
         if let Some(held) = self.held().get_mut(&id) {
             held.finishing = true;
+            held.committing = held.ctx.has_completion_hook();
+            if held.committing {
+                return;
+            }
         }
         self.ended.notify_one();
     }
 
-    /// Resolves when an attempt ends (or has ended since the last wait).
+    /// Resolves when an attempt ends (or has ended since the last wait), or a committing job's
+    /// outcome is written.
     pub(super) fn ended_notified(&self) -> Notified<'_> {
         self.ended.notified()
     }
 
-    /// The held jobs whose attempts have ended, their outcomes not yet written: no limit
-    /// counts them ([`FetchParams::ended`](crate::backend::FetchParams::ended)).
+    /// The held jobs whose attempts have ended, their outcomes not yet written, that no limit
+    /// counts ([`FetchParams::ended`](crate::backend::FetchParams::ended)).
     pub(super) fn ended(&self) -> Vec<EndedLease> {
         self.held()
             .values()
-            .filter(|h| h.finishing)
+            .filter(|h| h.finishing && !h.committing)
             .map(|h| EndedLease {
                 queue: h.ctx.queue().to_string(),
                 lease: h.ctx.lease(),
@@ -70,7 +83,10 @@ impl Leases {
 
     /// Forgets a job whose outcome was written, or given up on.
     pub(super) fn remove(&self, id: JobId) {
-        self.held().remove(&id);
+        let removed = self.held().remove(&id);
+        if removed.is_some_and(|h| h.committing) {
+            self.ended.notify_one();
+        }
     }
 
     /// The leases held now.

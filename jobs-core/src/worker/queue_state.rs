@@ -22,7 +22,7 @@ pub(crate) const STATE_CHECK: Duration = Duration::from_millis(500);
 /// its jobs may be held back by a limit that another process's finished job or the rate's
 /// sliding window frees at any moment, and no wake-up says so. Each further empty fetch waits
 /// twice as long, up to [`FLOW_RETRY_MAX`], so an idle limited queue is not polled hard; its
-/// own jobs' outcomes and new jobs wake the worker at once.
+/// own jobs' ending attempts and new jobs wake the worker at once.
 pub(crate) const FLOW_RETRY: Duration = Duration::from_millis(20);
 
 /// The longest wait between two fetches from a queue with flow limits.

@@ -186,7 +186,10 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
              finished_horizons, job_types;
          DROP FUNCTION finished_counts_clear CASCADE;
          DROP FUNCTION finished_minutes_clear CASCADE;
-         DROP FUNCTION fetch_limited;
+         DROP FUNCTION fetch_limited(text[], timestamptz, int8, text, timestamptz, text[],
+             int4[], int4[], int8[], bool[], bool[], int8, text, int4[], uuid[], uuid[]);
+         DROP FUNCTION fetch_limited(text[], timestamptz, int8, text, timestamptz, text[],
+             int4[], int4[], int8[], bool[], bool[], int8, text, int4[]);
          DROP INDEX jobs_waiting;
          ALTER TABLE jobs DROP COLUMN tags, DROP COLUMN key_limits, DROP COLUMN flow_counted,
              DROP COLUMN version, DROP COLUMN step, DROP COLUMN inputs;

@@ -233,7 +233,10 @@ async fn migration_8_adds_versions_in_place() {
         "BEGIN;
          SET LOCAL search_path TO \"{schema}\";
          DROP TABLE job_types;
-         DROP FUNCTION fetch_limited;
+         DROP FUNCTION fetch_limited(text[], timestamptz, int8, text, timestamptz, text[],
+             int4[], int4[], int8[], bool[], bool[], int8, text, int4[], uuid[], uuid[]);
+         DROP FUNCTION fetch_limited(text[], timestamptz, int8, text, timestamptz, text[],
+             int4[], int4[], int8[], bool[], bool[], int8, text, int4[]);
          ALTER TABLE jobs DROP COLUMN version;
          {function}
          DELETE FROM _jobs_migrations WHERE version = 8;

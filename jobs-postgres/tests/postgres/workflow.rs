@@ -85,8 +85,8 @@ async fn a_schema_at_migration_8_holding_jobs_is_upgraded_for_workflows() {
     let mut later = new_job("e", "h");
     later.run_at = t0() + chrono::Duration::days(1);
     let ids = put(&backend, vec![new_job("e", "h"), later], t0()).await;
-    // Back to what migrations 1 to 8 made, with the two jobs still stored (and without the
-    // limited fetch, which migration 10 replaced).
+    // Back to what migrations 1 to 8 made, with the two jobs still stored (less migration 10's
+    // limited fetch, which it creates again).
     sqlx::raw_sql(&format!(
         "SET search_path TO \"{schema}\";
          DROP FUNCTION fetch_limited(text[], timestamptz, int8, text, timestamptz, text[],

@@ -4,8 +4,9 @@
 -- queue that has none and holds no jobs with key limits, else `concurrency|rate limit|rate
 -- period in ms|ended leases` (a part empty when unset), the last part the worker's leases of
 -- the queue whose attempts have ended (`id:token`, space separated): while a job still runs
--- under such a lease, no concurrency counts it (see `left_out`). The queue's running jobs are
--- its running set; its
+-- under such a lease, no concurrency counts it (see `left_out`).
+--
+-- The queue's running jobs are its running set; its
 -- starts, and those of each key whose limits have a rate, are sliding logs (`starts`,
 -- `kstarts:<key>`): one entry per fetch batch, scored by its time, the member the fetch's
 -- token prefix and the count, and one entry `total:<n>` scored +inf holding the sum of the
@@ -42,11 +43,13 @@ local uncounted = nil
 local function left_out()
   if not uncounted then
     uncounted = { total = 0, keys = {} }
+    local seen = {}
     for id, token in string.gmatch(ended, '(%x+):(%x+)') do
-      local f = redis.call('HMGET', job_key(id), 's', 'l', 'k')
-      if f[1] == 'r' and f[2] and string.sub(f[2], 1, #token + 1) == token .. ':' then
+      local f = not seen[id] and redis.call('HMGET', job_key(id), 's', 'l', 'k')
+      seen[id] = true
+      if f and f[1] == 'r' and f[2] and string.sub(f[2], 1, #token + 1) == token .. ':' then
         uncounted.total = uncounted.total + 1
-        local key = f[3] and string.match(f[3], '^%d*|%d*|%d*|(.*)$')
+        local key = f[3] and key_of(f[3])
         if key then
           uncounted.keys[key] = (uncounted.keys[key] or 0) + 1
         end

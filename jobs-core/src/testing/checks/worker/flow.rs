@@ -35,7 +35,15 @@ pub async fn worker_holds_a_queues_concurrency_across_workers(b: AnyBackend) {
     let limits = QueueLimits::default().concurrency(3);
     b.set_queue_limits(QUEUE, limits).await.expect("limits");
     let overlap = Overlap::default();
-    let jobs = (0..18).map(|_| Overlaps { ms: 40 }.into()).collect();
+    let jobs = (0..18)
+        .map(|_| {
+            Overlaps {
+                ms: 40,
+                commit_ms: 0,
+            }
+            .into()
+        })
+        .collect();
     run_on_two_workers(&b, &overlap, jobs).await;
     assert_eq!(overlap.max(), 3);
 }
@@ -50,7 +58,11 @@ pub async fn worker_holds_each_keys_concurrency(b: AnyBackend) {
                 concurrency: Some(1),
                 rate: None,
             };
-            Overlaps { ms: 20 }.with_key_limits(limits)
+            Overlaps {
+                ms: 20,
+                commit_ms: 0,
+            }
+            .with_key_limits(limits)
         })
         .collect();
     let started = Instant::now();
@@ -62,6 +74,33 @@ pub async fn worker_holds_each_keys_concurrency(b: AnyBackend) {
     );
 }
 
+/// A job that finishes through a completion hook (a handler's transaction that commits with
+/// the completion) counts against its key's concurrency until the hook has completed it: the
+/// next job of the key never starts while the last one's writes are still uncommitted.
+pub async fn worker_counts_a_committing_job_until_it_is_completed(b: AnyBackend) {
+    let overlap = Overlap::default();
+    let jobs = (0..6)
+        .map(|_| {
+            let limits = KeyLimits {
+                key: "solo".into(),
+                concurrency: Some(1),
+                rate: None,
+            };
+            let job = Overlaps {
+                ms: 1,
+                commit_ms: 30,
+            };
+            job.with_key_limits(limits)
+        })
+        .collect();
+    run_on_two_workers(&b, &overlap, jobs).await;
+    assert_eq!(
+        overlap.max(),
+        1,
+        "one job of the key at a time, commit included"
+    );
+}
+
 /// A rate of ten per 500 ms across two workers: no 450 ms holds more than ten starts, and each
 /// window's jobs start as soon as it opens (thirty jobs take two windows' wait, not much more).
 /// A start is the lease the store hands out (the record's `started_at`), which is what the
@@ -70,7 +109,15 @@ pub async fn worker_holds_a_queues_rate(b: AnyBackend) {
     let limits = QueueLimits::default().rate(Rate::new(10, Duration::from_millis(500)));
     b.set_queue_limits(QUEUE, limits).await.expect("limits");
     let overlap = Overlap::default();
-    let jobs = (0..30).map(|_| Overlaps { ms: 1 }.into()).collect();
+    let jobs = (0..30)
+        .map(|_| {
+            Overlaps {
+                ms: 1,
+                commit_ms: 0,
+            }
+            .into()
+        })
+        .collect();
     run_on_two_workers(&b, &overlap, jobs).await;
     assert_eq!(overlap.starts().len(), 30);
     let records = b
