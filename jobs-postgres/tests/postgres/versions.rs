@@ -1,7 +1,7 @@
 //! Payload versions as PostgreSQL keeps them: every enqueue path stores a job's version, the
 //! limited fetch takes only the versions a worker knows, a debounced enqueue folds its version
 //! with its payload, and migration 0008 adds the column without rewriting `jobs` and leaves one
-//! `fetch_limited` function behind.
+//! `fetch_limited` function behind; the release before 0010 still fetches within limits.
 
 use std::time::Duration;
 
@@ -282,4 +282,33 @@ async fn migration_8_adds_versions_in_place() {
     .await
     .unwrap();
     assert_eq!(functions, [14], "only the function taking the versions");
+}
+
+/// A worker of the release before migration 0010 calls the limited fetch without ended leases:
+/// its signature still leases within the queue's concurrency, counting every running job.
+#[tokio::test]
+async fn the_limited_fetch_of_the_release_before_still_holds_the_limit() {
+    let backend = fresh_backend().await;
+    backend
+        .set_limits(SetLimitsParams {
+            queue: "old".into(),
+            limits: QueueLimits::default().concurrency(2),
+        })
+        .await
+        .expect("limits");
+    put(
+        &backend,
+        (0..5).map(|_| new_job("e", "old")).collect(),
+        t0(),
+    )
+    .await;
+    let now = t0().to_rfc3339();
+    let old_fetch = format!(
+        "SELECT count(*) FROM {{schema}}.fetch_limited(
+             ARRAY['old'], '{now}', 10, 'w', '{now}'::timestamptz + interval '30 s', NULL,
+             ARRAY[2], ARRAY[NULL::int4], ARRAY[NULL::int8], ARRAY[false], ARRAY[true], 1000,
+             'old-release', NULL)"
+    );
+    assert_eq!(scalar(&backend, &old_fetch).await, 2, "up to the limit");
+    assert_eq!(scalar(&backend, &old_fetch).await, 0, "its two still run");
 }
