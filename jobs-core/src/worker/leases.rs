@@ -68,6 +68,20 @@ impl Leases {
         self.ended.notified()
     }
 
+    /// How many held jobs of each queue still count against limits: running, prefetched, or
+    /// ended but committing.
+    pub(super) fn counted(&self) -> HashMap<String, usize> {
+        let mut counted = HashMap::new();
+        for h in self
+            .held()
+            .values()
+            .filter(|h| !h.finishing || h.committing)
+        {
+            *counted.entry(h.ctx.queue().to_string()).or_default() += 1;
+        }
+        counted
+    }
+
     /// The held jobs whose attempts have ended, their outcomes not yet written, that no limit
     /// counts ([`FetchParams::ended`](crate::backend::FetchParams::ended)).
     pub(super) fn ended(&self) -> Vec<EndedLease> {

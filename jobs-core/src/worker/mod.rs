@@ -23,6 +23,7 @@ mod outcome;
 mod queue_state;
 mod renew;
 mod rescue;
+mod room;
 mod run;
 mod shared;
 mod shutdown;

@@ -26,6 +26,7 @@ use super::metrics::WorkerMetrics;
 use super::outcome::Sink;
 use super::queue_state::{watch_queue_state, QueueStates, FLOW_RETRY, FLOW_RETRY_MAX};
 use super::renew::keep_alive;
+use super::room::hold_off;
 use super::shared::{Retries, Shared};
 use super::start::{plan, Periodic};
 use super::{cron, maintenance, versions};
@@ -202,6 +203,8 @@ impl Worker {
         let batch = (prefetch / 2).max(1);
         let mut pause = Duration::from_millis(50);
         let mut flow_retry = FLOW_RETRY;
+        // The last hold-off ran out: fetch now, whatever the room.
+        let mut held_off = false;
         // Only the names and versions this worker runs: another's job waits for a worker that
         // knows it.
         let mut known: Vec<KnownJob> = shared
@@ -235,6 +238,29 @@ impl Worker {
                 continue;
             }
             let limited = !flow.is_empty();
+            let wait = (limited && !held_off)
+                .then(|| hold_off(&flow, &open, &shared.leases.counted(), batch))
+                .flatten();
+            if let Some(wait) = wait {
+                drop(permits);
+                held_off = true;
+                tokio::select! {
+                    _ = shared.leases.ended_notified() => held_off = false,
+                    _ = states.changed() => held_off = false,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                continue;
+            }
+            held_off = false;
+            // Only concurrency limits read them, a queue's or its keys'.
+            let ended = if flow
+                .iter()
+                .any(|f| f.limits.concurrency.is_some() || f.keyed)
+            {
+                shared.leases.ended()
+            } else {
+                Vec::new()
+            };
             let params = FetchParams {
                 known: Some(known.clone()),
                 queues: open,
@@ -243,12 +269,7 @@ impl Worker {
                 lease_for: self.lease_for,
                 now: shared.clock.now(),
                 flow,
-                // Only limits read them.
-                ended: if limited {
-                    shared.leases.ended()
-                } else {
-                    Vec::new()
-                },
+                ended,
             };
             match shared.backend.fetch(params).await {
                 Ok(leased) if leased.is_empty() => {
