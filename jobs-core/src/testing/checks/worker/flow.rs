@@ -29,6 +29,17 @@ async fn run_on_two_workers(b: &AnyBackend, overlap: &Overlap, jobs: Vec<Enqueue
     }
 }
 
+/// An [`Overlaps`] job of `ms` (then `commit_ms` in its completion hook) of the key `solo`,
+/// whose concurrency is one.
+fn solo(ms: u64, commit_ms: u64) -> Enqueue<Overlaps> {
+    let limits = KeyLimits {
+        key: "solo".into(),
+        concurrency: Some(1),
+        rate: None,
+    };
+    Overlaps { ms, commit_ms }.with_key_limits(limits)
+}
+
 /// Two workers of six slots each run at most the queue's concurrency of three at once, and
 /// reach it.
 pub async fn worker_holds_a_queues_concurrency_across_workers(b: AnyBackend) {
@@ -51,20 +62,7 @@ pub async fn worker_holds_a_queues_concurrency_across_workers(b: AnyBackend) {
 /// Jobs of one key with a concurrency of one run one at a time, though twelve slots are free.
 pub async fn worker_holds_each_keys_concurrency(b: AnyBackend) {
     let overlap = Overlap::default();
-    let jobs = (0..8)
-        .map(|_| {
-            let limits = KeyLimits {
-                key: "solo".into(),
-                concurrency: Some(1),
-                rate: None,
-            };
-            Overlaps {
-                ms: 20,
-                commit_ms: 0,
-            }
-            .with_key_limits(limits)
-        })
-        .collect();
+    let jobs = (0..8).map(|_| solo(20, 0)).collect();
     let started = Instant::now();
     run_on_two_workers(&b, &overlap, jobs).await;
     assert_eq!(overlap.max(), 1);
@@ -79,20 +77,7 @@ pub async fn worker_holds_each_keys_concurrency(b: AnyBackend) {
 /// next job of the key never starts while the last one's writes are still uncommitted.
 pub async fn worker_counts_a_committing_job_until_it_is_completed(b: AnyBackend) {
     let overlap = Overlap::default();
-    let jobs = (0..6)
-        .map(|_| {
-            let limits = KeyLimits {
-                key: "solo".into(),
-                concurrency: Some(1),
-                rate: None,
-            };
-            let job = Overlaps {
-                ms: 1,
-                commit_ms: 30,
-            };
-            job.with_key_limits(limits)
-        })
-        .collect();
+    let jobs = (0..6).map(|_| solo(1, 30)).collect();
     run_on_two_workers(&b, &overlap, jobs).await;
     assert_eq!(
         overlap.max(),
