@@ -30,6 +30,13 @@ struct Held {
     committing: bool,
 }
 
+impl Held {
+    /// Whether it counts against limits: running, prefetched, or ended but committing.
+    fn counts(&self) -> bool {
+        !self.finishing || self.committing
+    }
+}
+
 impl Leases {
     fn held(&self) -> MutexGuard<'_, HashMap<JobId, Held>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
@@ -72,11 +79,7 @@ impl Leases {
     /// ended but committing.
     pub(super) fn counted(&self) -> HashMap<String, usize> {
         let mut counted = HashMap::new();
-        for h in self
-            .held()
-            .values()
-            .filter(|h| !h.finishing || h.committing)
-        {
+        for h in self.held().values().filter(|h| h.counts()) {
             *counted.entry(h.ctx.queue().to_string()).or_default() += 1;
         }
         counted
@@ -87,7 +90,7 @@ impl Leases {
     pub(super) fn ended(&self) -> Vec<EndedLease> {
         self.held()
             .values()
-            .filter(|h| h.finishing && !h.committing)
+            .filter(|h| !h.counts())
             .map(|h| EndedLease {
                 queue: h.ctx.queue().to_string(),
                 lease: h.ctx.lease(),

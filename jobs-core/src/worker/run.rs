@@ -238,7 +238,11 @@ impl Worker {
                 continue;
             }
             let limited = !flow.is_empty();
-            let wait = (limited && !held_off)
+            // Only concurrency limits, a queue's or its keys', know ended leases or hold off.
+            let capped = flow
+                .iter()
+                .any(|f| f.limits.concurrency.is_some() || f.keyed);
+            let wait = (capped && !held_off)
                 .then(|| hold_off(&flow, &open, &shared.leases.counted(), batch))
                 .flatten();
             if let Some(wait) = wait {
@@ -252,11 +256,7 @@ impl Worker {
                 continue;
             }
             held_off = false;
-            // Only concurrency limits read them, a queue's or its keys'.
-            let ended = if flow
-                .iter()
-                .any(|f| f.limits.concurrency.is_some() || f.keyed)
-            {
+            let ended = if capped {
                 shared.leases.ended()
             } else {
                 Vec::new()
