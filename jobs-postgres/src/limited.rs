@@ -1,22 +1,26 @@
-//! The fetch of queues with limits or keyed jobs: one statement (`sql/fetch_limited.sql`)
-//! calling the schema's `fetch_limited` function, which locks the checked queues, then counts
-//! and leases.
+//! The fetch of queues with limits or keyed jobs: one statement calling a function of the
+//! schema that locks the checked queues, then counts and leases. Queues that hold no keyed
+//! jobs (the common case: a queue's concurrency, its rate, or both) go through
+//! `fetch_unkeyed` (`sql/fetch_unkeyed.sql`, migration 0011), whose second statement prunes,
+//! counts, leases and logs at once; a fetch over any keyed queue goes through `fetch_limited`
+//! (`sql/fetch_limited.sql`), which checks each job's key limits. Both take the same locks, so
+//! they take turns on a queue whichever a worker calls.
 //!
 //! Under READ COMMITTED a statement's snapshot is taken when it starts, so a lock taken inside
 //! the counting statement would not make the leases that another fetcher committed meanwhile
-//! visible to it. The function therefore takes the locks (a transaction-level advisory lock per
+//! visible to it. Each function therefore takes the locks (a transaction-level advisory lock per
 //! checked queue, in sorted order) in a statement of its own, before the counting statement:
 //! each statement of a VOLATILE function takes a fresh snapshot, so the limited fetches of one
 //! queue take turns across every process, each counting what the previous one leased, and the
 //! locks go when the calling statement's transaction ends, all in one round trip.
 //!
-//! A queue's rate is counted from its running total (`flow_started`), which the function keeps
-//! as it removes the log rows that left the window and logs the new starts, so a fetch reads
+//! A queue's rate is counted from its running total (`flow_started`), which the functions keep
+//! as they remove the log rows that left the window and log the new starts, so a fetch reads
 //! one row for it however many batches the window holds (a key's rate still sums its key's
-//! rows inside the window: at most its limit). A fetch that finds no room anywhere ends before
-//! reading any job. Migration 0006 created the function; it takes the versions a worker knows
-//! since 0008, and leaves the worker's ended leases out of its running counts since 0010, which
-//! defines it now: changing it takes a new migration.
+//! rows inside the window: at most its limit). Migration 0006 created `fetch_limited`; it takes
+//! the versions a worker knows since 0008, and leaves the worker's ended leases out of its
+//! running counts since 0010, which defines it now. Changing either function takes a new
+//! migration.
 //!
 //! A keyed queue's scan looks at most [`FLOW_SCAN`] candidates beyond its room, so a long run
 //! of jobs of saturated keys delays the jobs behind it (until the keys have room) rather than
@@ -40,7 +44,8 @@ pub(crate) fn checked<'f>(flow: &'f [QueueFlow], queues: &[String]) -> Vec<&'f Q
 
 /// Leases the rows of one limited fetch over `queues` (sorted, distinct), `checked` naming
 /// the limits of those it checks, `known` the names and versions it takes
-/// ([`fetch::known`](crate::fetch::known)).
+/// ([`fetch::known`](crate::fetch::known)): through `fetch_unkeyed` unless a checked queue is
+/// keyed.
 pub(crate) async fn fetch_rows(
     sql: &Sql,
     pool: &PgPool,
@@ -54,7 +59,17 @@ pub(crate) async fn fetch_rows(
         .iter()
         .map(|q| flow_of(q).map(|f| (f.limits, f.keyed)))
         .collect();
-    let rows = sqlx::query(&sql.fetch_limited)
+    let keyed: Vec<bool> = limits
+        .iter()
+        .map(|l| l.is_some_and(|(_, keyed)| keyed))
+        .collect();
+    let any_keyed = keyed.contains(&true);
+    let statement = if any_keyed {
+        &sql.fetch_limited
+    } else {
+        &sql.fetch_unkeyed
+    };
+    let query = sqlx::query(statement)
         .bind(queues)
         .bind(p.now)
         .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
@@ -63,15 +78,17 @@ pub(crate) async fn fetch_rows(
         .bind(names)
         .bind(column(&limits, |(l, _)| l.concurrency.map(int4)))
         .bind(column(&limits, |(l, _)| l.rate.map(|r| int4(r.limit))))
-        .bind(column(&limits, |(l, _)| l.rate.map(|r| millis(r.period))))
-        .bind(
-            limits
-                .iter()
-                .map(|l| l.is_some_and(|(_, keyed)| keyed))
-                .collect::<Vec<_>>(),
-        )
-        .bind(limits.iter().map(Option::is_some).collect::<Vec<_>>())
-        .bind(i64::try_from(FLOW_SCAN).unwrap_or(i64::MAX))
+        .bind(column(&limits, |(l, _)| l.rate.map(|r| millis(r.period))));
+    // `fetch_limited` takes each queue's keyed flag before the checked ones, and the size of a
+    // keyed scan after them.
+    let query = if any_keyed { query.bind(keyed) } else { query };
+    let query = query.bind(limits.iter().map(Option::is_some).collect::<Vec<_>>());
+    let query = if any_keyed {
+        query.bind(i64::try_from(FLOW_SCAN).unwrap_or(i64::MAX))
+    } else {
+        query
+    };
+    let rows = query
         .bind(sql.schema.name())
         .bind(versions)
         .bind(p.ended.iter().map(|e| e.lease.id.0).collect::<Vec<_>>())

@@ -78,8 +78,10 @@
 //!   and writes nothing new; a fetch of queues with limits or keyed jobs is one statement
 //!   calling the schema's `fetch_limited` function, which locks them, then counts and leases
 //!   (see `limited.rs`; migration 0008 replaced it with one taking the versions, as the plain
-//!   fetch does, and 0010 with one that leaves the worker's ended leases out of its counts). Enqueues into a bounded queue, and of jobs that throttle,
-//!   debounce or carry key limits, take a guarded transaction (see `guarded.rs`); the plain
+//!   fetch does, and 0010 with one that leaves the worker's ended leases out of its counts),
+//!   or, when none of them holds keyed jobs, `fetch_unkeyed` (migration 0011), which counts,
+//!   leases and logs in one statement after the lock. Enqueues into a bounded queue, and of
+//!   jobs that throttle, debounce or carry key limits, take a guarded transaction (see `guarded.rs`); the plain
 //!   enqueue statements store nothing into a bounded queue (a probe of `queue_flow`).
 //!
 //! Indexes are partial, so each covers only the rows its operation looks at and fetching stays

@@ -256,6 +256,12 @@ impl Worker {
                 continue;
             }
             held_off = false;
+            if capped {
+                // A limit caps the fetch at the room that ended jobs leave: let the handlers
+                // that are ending too end first, so they join this fetch's room rather than
+                // make a small fetch of their own next.
+                tokio::task::yield_now().await;
+            }
             let ended = if capped {
                 shared.leases.ended()
             } else {

@@ -234,3 +234,117 @@ async fn a_refused_enqueue_leaves_the_callers_transaction_usable() {
     .await;
     assert_eq!(waiting, 1);
 }
+
+/// A queue's limits hold across both limited fetches: the one of queues without keyed jobs
+/// (`fetch_unkeyed`, 0011) and the keyed one (`fetch_limited`), which a queue's fetches switch
+/// to once a job with key limits is enqueued into it. They keep one log of starts and one
+/// running total, and count each other's leases.
+#[tokio::test]
+async fn both_limited_fetches_share_a_queues_limits() {
+    let backend = fresh_backend().await;
+    let limits = QueueLimits::default()
+        .concurrency(4)
+        .rate(Rate::new(3, Duration::from_secs(1)));
+    limit(&backend, "q", limits).await;
+    put(&backend, (0..8).map(|_| new_job("r", "q")).collect(), t0()).await;
+    let rows = "SELECT COALESCE(sum(n), 0)::int8 FROM {schema}.flow_starts
+                WHERE queue = 'q' AND key IS NULL";
+    let total = "SELECT n FROM {schema}.flow_started WHERE queue = 'q'";
+    assert!(!flow(&backend).await[0].keyed);
+    let mut running = fetch_flowing(&backend, "q", 2, 0).await;
+    assert_eq!(running.len(), 2);
+    running.extend(fetch_flowing(&backend, "q", 5, 500).await);
+    assert_eq!(running.len(), 3, "the rate");
+    running.extend(fetch_flowing(&backend, "q", 5, 1_000).await);
+    assert_eq!(
+        running.len(),
+        4,
+        "the two starts of 0 left the window; the concurrency holds"
+    );
+    assert_eq!(
+        scalar(&backend, total).await,
+        2,
+        "pruned and logged at once"
+    );
+    assert_eq!(scalar(&backend, rows).await, 2);
+
+    let mut keyed = new_job("k", "q");
+    keyed.key_limits = Some(KeyLimits {
+        key: "customer:7".into(),
+        concurrency: Some(1),
+        rate: None,
+    });
+    put(&backend, vec![keyed], t0()).await;
+    assert!(
+        flow(&backend).await[0].keyed,
+        "the queue's fetches are keyed now"
+    );
+    assert!(
+        fetch_flowing(&backend, "q", 5, 1_200).await.is_empty(),
+        "the keyed fetch counts the other's leases"
+    );
+    let items = running[..2]
+        .iter()
+        .map(|job| Completion {
+            lease: job.lease(),
+            result: serde_json::value::to_raw_value(&()).unwrap(),
+        })
+        .collect();
+    let done = backend
+        .complete(CompleteParams {
+            items,
+            now: at(1_250),
+        })
+        .await
+        .unwrap();
+    assert_eq!(done, [true, true]);
+    assert_eq!(
+        fetch_flowing(&backend, "q", 5, 1_300).await.len(),
+        1,
+        "room for two running, for one more start within the rate"
+    );
+    assert_eq!(scalar(&backend, total).await, 3);
+    assert_eq!(scalar(&backend, rows).await, 3);
+}
+
+/// Fetches of the unkeyed queues racing from many connections never lease beyond a queue's
+/// concurrency or its rate, and the running total of its starts stays the sum of its log.
+#[tokio::test]
+async fn racing_unkeyed_fetches_hold_the_limits_and_the_total() {
+    let backend = fresh_backend().await;
+    limit(&backend, "c", QueueLimits::default().concurrency(5)).await;
+    let rate = Rate::new(7, Duration::from_secs(60));
+    limit(&backend, "r", QueueLimits::default().rate(rate)).await;
+    for queue in ["c", "r"] {
+        put(
+            &backend,
+            (0..40).map(|_| new_job("e", queue)).collect(),
+            t0(),
+        )
+        .await;
+    }
+    let flow = flow(&backend).await;
+    let racers = (0..8).map(|i| {
+        let backend = backend.clone();
+        let flow = flow.clone();
+        tokio::spawn(async move {
+            let mut leased = Vec::new();
+            for round in 0..4 {
+                let queue = if (i + round) % 2 == 0 { "c" } else { "r" };
+                leased.extend(fetch_within(&backend, queue, 3, i, flow.clone()).await);
+            }
+            leased
+        })
+    });
+    let mut leased = Vec::new();
+    for racer in racers.collect::<Vec<_>>() {
+        leased.extend(racer.await.expect("racer"));
+    }
+    let count = |queue: &str| leased.iter().filter(|j| j.record.queue == queue).count();
+    assert_eq!(count("c"), 5, "the concurrency");
+    assert_eq!(count("r"), 7, "the rate");
+    let total = "SELECT n FROM {schema}.flow_started WHERE queue = 'r'";
+    let rows = "SELECT sum(n)::int8 FROM {schema}.flow_starts WHERE queue = 'r'";
+    assert_eq!(scalar(&backend, total).await, 7);
+    assert_eq!(scalar(&backend, rows).await, 7);
+}

@@ -190,6 +190,8 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
              int4[], int4[], int8[], bool[], bool[], int8, text, int4[], uuid[], uuid[]);
          DROP FUNCTION fetch_limited(text[], timestamptz, int8, text, timestamptz, text[],
              int4[], int4[], int8[], bool[], bool[], int8, text, int4[]);
+         DROP FUNCTION fetch_unkeyed(text[], timestamptz, int8, text, timestamptz, text[],
+             int4[], int4[], int8[], bool[], text, int4[], uuid[], uuid[]);
          DROP INDEX jobs_waiting;
          ALTER TABLE jobs DROP COLUMN tags, DROP COLUMN key_limits, DROP COLUMN flow_counted,
              DROP COLUMN version, DROP COLUMN step, DROP COLUMN inputs;
@@ -238,7 +240,7 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     .fetch_all(backend.pool())
     .await
     .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     // Migration 5 counted the completed job it found.
     let counts = backend
         .counts(CountsParams { queue: "h".into() })
