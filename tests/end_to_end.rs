@@ -298,6 +298,10 @@ fn the_bench_runs_every_workload() {
                 }
                 continue;
             }
+            if line["workload"] == "W6a" || line["workload"] == "W6b" {
+                let notes = line["notes"].as_str().unwrap_or_default();
+                assert!(notes.contains("/W2 = "), "the ratio to W2: {line}");
+            }
             // A rate, or latencies (printed to the ns: a memory call may take well under a µs).
             let measured = line["jobs_per_s"].as_f64().or(line["max_ms"].as_f64());
             assert!(measured.is_some_and(|v| v > 0.0), "{line}");

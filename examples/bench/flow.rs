@@ -24,8 +24,16 @@ const UNREACHED: Rate = Rate::new(10_000_000, Duration::from_secs(1));
 /// W7's rate, per second.
 const RATE: u32 = 1_000;
 
-/// W6a and W6b: W2 on a limited queue, with the ratio to plain W2.
-pub(crate) async fn w6(kind: BackendKind, n: u64, concurrency: usize, w2_rate: f64) {
+/// W6a and W6b: W2 on a limited queue, with the ratio to plain W2. Each of `rounds` rounds
+/// drains a plain queue and then the limited one back to back, each on a fresh store, so that
+/// each ratio compares two drains a few seconds apart (this machine's speed drifts by more
+/// than the cost measured over a run); the line gives the median rate and the median ratio.
+///
+/// A global limit of 16 leaves a worker of concurrency 16 no room to prefetch (a prefetched
+/// job holds a lease, and the store counts leases), where W2's worker holds 16 more jobs that
+/// keep its handlers busy while it fetches. So W6a's rounds also drain a plain queue with
+/// prefetch 0, and its line gives the ratio to that too: what the limit itself costs.
+pub(crate) async fn w6(kind: BackendKind, n: u64, concurrency: usize, rounds: usize) {
     let cases = [
         (
             "W6a",
@@ -39,21 +47,63 @@ pub(crate) async fn w6(kind: BackendKind, n: u64, concurrency: usize, w2_rate: f
         ),
     ];
     for (workload, limits, what) in cases {
-        let backend = fresh_backend(kind).await;
-        limit(&backend, limits).await;
-        enqueue_bulk(&backend, n).await;
-        let rate = drain(&backend, n, concurrency, Retention::default()).await;
-        let notes = format!("W2 with {what}; {workload}/W2 = {:.3}", rate / w2_rate);
+        let capped = limits.concurrency.is_some();
+        let (mut rates, mut ratios, mut unprefetched) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            let plain = drained(kind, n, concurrency, concurrency, None).await;
+            let limited = drained(kind, n, concurrency, concurrency, Some(limits)).await;
+            rates.push(limited);
+            ratios.push(limited / plain);
+            if capped {
+                unprefetched.push(limited / drained(kind, n, concurrency, 0, None).await);
+            }
+        }
+        let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
+        let mut notes = format!(
+            "W2 with {what}; {workload}/W2 = {:.3}, the median of {rounds} rounds of a plain W2 \
+             and then {workload} ({})",
+            median(&mut ratios),
+            listed.join(", ")
+        );
+        if capped {
+            notes += &format!(
+                "; {workload}/W2 without prefetch (the leases the limit allows) = {:.3}",
+                median(&mut unprefetched)
+            );
+        }
         let line = Line {
             workload,
             n,
             concurrency,
-            jobs_per_s: Some(rate),
+            jobs_per_s: Some(median(&mut rates)),
             latency_ms: None,
             notes,
         };
         print(kind, line);
     }
+}
+
+/// W2's drain rate on a fresh store (a worker of `concurrency` leasing up to `prefetch` more),
+/// its queue under `limits` if any.
+async fn drained(
+    kind: BackendKind,
+    n: u64,
+    concurrency: usize,
+    prefetch: usize,
+    limits: Option<QueueLimits>,
+) -> f64 {
+    let backend = fresh_backend(kind).await;
+    if let Some(limits) = limits {
+        limit(&backend, limits).await;
+    }
+    enqueue_bulk(&backend, n).await;
+    drain(&backend, n, concurrency, prefetch, Retention::default()).await
+}
+
+/// The middle value (the upper one of an even count).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_unstable_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 /// W7: a backlog drained under 1,000 starts/s by four workers (processes where the store is

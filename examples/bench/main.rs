@@ -173,11 +173,13 @@ async fn w1b(kind: BackendKind, n: u64) {
     print(kind, line);
 }
 
-/// Drains `n` queued jobs with one worker; returns jobs/s.
+/// Drains `n` queued jobs with one worker leasing up to `prefetch` jobs beyond those running;
+/// returns jobs/s.
 pub(crate) async fn drain(
     backend: &AnyBackend,
     n: u64,
     concurrency: usize,
+    prefetch: usize,
     retention: Retention,
 ) -> f64 {
     let completed = Arc::new(AtomicU64::new(0));
@@ -185,6 +187,7 @@ pub(crate) async fn drain(
     let (seen, signal) = (completed.clone(), all_done.clone());
     let stop = Arc::new(Notify::new());
     let w = worker(backend, concurrency, Arc::new(Probe::default()))
+        .prefetch(prefetch)
         .default_retention(retention)
         .on_completed(move |_| {
             if seen.fetch_add(1, Ordering::Relaxed) + 1 == n {
@@ -213,7 +216,7 @@ pub(crate) async fn drain(
 pub(crate) async fn w2(kind: BackendKind, n: u64, concurrency: usize) -> f64 {
     let backend = fresh_backend(kind).await;
     enqueue_bulk(&backend, n).await;
-    let rate = drain(&backend, n, concurrency, Retention::default()).await;
+    let rate = drain(&backend, n, concurrency, concurrency, Retention::default()).await;
     let notes = "store-acknowledged completions counted; default retention (newest 10,000 completed per queue, 24 h), prefetch = concurrency";
     print(
         kind,
@@ -233,7 +236,7 @@ async fn w4(kind: BackendKind, n: u64, concurrency: usize, retained: u64, w2_rat
     let backend = fresh_backend(kind).await;
     backends::retain_finished(kind, &backend, retained).await;
     enqueue_bulk(&backend, n).await;
-    let rate = drain(&backend, n, concurrency, Retention::all()).await;
+    let rate = drain(&backend, n, concurrency, concurrency, Retention::all()).await;
     let notes = format!(
         "{retained} completed jobs retained, bulk-loaded then settled (VACUUM on postgres); retention keeps all during the run; W4/W2 = {:.3}",
         rate / w2_rate
@@ -521,6 +524,13 @@ fn cli() -> clap::Command {
                 .value_parser(clap::value_parser!(u64).range(1..)),
         )
         .arg(
+            Arg::new("rounds")
+                .long("rounds")
+                .help("W6's rounds: each drains a plain queue and then the limited one; the median ratio is reported")
+                .default_value("3")
+                .value_parser(clap::value_parser!(u32).range(1..)),
+        )
+        .arg(
             Arg::new("retained")
                 .long("retained")
                 .default_value("1000000")
@@ -628,11 +638,8 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
                 w5(kind, n, concurrency, &args, base).await
             }
             "W6" => {
-                let base = match w2_rate {
-                    Some(r) => r,
-                    None => w2(kind, n, concurrency).await,
-                };
-                flow::w6(kind, n, concurrency, base).await
+                let rounds = *args.get_one::<u32>("rounds").expect("default") as usize;
+                flow::w6(kind, n, concurrency, rounds).await
             }
             "W7" => flow::w7(kind, n, concurrency, &args).await,
             "W8" => operations::w8(kind, retained).await,
