@@ -25,8 +25,8 @@ const UNREACHED: Rate = Rate::new(10_000_000, Duration::from_secs(1));
 const RATE: u32 = 1_000;
 
 /// W6a and W6b: W2 on a limited queue, with the ratio to plain W2. Each of `rounds` rounds
-/// drains a plain queue and then the limited one back to back, each on a fresh store, so that
-/// each ratio compares two drains a few seconds apart (this machine's speed drifts by more
+/// drains a plain queue and the limited one back to back (in turns, which first), each on a
+/// fresh store, so that each ratio compares two drains a few seconds apart (this machine's speed drifts by more
 /// than the cost measured over a run); the line gives the median rate and the median ratio.
 ///
 /// A global limit of 16 leaves a worker of concurrency 16 no room to prefetch (a prefetched
@@ -49,19 +49,28 @@ pub(crate) async fn w6(kind: BackendKind, n: u64, concurrency: usize, rounds: us
     for (workload, limits, what) in cases {
         let capped = limits.concurrency.is_some();
         let (mut rates, mut ratios, mut unprefetched) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..rounds {
-            let plain = drained(kind, n, concurrency, concurrency, None).await;
-            let limited = drained(kind, n, concurrency, concurrency, Some(limits)).await;
+        for round in 0..rounds {
+            // Which drain goes first alternates, so that a drift within a round favours
+            // neither.
+            let drain_plain = |prefetch| drained(kind, n, concurrency, prefetch, None);
+            let drain_limited = || drained(kind, n, concurrency, concurrency, Some(limits));
+            let (plain, limited) = if round % 2 == 0 {
+                let plain = drain_plain(concurrency).await;
+                (plain, drain_limited().await)
+            } else {
+                let limited = drain_limited().await;
+                (drain_plain(concurrency).await, limited)
+            };
             rates.push(limited);
             ratios.push(limited / plain);
             if capped {
-                unprefetched.push(limited / drained(kind, n, concurrency, 0, None).await);
+                unprefetched.push(limited / drain_plain(0).await);
             }
         }
         let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
         let mut notes = format!(
             "W2 with {what}; {workload}/W2 = {:.3}, the median of {rounds} rounds of a plain W2 \
-             and then {workload} ({})",
+             and {workload} back to back ({})",
             median(&mut ratios),
             listed.join(", ")
         );

@@ -218,7 +218,7 @@ impl Worker {
         known.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         loop {
             while jobs.try_join_next().is_some() {}
-            let permits = take_slots(&slots, batch).await;
+            let mut permits = take_slots(&slots, batch).await;
             let (open, flow) = {
                 let state = states.borrow_and_update();
                 let open: Vec<String> = queues
@@ -259,8 +259,10 @@ impl Worker {
             if capped {
                 // A limit caps the fetch at the room that ended jobs leave: let the handlers
                 // that are ending too end first, so they join this fetch's room rather than
-                // make a small fetch of their own next.
+                // make a small fetch of their own next (with their slots, when the slots are
+                // what bounds it).
                 tokio::task::yield_now().await;
+                take_free(&slots, &mut permits);
             }
             let ended = if capped {
                 shared.leases.ended()
@@ -329,11 +331,16 @@ async fn take_slots(slots: &Arc<Semaphore>, at_least: usize) -> Vec<OwnedSemapho
     while permits.len() < at_least {
         permits.push(slots.clone().acquire_owned().await.expect("never closed"));
     }
+    take_free(slots, &mut permits);
+    permits
+}
+
+/// Adds the free slots to `permits`, up to a fetch's worth.
+fn take_free(slots: &Arc<Semaphore>, permits: &mut Vec<OwnedSemaphorePermit>) {
     while permits.len() < MAX_FETCH {
         match slots.clone().try_acquire_owned() {
             Ok(permit) => permits.push(permit),
             Err(_) => break,
         }
     }
-    permits
 }

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, CompleteParams, Completion, Error, FlowParams, KeyLimits, LeasedJob, Producer,
-    QueueFlow, QueueLimits, Rate, ReadParams, SetLimitsParams,
+    Backend, CompleteParams, Completion, Error, FetchParams, FlowParams, KeyLimits, LeasedJob,
+    Producer, QueueFlow, QueueLimits, Rate, ReadParams, SetLimitsParams,
 };
 use jobs_postgres::PgBackend;
 
@@ -307,10 +307,39 @@ async fn both_limited_fetches_share_a_queues_limits() {
     assert_eq!(scalar(&backend, rows).await, 3);
 }
 
-/// Fetches of the unkeyed queues racing from many connections never lease beyond a queue's
-/// concurrency or its rate, and the running total of its starts stays the sum of its log.
+/// A limited fetch that leases nothing still takes the starts that left the window off the
+/// queue's running total, so the total stays the sum of the log and the next jobs start.
 #[tokio::test]
-async fn racing_unkeyed_fetches_hold_the_limits_and_the_total() {
+async fn a_fetch_that_leases_nothing_still_prunes_the_total() {
+    let backend = fresh_backend().await;
+    let rate = Rate::new(3, Duration::from_secs(1));
+    limit(&backend, "q", QueueLimits::default().rate(rate)).await;
+    put(&backend, (0..3).map(|_| new_job("r", "q")).collect(), t0()).await;
+    let rows = "SELECT COALESCE(sum(n), 0)::int8 FROM {schema}.flow_starts WHERE queue = 'q'";
+    let total = "SELECT n FROM {schema}.flow_started WHERE queue = 'q'";
+    assert_eq!(fetch_flowing(&backend, "q", 5, 0).await.len(), 3);
+    assert_eq!(scalar(&backend, total).await, 3);
+    assert!(
+        fetch_flowing(&backend, "q", 5, 1_000).await.is_empty(),
+        "no job is ready"
+    );
+    assert_eq!(scalar(&backend, total).await, 0, "the starts of 0 left");
+    assert_eq!(scalar(&backend, rows).await, 0);
+    put(
+        &backend,
+        (0..4).map(|_| new_job("r", "q")).collect(),
+        at(1_000),
+    )
+    .await;
+    assert_eq!(fetch_flowing(&backend, "q", 5, 1_100).await.len(), 3);
+    assert_eq!(scalar(&backend, total).await, 3);
+}
+
+/// Fetches racing from many connections never lease beyond a queue's concurrency or its rate,
+/// whether they go through `fetch_unkeyed` or (told the queues are keyed) `fetch_limited`,
+/// and the running total of the starts stays the sum of the log.
+#[tokio::test]
+async fn racing_fetches_of_both_functions_hold_the_limits_and_the_total() {
     let backend = fresh_backend().await;
     limit(&backend, "c", QueueLimits::default().concurrency(5)).await;
     let rate = Rate::new(7, Duration::from_secs(60));
@@ -323,15 +352,28 @@ async fn racing_unkeyed_fetches_hold_the_limits_and_the_total() {
         )
         .await;
     }
-    let flow = flow(&backend).await;
+    let unkeyed = flow(&backend).await;
+    let keyed: Vec<QueueFlow> = unkeyed
+        .iter()
+        .cloned()
+        .map(|f| QueueFlow { keyed: true, ..f })
+        .collect();
     let racers = (0..8).map(|i| {
         let backend = backend.clone();
-        let flow = flow.clone();
+        let flow = if i % 2 == 0 {
+            unkeyed.clone()
+        } else {
+            keyed.clone()
+        };
         tokio::spawn(async move {
             let mut leased = Vec::new();
             for round in 0..4 {
-                let queue = if (i + round) % 2 == 0 { "c" } else { "r" };
-                leased.extend(fetch_within(&backend, queue, 3, i, flow.clone()).await);
+                let queues = match (i + round) % 3 {
+                    0 => vec!["c", "r"],
+                    1 => vec!["c"],
+                    _ => vec!["r"],
+                };
+                leased.extend(fetch_queues(&backend, &queues, 3, i, flow.clone()).await);
             }
             leased
         })
@@ -347,4 +389,27 @@ async fn racing_unkeyed_fetches_hold_the_limits_and_the_total() {
     let rows = "SELECT sum(n)::int8 FROM {schema}.flow_starts WHERE queue = 'r'";
     assert_eq!(scalar(&backend, total).await, 7);
     assert_eq!(scalar(&backend, rows).await, 7);
+}
+
+/// Leases up to `limit` jobs of `queues` at `now_ms` under `flow`.
+async fn fetch_queues(
+    backend: &PgBackend,
+    queues: &[&str],
+    limit: usize,
+    now_ms: i64,
+    flow: Vec<QueueFlow>,
+) -> Vec<LeasedJob> {
+    backend
+        .fetch(FetchParams {
+            ended: Vec::new(),
+            known: None,
+            queues: queues.iter().map(|q| q.to_string()).collect(),
+            limit,
+            worker: "w".into(),
+            lease_for: Duration::from_secs(60),
+            now: at(now_ms),
+            flow,
+        })
+        .await
+        .expect("fetch")
 }

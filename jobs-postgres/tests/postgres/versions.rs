@@ -194,6 +194,50 @@ async fn the_limited_fetch_takes_only_the_versions_known() {
     assert_eq!(taken, [ids[0], ids[4]]);
 }
 
+/// Queues without keyed jobs are fetched by `fetch_unkeyed` alone (the keyed function is
+/// dropped here, so a fetch through it would fail), within their limits and taking only the
+/// versions the worker knows.
+#[tokio::test]
+async fn the_unkeyed_limited_fetch_takes_only_the_versions_known() {
+    let backend = fresh_backend().await;
+    backend
+        .set_limits(SetLimitsParams {
+            queue: "limited".into(),
+            limits: QueueLimits::default().concurrency(2),
+        })
+        .await
+        .expect("set limits");
+    sqlx::raw_sql(&format!(
+        "SET search_path TO \"{}\";
+         DROP FUNCTION fetch_limited(text[], timestamptz, int8, text, timestamptz, text[],
+             int4[], int4[], int8[], bool[], bool[], int8, text, int4[]);
+         DROP FUNCTION fetch_limited(text[], timestamptz, int8, text, timestamptz, text[],
+             int4[], int4[], int8[], bool[], bool[], int8, text, int4[], uuid[], uuid[]);
+         RESET search_path;",
+        backend.schema_name()
+    ))
+    .execute(backend.pool())
+    .await
+    .expect("drop the keyed fetch");
+    let mut ids = Vec::new();
+    for (version, offset) in [(3, -3_000), (1, -2_000), (2, -1_000), (1, -500)] {
+        let mut job = at_version("evolving", "limited", version);
+        job.run_at = at(offset);
+        ids.extend(put(&backend, vec![job], at(offset)).await);
+    }
+    let got = fetch_known(&backend, &["limited"], vec![known("evolving", 2)]).await;
+    let taken: Vec<JobId> = got.iter().map(|j| j.record.id).collect();
+    assert_eq!(
+        taken,
+        [ids[1], ids[2]],
+        "versions 1 and 2, within the limit"
+    );
+    let r = read(&backend, ids[0]).await;
+    assert_eq!((r.status, r.attempt), (JobStatus::Pending, 0));
+    let full = fetch_known(&backend, &["limited"], vec![known("evolving", 2)]).await;
+    assert!(full.is_empty(), "the two still run");
+}
+
 #[tokio::test]
 async fn the_plain_fetch_counts_a_name_listed_twice_with_its_newest_version() {
     let backend = fresh_backend().await;
