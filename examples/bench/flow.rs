@@ -141,7 +141,8 @@ pub(crate) async fn w7(kind: BackendKind, n: u64, concurrency: usize, args: &Arg
         let stops: Vec<_> = (0..WORKERS)
             .map(|_| {
                 let stop = Arc::new(Notify::new());
-                let w = worker(&backend, concurrency, Arc::new(Probe::default()));
+                let w = worker(&backend, concurrency, Arc::new(Probe::default()))
+                    .default_retention(Retention::all());
                 (stop.clone(), tokio::spawn(run_worker_until(w, stop)))
             })
             .collect();

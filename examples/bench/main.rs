@@ -364,7 +364,8 @@ async fn w5(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches, w2
         let tasks: Vec<_> = (0..WORKERS)
             .map(|_| {
                 let stop = Arc::new(Notify::new());
-                let w = worker(&backend, concurrency, probe.clone());
+                let w = worker(&backend, concurrency, probe.clone())
+                    .default_retention(Retention::all());
                 (stop.clone(), tokio::spawn(run_worker_until(w, stop)))
             })
             .collect();
@@ -660,7 +661,8 @@ async fn worker_child(kind: BackendKind, concurrency: usize) {
         record_ids: true,
         ..Default::default()
     });
-    let w = worker(&backend, concurrency, probe.clone());
+    // Every completed job is kept: the parent counts them, and W7 reads their start times.
+    let w = worker(&backend, concurrency, probe.clone()).default_retention(Retention::all());
     println!("ready");
     tokio::task::spawn_blocking(|| std::io::stdin().read_line(&mut String::new()))
         .await

@@ -21,6 +21,7 @@ mod maintenance;
 mod metrics;
 mod outcome;
 mod queue_state;
+mod rate;
 mod renew;
 mod rescue;
 mod room;

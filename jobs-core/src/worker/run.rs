@@ -25,6 +25,7 @@ use super::maintenance::Retention;
 use super::metrics::WorkerMetrics;
 use super::outcome::Sink;
 use super::queue_state::{watch_queue_state, QueueStates, FLOW_RETRY, FLOW_RETRY_MAX};
+use super::rate::RatedStarts;
 use super::renew::keep_alive;
 use super::room::hold_off;
 use super::shared::{Retries, Shared};
@@ -203,6 +204,7 @@ impl Worker {
         let batch = (prefetch / 2).max(1);
         let mut pause = Duration::from_millis(50);
         let mut flow_retry = FLOW_RETRY;
+        let mut rated = RatedStarts::default();
         // The last hold-off ran out: fetch now, whatever the room.
         let mut held_off = false;
         // Only the names and versions this worker runs: another's job waits for a worker that
@@ -269,13 +271,15 @@ impl Worker {
             } else {
                 Vec::new()
             };
+            let now = shared.clock.now();
+            let rates = limited.then(|| flow.clone());
             let params = FetchParams {
                 known: Some(known.clone()),
                 queues: open,
                 limit: permits.len(),
                 worker: self.id.clone(),
                 lease_for: self.lease_for,
-                now: shared.clock.now(),
+                now,
                 flow,
                 ended,
             };
@@ -288,6 +292,9 @@ impl Worker {
                     if limited {
                         idle = idle.min(flow_retry);
                         flow_retry = (flow_retry * 2).min(FLOW_RETRY_MAX);
+                        if let Some(opens) = rated.opens_in(shared.clock.now()) {
+                            idle = idle.min(opens);
+                        }
                     }
                     tokio::select! {
                         _ = wakeup.wait() => {}
@@ -300,6 +307,9 @@ impl Worker {
                 Ok(leased) => {
                     pause = Duration::from_millis(50);
                     flow_retry = FLOW_RETRY;
+                    if let Some(flow) = &rates {
+                        rated.record(now, flow, leased.iter().map(|j| j.record.queue.as_str()));
+                    }
                     if shared.backend.events_heard() {
                         let now = shared.clock.now();
                         let started = leased

@@ -143,6 +143,7 @@ macro_rules! __conformance_checks {
                 worker_holds_each_keys_concurrency,
                 worker_counts_a_committing_job_until_it_is_completed,
                 worker_holds_a_queues_rate,
+                worker_starts_a_rated_backlog_as_each_window_opens,
                 enqueue_within_waits_for_room,
             }
             worker::leases {

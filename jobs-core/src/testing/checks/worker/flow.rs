@@ -131,6 +131,52 @@ pub async fn worker_holds_a_queues_rate(b: AnyBackend) {
     );
 }
 
+/// A worker draining a backlog under a rate fetches again as its own starts leave the window,
+/// not at its next poll: fifteen jobs at five per 910 ms take two windows' wait, 1.82 s.
+/// Polling alone (20 ms, doubling up to 200 ms, and the worker's other wake-ups) found the
+/// windows 30 to 100 ms after they opened here, 2.0 s in all.
+pub async fn worker_starts_a_rated_backlog_as_each_window_opens(b: AnyBackend) {
+    let limits = QueueLimits::default().rate(Rate::new(5, Duration::from_millis(910)));
+    b.set_queue_limits(QUEUE, limits).await.expect("limits");
+    let overlap = Overlap::default();
+    let jobs: Vec<Enqueue<Overlaps>> = (0..15)
+        .map(|_| {
+            Overlaps {
+                ms: 1,
+                commit_ms: 0,
+            }
+            .into()
+        })
+        .collect();
+    let running = Running::start(
+        worker(&b)
+            .concurrency(5)
+            .poll_interval(Duration::from_secs(1))
+            .register::<Overlaps>()
+            .state(overlap.clone()),
+    );
+    let handles = Overlaps::enqueue_many(&b, jobs).await.expect("enqueue");
+    for handle in handles {
+        handle.wait(&b).await.expect("completed");
+    }
+    running.stop().await.expect("worker");
+    let records = b
+        .list(ListParams {
+            filter: JobFilter::new().queue(QUEUE),
+            after: None,
+            limit: 100,
+        })
+        .await
+        .expect("list");
+    let mut starts: Vec<Timestamp> = records.iter().filter_map(|r| r.started_at).collect();
+    starts.sort_unstable();
+    let span = (starts[14] - starts[0]).to_std().expect("in order");
+    assert!(
+        span >= Duration::from_millis(1_820) && span < Duration::from_millis(1_920),
+        "fifteen starts spread over {span:?}"
+    );
+}
+
 /// An enqueue into a full queue waits for room up to its deadline: it is stored once a worker
 /// takes a job, and answers `QueueFull` once the deadline passes without room.
 pub async fn enqueue_within_waits_for_room(b: AnyBackend) {
