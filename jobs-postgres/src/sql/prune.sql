@@ -12,9 +12,10 @@
 --
 -- Likewise for the queue's buckets in `finished_minutes`, which are kept from its horizon on:
 -- the first minute 25 hours before $5 (now), or the later one an earlier prune recorded. The
--- minutes before it are dropped, the jobs pruned are taken off their minutes, and the rows of
--- each minute that has several are replaced by their sum; a minute's single row stays as it is,
--- so a fold rewrites only the minutes written since the last. The horizon recorded in
+-- minutes before it are dropped, and the rows of each minute that has several, or that a
+-- pruned job finished in, are replaced by their sum less the jobs pruned; a minute's single row
+-- stays as it is otherwise, so a fold rewrites only the minutes written or pruned since the
+-- last, and leaves one row per minute. The horizon recorded in
 -- `finished_horizons` only moves forwards (`GREATEST` over the committed row, should a
 -- concurrent prune with a later $5 commit first), and a count reaching back before it counts
 -- the rows of `jobs` instead (see `finished_since.sql`).
@@ -70,7 +71,9 @@ unbinned AS (
                          FROM {schema}.finished_minutes
                          WHERE queue = $1
                          GROUP BY minute
-                         HAVING count(*) > 1))
+                         HAVING count(*) > 1)
+           OR minute IN (SELECT date_bin('1 minute', finished_at, timestamptz 'epoch')
+                         FROM pruned))
     RETURNING minute, n
 ),
 binned AS (

@@ -431,3 +431,21 @@ fn rows_read(plan: &serde_json::Value, relation: &str) -> u64 {
     let below = plan["Plans"].as_array().into_iter().flatten();
     own + below.map(|p| rows_read(p, relation)).sum::<u64>()
 }
+
+/// A prune that removes jobs of a minute holding one row folds what it takes off into that
+/// row: each minute keeps one row, however the prunes and the writes fall.
+#[tokio::test]
+async fn a_prune_leaves_one_row_for_a_minute_it_takes_jobs_from() {
+    let backend = fresh_backend().await;
+    put(&backend, (0..6).map(|_| new_job("e", "c")).collect(), at(0)).await;
+    let leased = fetch(&backend, "c", 6, 0).await;
+    complete(&backend, &leased, 1_000).await;
+    assert_eq!(bucket_rows(&backend).await, (1, 0), "one write, one row");
+    assert_eq!(prune(&backend, Some(2), 2_000).await, 4);
+    assert_eq!(
+        bucket_rows(&backend).await,
+        (1, 0),
+        "the prune folded into it"
+    );
+    assert_eq!(exact(&backend, "a prune").await, 2);
+}
