@@ -72,8 +72,8 @@
 //!   window); `coalesce_keys`,
 //!   the throttle and debounce keys `(queue, mode, key)` with the job holding each (and a
 //!   throttle window's end). In `jobs`, `key_limits` (`jsonb`, the job's own key limits) and
-//!   `flow_counted`, set by every fetch that enforces limits (and, for the running jobs, by
-//!   setting a concurrency): `jobs_flow_running (queue, key_limits->>'key')` over the counted
+//!   `flow_counted`, set by every fetch that counts a concurrency, a queue's or a key's (and,
+//!   for the running jobs, by setting a concurrency): `jobs_flow_running (queue, key_limits->>'key')` over the counted
 //!   leased rows is what a limited fetch counts. The plain fetch takes no job with key limits
 //!   and writes nothing new; a fetch of queues with limits or keyed jobs is one statement
 //!   calling the schema's `fetch_limited` function, which locks them, then counts and leases

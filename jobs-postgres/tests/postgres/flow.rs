@@ -168,6 +168,50 @@ async fn jobs_running_when_a_queue_gets_a_concurrency_count_against_it() {
 }
 
 #[tokio::test]
+async fn only_a_queue_with_a_concurrency_marks_its_leases_counted() {
+    let backend = fresh_backend().await;
+    let rate = Rate::new(100, Duration::from_secs(1));
+    limit(&backend, "rated", QueueLimits::default().rate(rate)).await;
+    limit(
+        &backend,
+        "capped",
+        QueueLimits::default().concurrency(3).rate(rate),
+    )
+    .await;
+    let mut jobs: Vec<_> = (0..3).map(|_| new_job("r", "rated")).collect();
+    jobs.extend((0..3).map(|_| new_job("c", "capped")));
+    put(&backend, jobs, t0()).await;
+    let counted = "SELECT queue || ':' || count(*) FILTER (WHERE flow_counted)
+                   || '/' || count(*)
+                   FROM {schema}.jobs WHERE lease_expires_at IS NOT NULL
+                   GROUP BY queue ORDER BY queue";
+    let leased = fetch_queues(&backend, &["capped", "rated"], 4, 0, flow(&backend).await).await;
+    assert_eq!(leased.len(), 4, "one fetch over both queues");
+    let per_queue: Vec<String> =
+        sqlx::query_scalar(&counted.replace("{schema}", &format!("\"{}\"", backend.schema_name())))
+            .fetch_all(backend.pool())
+            .await
+            .unwrap();
+    let capped = leased.iter().filter(|j| j.record.queue == "capped").count();
+    assert_eq!(
+        per_queue,
+        [
+            format!("capped:{capped}/{capped}"),
+            format!("rated:0/{}", 4 - capped)
+        ],
+        "the rated queue's leases stay out of jobs_flow_running"
+    );
+    // Given a concurrency of 1 later, the rated queue counts the jobs it leased before.
+    limit(
+        &backend,
+        "rated",
+        QueueLimits::default().concurrency(1).rate(rate),
+    )
+    .await;
+    assert!(fetch_flowing(&backend, "rated", 10, 1).await.is_empty());
+}
+
+#[tokio::test]
 async fn the_log_of_starts_keeps_only_the_rows_inside_a_window() {
     let backend = fresh_backend().await;
     limit(
@@ -333,6 +377,48 @@ async fn a_fetch_that_leases_nothing_still_prunes_the_total() {
     .await;
     assert_eq!(fetch_flowing(&backend, "q", 5, 1_100).await.len(), 3);
     assert_eq!(scalar(&backend, total).await, 3);
+}
+
+/// A rate far from its limit leaves its log to be pruned an eighth of its period after the last
+/// prune: a row out of the window may stay until then, counted, while the room it leaves is
+/// more than a fetch takes.
+#[tokio::test]
+async fn a_rate_with_room_prunes_its_log_an_eighth_of_a_period_after_the_last_prune() {
+    let backend = fresh_backend().await;
+    let rate = Rate::new(100, Duration::from_secs(1));
+    limit(&backend, "q", QueueLimits::default().rate(rate)).await;
+    put(&backend, (0..10).map(|_| new_job("r", "q")).collect(), t0()).await;
+    // The log's rows, as ms after t0.
+    let rows = format!(
+        "SELECT string_agg(((extract(epoch FROM at) * 1000)::int8 - {})::text, ',' ORDER BY at)
+         FROM \"{}\".flow_starts WHERE queue = 'q'",
+        t0().timestamp_millis(),
+        backend.schema_name()
+    );
+    let total = "SELECT n FROM {schema}.flow_started WHERE queue = 'q'";
+    for (now, log_after) in [
+        (0, vec![0]),
+        (100, vec![0, 100]),
+        // Due (the last prune was at 0): the row of 0 leaves; that of 100 is in the window.
+        (1_050, vec![100, 1_050]),
+        // Not due until 1,175: the row of 100 left the window but stays, counted.
+        (1_100, vec![100, 1_050, 1_100]),
+        (1_200, vec![1_050, 1_100, 1_200]),
+    ] {
+        assert_eq!(fetch_flowing(&backend, "q", 1, now).await.len(), 1);
+        let log: String = sqlx::query_scalar(&rows)
+            .fetch_one(backend.pool())
+            .await
+            .expect("log");
+        let expected: Vec<String> = log_after.iter().map(i64::to_string).collect();
+        assert_eq!(log, expected.join(","), "the log after {now} ms");
+        let logged = i64::try_from(log_after.len()).unwrap();
+        assert_eq!(
+            scalar(&backend, total).await,
+            logged,
+            "the total after {now}"
+        );
+    }
 }
 
 /// Fetches racing from many connections never lease beyond a queue's concurrency or its rate,

@@ -93,6 +93,7 @@ async fn a_schema_at_migration_8_holding_jobs_is_upgraded_for_workflows() {
              int4[], int4[], int8[], bool[], bool[], int8, text, int4[], uuid[], uuid[]);
          DROP FUNCTION fetch_unkeyed(text[], timestamptz, int8, text, timestamptz, text[],
              int4[], int4[], int8[], bool[], text, int4[], uuid[], uuid[]);
+         ALTER TABLE flow_started DROP COLUMN pruned_at;
          DROP INDEX jobs_waiting;
          ALTER TABLE jobs DROP COLUMN step, DROP COLUMN inputs;
          ALTER TABLE jobs DROP CONSTRAINT jobs_status_check;
