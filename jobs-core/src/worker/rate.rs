@@ -5,18 +5,28 @@
 //! backlog's jobs up to that much late each period: in bursts, at about limit / (period + the
 //! delay). The starts of other processes leave their windows too; those processes wake for
 //! their own, and this one still polls.
+//!
+//! A busy queue never leaves its fetches empty, so what the worker keeps is bounded by time, not
+//! by its next empty fetch: the starts that left their windows are dropped as starts are
+//! recorded, and those within 1/[`GRAIN`] of a period of each other share one entry, the later
+//! (a wake-up at most that much late).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use crate::clock::Timestamp;
 use crate::flow::QueueFlow;
 
+/// The fraction of a period within which recorded starts share an entry: at most about this
+/// many entries per rated queue.
+const GRAIN: u32 = 64;
+
 /// When this worker's recent starts under queue rates leave their windows.
 #[derive(Default)]
 pub(super) struct RatedStarts {
-    opening: BinaryHeap<Reverse<Timestamp>>,
+    /// Per rated queue, when its recorded starts leave the window, oldest first: each entry
+    /// the first and the last time of those it stands for, which open at the last.
+    opening: HashMap<String, VecDeque<(Timestamp, Timestamp)>>,
 }
 
 impl RatedStarts {
@@ -38,9 +48,16 @@ impl RatedStarts {
                 .iter()
                 .find(|f| f.queue == queue)
                 .and_then(|f| f.limits.rate);
-            if let Some(rate) = rate {
-                self.opening
-                    .push(Reverse(crate::clock::later(now, rate.period)));
+            let Some(rate) = rate else { continue };
+            let opening = self.opening.entry(queue.to_string()).or_default();
+            forget_open(opening, now);
+            let at = crate::clock::later(now, rate.period);
+            let grain = rate.period / GRAIN;
+            match opening.back_mut() {
+                Some((first, last)) if (at - *first).to_std().is_ok_and(|gap| gap < grain) => {
+                    *last = at.max(*last);
+                }
+                _ => opening.push_back((at, at)),
             }
         }
     }
@@ -48,13 +65,23 @@ impl RatedStarts {
     /// How long from `now` until the oldest of the recorded starts leaves its window, if one is
     /// still in it; forgets those that have left.
     pub(super) fn opens_in(&mut self, now: Timestamp) -> Option<Duration> {
-        while let Some(Reverse(at)) = self.opening.peek() {
-            if *at > now {
-                return (*at - now).to_std().ok();
-            }
-            self.opening.pop();
-        }
-        None
+        self.opening.retain(|_, opening| {
+            forget_open(opening, now);
+            !opening.is_empty()
+        });
+        let first = self
+            .opening
+            .values()
+            .filter_map(|opening| opening.front().map(|(_, last)| *last))
+            .min()?;
+        (first - now).to_std().ok()
+    }
+}
+
+/// Drops the entries of `opening` (oldest first) that are open by `now`.
+fn forget_open(opening: &mut VecDeque<(Timestamp, Timestamp)>, now: Timestamp) {
+    while opening.front().is_some_and(|(_, last)| *last <= now) {
+        opening.pop_front();
     }
 }
 
@@ -102,5 +129,24 @@ mod tests {
             "then the start of 0 in the window of a second"
         );
         assert_eq!(starts.opens_in(at(1_000)), None, "all have left");
+    }
+
+    #[test]
+    fn a_queue_that_never_idles_keeps_a_bounded_log() {
+        let mut starts = RatedStarts::default();
+        for ms in 0..10_000 {
+            starts.record(at(ms), &flow(), ["second"]);
+        }
+        let kept = starts.opening["second"].len();
+        assert!(
+            (60..=70).contains(&kept),
+            "a second's starts in about 64 entries, the older ones dropped: {kept}"
+        );
+        assert_eq!(
+            starts.opens_in(at(10_000)),
+            Some(Duration::from_millis(7)),
+            "an entry stands for 16 starts a ms apart (under 1/64 s): that of 8,992 to 9,007 ms \
+             opens as the last of them leaves"
+        );
     }
 }
