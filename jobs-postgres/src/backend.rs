@@ -74,6 +74,13 @@ struct Inner {
 impl PgBackend {
     /// A backend over `pool` in the schema `jobs`. Does no I/O: call
     /// [`migrate`](Self::migrate) before first use (or use [`connect`](Self::connect)).
+    ///
+    /// The pool's sessions must run at READ COMMITTED, PostgreSQL's default isolation: a fetch
+    /// under a queue's limits counts the leases the fetch before it committed, which a
+    /// REPEATABLE READ snapshot taken before that commit would not see. Where a server,
+    /// database or role sets a stricter default, give the pool's connect options
+    /// `.options([("default_transaction_isolation", r"read\ committed")])`, as
+    /// [`connect`](Self::connect) does.
     pub fn from_pool(pool: PgPool) -> Self {
         let schema = Schema::new(DEFAULT_SCHEMA).expect("the default schema is valid");
         Self::with(pool, schema)

@@ -97,7 +97,12 @@ impl Settings {
         let schema = options.get::<String>("schema")?;
         Ok(Settings {
             driver: PgConnectOptions::from_str(options.driver_url())
-                .map_err(|e| Error::Invalid(format!("invalid PostgreSQL URL `{target}`: {e}")))?,
+                .map_err(|e| Error::Invalid(format!("invalid PostgreSQL URL `{target}`: {e}")))?
+                // The limited fetches count what the fetch before committed, which a statement
+                // sees only under READ COMMITTED: a server, database or role whose default is
+                // stricter must not set this pool's (applied after the URL's own `options`; the
+                // server reads a space escaped).
+                .options([("default_transaction_isolation", r"read\ committed")]),
             schema: Schema::new(schema.as_deref().unwrap_or(DEFAULT_SCHEMA))?,
             pool_size,
             connect_timeout: positive("connect_timeout", CONNECT_TIMEOUT)?,
@@ -120,6 +125,9 @@ impl PgBackend {
     /// A URL that does not parse, or a bad option, is [`Error::Invalid`]; a server that cannot
     /// be reached, or refuses, is [`Error::Connect`] (a refused connection at once: it is
     /// tried once, not retried until the timeout). Neither error shows the URL's password.
+    ///
+    /// Its sessions run at READ COMMITTED, whatever the server's, database's or role's default
+    /// isolation: the limited fetches rely on it (see [`from_pool`](Self::from_pool)).
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), jobs_core::Error> {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use jobs_core::{Backend, Error, JobExt, ReadParams};
 use jobs_postgres::PgBackend;
 use serde_json::value::RawValue;
+use sqlx::Connection;
 
 use crate::support::{
     backend_in, fresh_backend, new_job, new_schema, pool, put, rows_in, t0, url_with, Record,
@@ -104,6 +105,33 @@ async fn url_options_configure_the_backend() {
     // `connect` migrated the schema the URL named, and jobs go there.
     Record::new(1).enqueue(&backend).await.expect("enqueue");
     assert_eq!(rows_in(backend.pool(), &schema).await, 1);
+}
+
+/// A default isolation stricter than READ COMMITTED (set here by the URL's own `options`, as a
+/// server, database or role could) does not reach the pool `connect` makes: its limited
+/// fetches count what the fetch before them committed.
+#[tokio::test]
+async fn connect_runs_its_sessions_at_read_committed() {
+    let strict = "options=-c%20default_transaction_isolation%3Drepeatable%5C%20read";
+    let isolation = "SELECT current_setting('transaction_isolation')";
+    let mut bare = sqlx::PgConnection::connect(&url_with(strict))
+        .await
+        .expect("a bare connection");
+    let bare_isolation: String = sqlx::query_scalar(isolation)
+        .fetch_one(&mut bare)
+        .await
+        .unwrap();
+    assert_eq!(
+        bare_isolation, "repeatable read",
+        "the URL sets a stricter default"
+    );
+    let url = url_with(&format!("schema={}&{strict}", new_schema()));
+    let backend = PgBackend::connect(&url).await.expect("connect");
+    let used: String = sqlx::query_scalar(isolation)
+        .fetch_one(backend.pool())
+        .await
+        .unwrap();
+    assert_eq!(used, "read committed");
 }
 
 #[tokio::test]
