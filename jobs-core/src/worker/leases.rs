@@ -1,9 +1,9 @@
 //! The leases a worker holds: its running and prefetched jobs, each with its context.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
 
-use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
 use crate::backend::{EndedLease, LeaseRef};
@@ -14,8 +14,13 @@ use crate::model::JobId;
 #[derive(Default)]
 pub(crate) struct Leases {
     held: Mutex<HashMap<JobId, Held>>,
-    /// Fires when an attempt ends: a fetch that a concurrency limit held back may find room.
-    ended: Notify,
+    /// How many places under limits the worker's jobs have freed so far: attempts that ended,
+    /// and committing jobs whose outcomes were written.
+    freed: AtomicU64,
+    /// The count of `freed` that the waiting fetch waits for ([`Leases::freed_to`]).
+    wake_at: AtomicU64,
+    /// Fires when `freed` reaches `wake_at`.
+    reached: Notify,
 }
 
 /// One held job.
@@ -66,13 +71,33 @@ impl Leases {
                 return;
             }
         }
-        self.ended.notify_one();
+        self.free_one();
     }
 
-    /// Resolves when an attempt ends (or has ended since the last wait), or a committing job's
-    /// outcome is written.
-    pub(super) fn ended_notified(&self) -> Notified<'_> {
-        self.ended.notified()
+    /// Counts one freed place, waking the fetch that waits for it.
+    fn free_one(&self) {
+        if self.freed.fetch_add(1, SeqCst) + 1 >= self.wake_at.load(SeqCst) {
+            self.reached.notify_one();
+        }
+    }
+
+    /// How many places under limits the worker's jobs have freed so far (attempts that ended,
+    /// committing jobs whose outcomes were written): a mark for [`Leases::freed_to`], taken
+    /// before what it waits for is decided, so that a place freed meanwhile is not missed.
+    pub(super) fn freed_mark(&self) -> u64 {
+        self.freed.load(SeqCst)
+    }
+
+    /// Resolves once the worker's jobs have freed places up to `mark`. A fetch that limits hold
+    /// back waits on it, woken once rather than at each job's end. One fetch loop waits at a
+    /// time.
+    pub(super) async fn freed_to(&self, mark: u64) {
+        self.wake_at.store(mark, SeqCst);
+        // A place freed before the store saw the old mark: read the count after it. A wake left
+        // over from an earlier wait only makes the loop read it again.
+        while self.freed.load(SeqCst) < mark {
+            self.reached.notified().await;
+        }
     }
 
     /// How many held jobs of each queue still count against limits: running, prefetched, or
@@ -102,7 +127,7 @@ impl Leases {
     pub(super) fn remove(&self, id: JobId) {
         let removed = self.held().remove(&id);
         if removed.is_some_and(|h| h.committing) {
-            self.ended.notify_one();
+            self.free_one();
         }
     }
 
@@ -212,5 +237,29 @@ mod tests {
             }],
             "no limit counts it"
         );
+    }
+
+    #[tokio::test]
+    async fn a_wait_for_freed_places_resolves_once_enough_attempts_ended() {
+        use std::time::Duration;
+        let [a, b]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
+        let leases = Leases::default();
+        leases.insert(a.clone());
+        leases.insert(b.clone());
+        let mark = leases.freed_mark();
+        leases.finishing(a.id());
+        let wait = leases.freed_to(mark + 2);
+        tokio::pin!(wait);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(30), &mut wait)
+                .await
+                .is_err(),
+            "one of two places freed: still waiting"
+        );
+        leases.finishing(b.id());
+        tokio::time::timeout(Duration::from_secs(5), &mut wait)
+            .await
+            .expect("the second place freed, counted from the mark taken before the first");
+        assert_eq!(leases.freed_mark(), mark + 2);
     }
 }

@@ -1,7 +1,8 @@
 //! Holding off a fetch under concurrency limits that the worker's own jobs nearly fill: such a
 //! fetch could lease only a job or two, and as the worker's jobs end the room grows, so it waits
 //! a moment for more to end (or, when its jobs fill the limits, for one to end) and fetches
-//! them in one batch, rather than one small fetch per job.
+//! them in one batch, rather than one small fetch per job. It is woken once, when enough have
+//! ended, not at each job's end.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -10,17 +11,28 @@ use crate::flow::QueueFlow;
 
 use super::queue_state::{FLOW_RETRY, FLOW_RETRY_MAX};
 
-/// How long to wait before fetching from `open` under `flow`, the worker holding `counted`
-/// jobs per queue that still count against limits; `None`: fetch now. Only a fetch whose every
-/// queue has a concurrency limit waits: another queue's room is unknown here. It waits
-/// [`FLOW_RETRY_MAX`] while its jobs fill the limits (a fetch could lease nothing), and
-/// [`FLOW_RETRY`] while the room is under `batch` or half the limits, whichever is smaller.
+/// A fetch held off: it waits up to `at_most` for the worker's own jobs to free `places` more
+/// places under the limits, then fetches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct HoldOff {
+    /// How many more of the worker's jobs to wait for.
+    pub(super) places: usize,
+    /// The longest wait.
+    pub(super) at_most: Duration,
+}
+
+/// Whether to wait before fetching from `open` under `flow`, the worker holding `counted` jobs
+/// per queue that still count against limits; `None`: fetch now. Only a fetch whose every
+/// queue has a concurrency limit waits: another queue's room is unknown here. While its jobs
+/// fill the limits (a fetch could lease nothing) it waits up to [`FLOW_RETRY_MAX`] for one of
+/// them to end; while the room is under `batch` or half the limits, whichever is smaller, up to
+/// [`FLOW_RETRY`] for the room to reach it.
 pub(super) fn hold_off(
     flow: &[QueueFlow],
     open: &[String],
     counted: &HashMap<String, usize>,
     batch: usize,
-) -> Option<Duration> {
+) -> Option<HoldOff> {
     let mut room = 0;
     let mut limit = 0;
     for queue in open {
@@ -33,10 +45,17 @@ pub(super) fn hold_off(
         room += concurrency.saturating_sub(held);
         limit += concurrency;
     }
+    let enough = batch.min(limit / 2).max(1);
     if room == 0 {
-        Some(FLOW_RETRY_MAX)
-    } else if room < batch.min(limit / 2).max(1) {
-        Some(FLOW_RETRY)
+        Some(HoldOff {
+            places: 1,
+            at_most: FLOW_RETRY_MAX,
+        })
+    } else if room < enough {
+        Some(HoldOff {
+            places: enough - room,
+            at_most: FLOW_RETRY,
+        })
     } else {
         None
     }
@@ -66,13 +85,19 @@ mod tests {
         assert_eq!(hold_off(&flow, &a, &held(&[]), 8), None, "room for a batch");
         assert_eq!(hold_off(&flow, &a, &held(&[("a", 8)]), 8), None);
         assert_eq!(
-            hold_off(&flow, &a, &held(&[("a", 9)]), 8),
-            Some(FLOW_RETRY),
-            "room for fewer than a batch"
+            hold_off(&flow, &a, &held(&[("a", 10)]), 8),
+            Some(HoldOff {
+                places: 2,
+                at_most: FLOW_RETRY
+            }),
+            "room for fewer than a batch: waits for the rest of one"
         );
         assert_eq!(
             hold_off(&flow, &a, &held(&[("a", 16)]), 8),
-            Some(FLOW_RETRY_MAX),
+            Some(HoldOff {
+                places: 1,
+                at_most: FLOW_RETRY_MAX
+            }),
             "its own jobs fill the limit"
         );
         let b = ["b".to_string()];
@@ -84,7 +109,11 @@ mod tests {
         let both = ["a".to_string(), "b".to_string()];
         assert_eq!(
             hold_off(&flow, &both, &held(&[("a", 16)]), 8),
-            Some(FLOW_RETRY)
+            Some(HoldOff {
+                places: 7,
+                at_most: FLOW_RETRY
+            }),
+            "one place left of 17, a batch of 8"
         );
         let unlimited = ["a".to_string(), "c".to_string()];
         assert_eq!(

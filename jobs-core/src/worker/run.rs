@@ -244,6 +244,7 @@ impl Worker {
             let capped = flow
                 .iter()
                 .any(|f| f.limits.concurrency.is_some() || f.keyed);
+            let freed = shared.leases.freed_mark();
             let wait = (capped && !held_off)
                 .then(|| hold_off(&flow, &open, &shared.leases.counted(), batch))
                 .flatten();
@@ -251,9 +252,9 @@ impl Worker {
                 drop(permits);
                 held_off = true;
                 tokio::select! {
-                    _ = shared.leases.ended_notified() => held_off = false,
+                    _ = shared.leases.freed_to(freed + wait.places as u64) => held_off = false,
                     _ = states.changed() => held_off = false,
-                    _ = tokio::time::sleep(wait) => {}
+                    _ = tokio::time::sleep(wait.at_most) => {}
                 }
                 continue;
             }
@@ -300,7 +301,7 @@ impl Worker {
                         _ = wakeup.wait() => {}
                         _ = shared.retries.scheduled() => {}
                         _ = states.changed() => {}
-                        _ = shared.leases.ended_notified(), if limited => {}
+                        _ = shared.leases.freed_to(freed + 1), if limited => {}
                         _ = tokio::time::sleep(idle) => {}
                     }
                 }
