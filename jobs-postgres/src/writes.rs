@@ -16,8 +16,8 @@ use crate::record::report;
 use crate::sql::{PgQuery, Sql};
 
 /// Marks jobs completed with their results, applying the effects of the workflow steps among
-/// them. `relaxed`: commit without waiting for the WAL flush (see `sql/complete.sql` for why
-/// that is safe for the worker's batches); the backend's batches unless it has
+/// them. `relaxed`: commit without waiting for the WAL flush (migration 0012's `complete_jobs`
+/// says why that is safe for the worker's batches); the backend's batches unless it has
 /// `durable_completions`, never a caller's transaction.
 ///
 /// Per item, whether it was accepted; and the queues that got a ready step: notified by the
@@ -119,7 +119,7 @@ enum Answers {
     Ids,
     /// `RETURNING id, lease_token`: an item is accepted when its job is returned under its
     /// token, so that a batch naming one job under both a stale and its accepted lease answers
-    /// each apart (a completion matches a completed job too, see complete.sql).
+    /// each apart (a completion matches a completed job too, see `complete_jobs`).
     Leases,
 }
 

@@ -24,6 +24,8 @@ mod history;
 mod listen;
 #[path = "postgres/operations.rs"]
 mod operations;
+#[path = "postgres/plans.rs"]
+mod plans;
 #[path = "postgres/poison.rs"]
 mod poison;
 #[path = "postgres/presence.rs"]

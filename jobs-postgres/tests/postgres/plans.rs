@@ -1,0 +1,81 @@
+//! The hot statements' plans look jobs up by key whatever size `jobs` had when a session first
+//! planned them: a session keeps a statement's generic plan until the table's statistics
+//! change, so a plan made on a new schema must not scan the table whole once it has grown.
+
+use jobs_core::Backend as _;
+use jobs_postgres::PgBackend;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+
+use crate::support::{complete, fetch, new_job, new_schema, put, url};
+
+/// The sequential scans of `schema`'s `jobs` table so far, the session's own included: the
+/// session that ran the statements sends its counts first.
+async fn seq_scans(pool: &PgPool, schema: &str) -> i64 {
+    // Flushed when the session next goes idle, that is, once this statement has answered.
+    sqlx::query("SELECT pg_stat_force_next_flush()")
+        .execute(pool)
+        .await
+        .expect("flush the session's counts");
+    sqlx::query_scalar(&format!(
+        "SELECT seq_scan FROM pg_stat_user_tables WHERE relid = '\"{schema}\".jobs'::regclass"
+    ))
+    .fetch_one(pool)
+    .await
+    .expect("read the table's counts")
+}
+
+#[tokio::test]
+async fn completions_planned_on_a_small_table_never_scan_it_once_it_has_grown() {
+    // One session, so that the completions below reuse the plans the first ones made.
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&url())
+        .await
+        .expect("the test database is reachable");
+    let schema = new_schema();
+    let backend = PgBackend::from_pool(pool.clone())
+        .schema(&schema)
+        .expect("a valid schema name");
+    backend.migrate().await.expect("migrations apply");
+    // Ten completions while `jobs` holds a job or two: past the five custom plans PostgreSQL
+    // makes before it settles on a generic one.
+    for t in 0..10 {
+        put(&backend, vec![new_job("small", "p")], crate::support::at(t)).await;
+        let leased = fetch(&backend, "p", 1, t).await;
+        assert_eq!(complete(&backend, &leased, t).await, [true]);
+    }
+    // The table grows to hundreds of pages.
+    for _ in 0..4 {
+        let jobs = (0..1_000).map(|_| new_job("grown", "p")).collect();
+        put(&backend, jobs, crate::support::at(10)).await;
+    }
+    let leased = fetch(&backend, "p", 40, 20).await;
+    assert_eq!(leased.len(), 40);
+    let before = seq_scans(&pool, &schema).await;
+    for one in leased[..20].chunks(1) {
+        assert_eq!(complete(&backend, one, 21).await, [true]);
+    }
+    assert_eq!(complete(&backend, &leased[20..], 22).await, [true; 20]);
+    assert_eq!(
+        seq_scans(&pool, &schema).await,
+        before,
+        "a completion scanned `jobs` whole"
+    );
+    let pages: i64 = sqlx::query_scalar(&format!(
+        "SELECT pg_relation_size('\"{schema}\".jobs') / 8192"
+    ))
+    .fetch_one(&pool)
+    .await
+    .expect("the table's size");
+    assert!(pages > 50, "the table grew to {pages} pages only");
+    let done = backend
+        .counts(jobs_core::CountsParams { queue: "p".into() })
+        .await
+        .expect("counts");
+    assert_eq!(done.completed, 50);
+    sqlx::query(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .execute(&pool)
+        .await
+        .expect("drop the test schema");
+}
