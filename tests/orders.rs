@@ -38,25 +38,35 @@ impl Orders {
     /// Starts the example with `role` on `url`; a web server's address is read from its first
     /// line.
     fn start(role: &str, url: &str, app_schema: &str) -> Orders {
-        let mut child = Command::new(examples::example("orders"))
+        Orders::spawn(role, url, app_schema).ready()
+    }
+
+    /// Starts the example with `role` on `url`, without waiting for it to be up.
+    fn spawn(role: &str, url: &str, app_schema: &str) -> Orders {
+        let child = Command::new(examples::example("orders"))
             .args(["--role", role, "--url", url, "--bind", "127.0.0.1:0"])
             .args(["--app-schema", app_schema])
             .stdout(Stdio::piped())
             .spawn()
             .expect("start the orders example");
+        Orders { child, addr: None }
+    }
+
+    /// Waits for the first line: where its web server listens, or that its worker runs.
+    fn ready(mut self) -> Orders {
         let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("its stdout"))
+        BufReader::new(self.child.stdout.take().expect("its stdout"))
             .read_line(&mut first)
             .expect("its first line");
-        let addr = first
+        self.addr = first
             .trim()
             .strip_prefix("listening on ")
             .map(str::to_string);
         assert!(
-            addr.is_some() || first.starts_with("worker running"),
+            self.addr.is_some() || first.starts_with("worker running"),
             "unexpected first line {first:?}"
         );
-        Orders { child, addr }
+        self
     }
 
     fn addr(&self) -> &str {
@@ -324,6 +334,36 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
         percentile(&latencies, 1.0),
     );
     drop(web);
+    for schema in [&jobs_schema, &app_schema] {
+        sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
+            .execute(&pool)
+            .await
+            .expect("drop the test schema");
+    }
+}
+
+/// A web server and a worker started at the same moment on a new schema both come up (each
+/// creates the shop's tables if missing, one after the other), and an order placed with one
+/// is completed by the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_server_and_a_worker_started_together_both_come_up() {
+    let postgres = std::env::var("JOBS_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let (jobs_schema, app_schema) = (isolated("jobs_test_together"), isolated("shop_test"));
+    let url = format!("{postgres}?schema={jobs_schema}");
+    let (web, worker) = (
+        Orders::spawn("web", &url, &app_schema),
+        Orders::spawn("worker", &url, &app_schema),
+    );
+    let (web, worker) = (web.ready(), worker.ready());
+    let client = http();
+    let (status, _, _, body) = place(&client, web.addr(), 2, GOOD_CARD, None).await;
+    assert_eq!(status, 202, "{body}");
+    let id = body["order"].as_str().expect("an order id").to_string();
+    let views = ended(&client, web.addr(), &[id]).await;
+    assert_eq!(views[0]["state"], "completed", "{}", views[0]);
+    drop((web, worker));
+    let pool = sqlx::PgPool::connect(&postgres).await.expect("PostgreSQL");
     for schema in [&jobs_schema, &app_schema] {
         sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
             .execute(&pool)

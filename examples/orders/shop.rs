@@ -121,9 +121,21 @@ impl Shop {
                     calls integer NOT NULL DEFAULT 1)"
             ),
         ];
+        // One process at a time: `IF NOT EXISTS` does not keep a web server and a worker that
+        // start together from creating the same table twice (a unique-key error).
+        let mut tx = pool.begin().await.map_err(db)?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1))")
+            .bind(format!("orders example: {schema}"))
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
         for statement in statements {
-            sqlx::query(&statement).execute(&pool).await.map_err(db)?;
+            sqlx::query(&statement)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
         }
+        tx.commit().await.map_err(db)?;
         Ok(Shop(Arc::new(Store::Sql {
             pool,
             schema: schema.to_string(),
