@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use jobs_core::{Backend as _, FetchParams, LeasedJob};
+use jobs_core::{Backend as _, FetchParams, LeasedJob, RenewParams};
 use jobs_postgres::PgBackend;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
@@ -28,6 +28,18 @@ async fn fetch_both(backend: &PgBackend, limit: usize, now_ms: i64) -> Vec<Lease
         .expect("fetch")
 }
 
+/// Renews `leased` at `now_ms` for another minute, answering which renewals were accepted.
+async fn renew(backend: &PgBackend, leased: &[LeasedJob], now_ms: i64) -> Vec<bool> {
+    backend
+        .renew(RenewParams {
+            items: leased.iter().map(LeasedJob::lease).collect(),
+            expires_at: at(now_ms + 60_000),
+            now: at(now_ms),
+        })
+        .await
+        .expect("renew")
+}
+
 /// The sequential scans of `schema`'s `jobs` table so far, the session's own included: the
 /// session that ran the statements sends its counts first.
 async fn seq_scans(pool: &PgPool, schema: &str) -> i64 {
@@ -45,7 +57,8 @@ async fn seq_scans(pool: &PgPool, schema: &str) -> i64 {
 }
 
 #[tokio::test]
-async fn fetches_and_completions_planned_on_a_small_table_never_scan_it_once_it_has_grown() {
+async fn fetches_renewals_and_completions_planned_on_a_small_table_never_scan_it_once_it_has_grown()
+{
     // One session, so that the statements below reuse the plans the first ones made.
     let pool = PgPoolOptions::new()
         .max_connections(1)
@@ -62,6 +75,7 @@ async fn fetches_and_completions_planned_on_a_small_table_never_scan_it_once_it_
     for t in 0..10 {
         put(&backend, vec![new_job("small", "p")], at(t)).await;
         let leased = fetch_both(&backend, 1, t).await;
+        assert_eq!(renew(&backend, &leased, t).await, [true]);
         assert_eq!(complete(&backend, &leased, t).await, [true]);
     }
     // The table grows to hundreds of pages.
@@ -72,6 +86,7 @@ async fn fetches_and_completions_planned_on_a_small_table_never_scan_it_once_it_
     let before = seq_scans(&pool, &schema).await;
     let leased = fetch_both(&backend, 40, 20).await;
     assert_eq!(leased.len(), 40);
+    assert_eq!(renew(&backend, &leased, 21).await, [true; 40]);
     for one in leased[..20].chunks(1) {
         assert_eq!(complete(&backend, one, 21).await, [true]);
     }
@@ -79,7 +94,7 @@ async fn fetches_and_completions_planned_on_a_small_table_never_scan_it_once_it_
     assert_eq!(
         seq_scans(&pool, &schema).await,
         before,
-        "a fetch or a completion scanned `jobs` whole"
+        "a fetch, a renewal or a completion scanned `jobs` whole"
     );
     let pages: i64 = sqlx::query_scalar(&format!(
         "SELECT pg_relation_size('\"{schema}\".jobs') / 8192"
