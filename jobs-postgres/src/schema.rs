@@ -121,6 +121,15 @@
 //!   adds the jobs it completed to `finished_counts`; complete, fail and rescue apply the
 //!   effects of the workflow steps they end, looking the targets up by primary key).
 //!
+//! A session keeps a statement's generic plan until the table's statistics change, so a plan
+//! made while `jobs` was small (a new schema; a server whose autovacuum has not analyzed it
+//! since) would scan the grown table whole. The hottest statements therefore run inside
+//! functions of the schema whose plans are generic from the first call and never scan `jobs`
+//! sequentially: `complete_jobs` (migration 0012), `fetch_ready`, the fetch of several queues
+//! (0014, which also saves the planning that statement cost on every call), and `renew_leases`
+//! (0015); `fetch_limited` and `fetch_unkeyed` were already so. The tag index keeps no GIN
+//! pending list (0013), which every tag lookup, such as reading a workflow, read whole.
+//!
 //! Time is always a parameter (`now`), never the server's `now()`, so tests control it.
 //! Wake-ups go through `pg_notify` on a channel named like the schema, with the queue name as
 //! the payload; a notification sent inside a transaction is delivered when it commits.
