@@ -176,6 +176,22 @@ fn expected_effects(state: &str) -> Vec<&'static str> {
     }
 }
 
+/// The test database.
+fn postgres() -> String {
+    std::env::var("JOBS_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+/// Drops the test's schemas, with everything in them.
+async fn drop_schemas(pool: &sqlx::PgPool, schemas: [&String; 2]) {
+    for schema in schemas {
+        sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
+            .execute(pool)
+            .await
+            .expect("drop the test schema");
+    }
+}
+
 fn isolated(prefix: &str) -> String {
     format!("{prefix}_{}", jobs::JobId::new().0.simple())
 }
@@ -190,8 +206,7 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
     let n: usize = std::env::var("ORDERS_LOAD").map_or(200, |v| v.parse().expect("a number"));
     const CLIENTS: usize = 20;
     const ALONE: usize = 50;
-    let postgres = std::env::var("JOBS_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let postgres = postgres();
     let (jobs_schema, app_schema) = (isolated("jobs_test_orders"), isolated("shop_test"));
     let url = format!("{postgres}?schema={jobs_schema}");
     let web = Orders::start("web", &url, &app_schema);
@@ -334,12 +349,7 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
         percentile(&latencies, 1.0),
     );
     drop(web);
-    for schema in [&jobs_schema, &app_schema] {
-        sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
-            .execute(&pool)
-            .await
-            .expect("drop the test schema");
-    }
+    drop_schemas(&pool, [&jobs_schema, &app_schema]).await;
 }
 
 /// A web server and a worker started at the same moment on a new schema both come up (each
@@ -347,8 +357,7 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
 /// is completed by the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_web_server_and_a_worker_started_together_both_come_up() {
-    let postgres = std::env::var("JOBS_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let postgres = postgres();
     let (jobs_schema, app_schema) = (isolated("jobs_test_together"), isolated("shop_test"));
     let url = format!("{postgres}?schema={jobs_schema}");
     let (web, worker) = (
@@ -364,12 +373,7 @@ async fn a_web_server_and_a_worker_started_together_both_come_up() {
     assert_eq!(views[0]["state"], "completed", "{}", views[0]);
     drop((web, worker));
     let pool = sqlx::PgPool::connect(&postgres).await.expect("PostgreSQL");
-    for schema in [&jobs_schema, &app_schema] {
-        sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
-            .execute(&pool)
-            .await
-            .expect("drop the test schema");
-    }
+    drop_schemas(&pool, [&jobs_schema, &app_schema]).await;
 }
 
 /// On `memory://` (no server) and on Redis, one process serves and works: an order completes,

@@ -2,31 +2,12 @@
 //! planned them: a session keeps a statement's generic plan until the table's statistics
 //! change, so a plan made on a new schema must not scan the table whole once it has grown.
 
-use std::time::Duration;
-
-use jobs_core::{Backend as _, FetchParams, LeasedJob, RenewParams};
+use jobs_core::{Backend as _, LeasedJob, RenewParams};
 use jobs_postgres::PgBackend;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 
-use crate::support::{at, complete, new_job, new_schema, put, url};
-
-/// Leases up to `limit` jobs of the queues `p` and `q` at `now_ms`: the fetch of several queues.
-async fn fetch_both(backend: &PgBackend, limit: usize, now_ms: i64) -> Vec<LeasedJob> {
-    backend
-        .fetch(FetchParams {
-            ended: Vec::new(),
-            known: None,
-            queues: vec!["p".into(), "q".into()],
-            limit,
-            worker: "w".into(),
-            lease_for: Duration::from_secs(60),
-            now: at(now_ms),
-            flow: Vec::new(),
-        })
-        .await
-        .expect("fetch")
-}
+use crate::support::{at, complete, fetch_of, new_job, new_schema, put, url};
 
 /// Renews `leased` at `now_ms` for another minute, answering which renewals were accepted.
 async fn renew(backend: &PgBackend, leased: &[LeasedJob], now_ms: i64) -> Vec<bool> {
@@ -74,7 +55,7 @@ async fn fetches_renewals_and_completions_planned_on_a_small_table_never_scan_it
     // PostgreSQL makes before it settles on a generic one.
     for t in 0..10 {
         put(&backend, vec![new_job("small", "p")], at(t)).await;
-        let leased = fetch_both(&backend, 1, t).await;
+        let leased = fetch_of(&backend, &["p", "q"], 1, t, Vec::new()).await;
         assert_eq!(renew(&backend, &leased, t).await, [true]);
         assert_eq!(complete(&backend, &leased, t).await, [true]);
     }
@@ -84,7 +65,7 @@ async fn fetches_renewals_and_completions_planned_on_a_small_table_never_scan_it
         put(&backend, jobs, at(10)).await;
     }
     let before = seq_scans(&pool, &schema).await;
-    let leased = fetch_both(&backend, 40, 20).await;
+    let leased = fetch_of(&backend, &["p", "q"], 40, 20, Vec::new()).await;
     assert_eq!(leased.len(), 40);
     assert_eq!(renew(&backend, &leased, 21).await, [true; 40]);
     for one in leased[..20].chunks(1) {

@@ -167,11 +167,23 @@ pub(crate) async fn fetch_within(
     now_ms: i64,
     flow: Vec<QueueFlow>,
 ) -> Vec<LeasedJob> {
+    fetch_of(backend, &[queue], limit, now_ms, flow).await
+}
+
+/// Leases up to `limit` jobs of `queues` at `now_ms` as worker `w`, with a 60 s lease,
+/// enforcing `flow`.
+pub(crate) async fn fetch_of(
+    backend: &PgBackend,
+    queues: &[&str],
+    limit: usize,
+    now_ms: i64,
+    flow: Vec<QueueFlow>,
+) -> Vec<LeasedJob> {
     backend
         .fetch(FetchParams {
             ended: Vec::new(),
             known: None,
-            queues: vec![queue.to_string()],
+            queues: queues.iter().map(|q| q.to_string()).collect(),
             limit,
             worker: "w".into(),
             lease_for: Duration::from_secs(60),
