@@ -1,6 +1,13 @@
 //! Writes under a lease, in batches: complete, fail, release, renew, and progress. Each checks
 //! the lease token and the running status (complete also accepts a repeat of the completion
 //! that applied under the same token), and answers which items it accepted.
+//!
+//! A batch's statement updates its rows in the order of its arrays, locking each as it goes,
+//! and a worker writes several batches naming the same jobs at once on different connections
+//! (a renewal of all its leases beside a completion batch). Each batch is therefore sent in
+//! the order of its jobs' ids: two batches in different orders would wait for each other's
+//! row locks, until PostgreSQL ended one with a deadlock error a second later (seen as a
+//! completion failing in the bench's W6).
 
 use std::collections::HashSet;
 
@@ -32,13 +39,19 @@ pub(crate) async fn complete<'e>(
 ) -> Result<(Vec<bool>, Vec<String>), Error> {
     let leases: Vec<LeaseRef> = p.items.iter().map(|c| c.lease).collect();
     let results: Vec<&str> = p.items.iter().map(|c| c.result.get()).collect();
-    under_leases(&sql.complete, Answers::Leases, exec, &leases, |query| {
-        query
-            .bind(results)
-            .bind(p.now)
-            .bind(relaxed)
-            .bind(notify.then(|| sql.channel()))
-    })
+    under_leases(
+        &sql.complete,
+        Answers::Leases,
+        exec,
+        &leases,
+        |query, order| {
+            query
+                .bind(in_order(&results, order))
+                .bind(p.now)
+                .bind(relaxed)
+                .bind(notify.then(|| sql.channel()))
+        },
+    )
     .await
 }
 
@@ -56,10 +69,10 @@ pub(crate) async fn fail<'e>(
         .map(|f| report(&f.error))
         .collect::<Result<Vec<String>, Error>>()?;
     let retry_at: Vec<Option<Timestamp>> = p.items.iter().map(|f| f.retry_at).collect();
-    under_leases(&sql.fail, Answers::Ids, exec, &leases, |query| {
+    under_leases(&sql.fail, Answers::Ids, exec, &leases, |query, order| {
         query
-            .bind(reports)
-            .bind(retry_at)
+            .bind(in_order(&reports, order))
+            .bind(in_order(&retry_at, order))
             .bind(p.now)
             .bind(sql.channel())
     })
@@ -76,8 +89,11 @@ pub(crate) async fn release<'e>(
 ) -> Result<Vec<bool>, Error> {
     let leases: Vec<LeaseRef> = p.items.iter().map(|r| r.lease).collect();
     let run_at: Vec<Option<Timestamp>> = p.items.iter().map(|r| r.run_at).collect();
-    under_leases(&sql.release, Answers::Ids, exec, &leases, |query| {
-        query.bind(run_at).bind(p.now).bind(sql.channel())
+    under_leases(&sql.release, Answers::Ids, exec, &leases, |query, order| {
+        query
+            .bind(in_order(&run_at, order))
+            .bind(p.now)
+            .bind(sql.channel())
     })
     .await
     .map(|(accepted, _)| accepted)
@@ -89,7 +105,7 @@ pub(crate) async fn renew<'e>(
     exec: impl PgExecutor<'e>,
     p: RenewParams,
 ) -> Result<Vec<bool>, Error> {
-    under_leases(&sql.renew, Answers::Ids, exec, &p.items, |query| {
+    under_leases(&sql.renew, Answers::Ids, exec, &p.items, |query, _| {
         query.bind(p.expires_at).bind(p.now)
     })
     .await
@@ -127,19 +143,25 @@ enum Answers {
 /// what `more` binds, and returns what it accepted (named as `answers` says): per item,
 /// whether its write was; and the queues of the rows that name no job but a queue in their
 /// third column (complete.sql's queues to wake).
+///
+/// The items go in the order of their ids (see the module's docs): `more` gets the items'
+/// positions in that order, to bind its own arrays with [`in_order`]. The answers keep the
+/// order of `leases`.
 async fn under_leases<'q, 'e>(
     statement: &'q str,
     answers: Answers,
     exec: impl PgExecutor<'e>,
     leases: &[LeaseRef],
-    more: impl FnOnce(PgQuery<'q>) -> PgQuery<'q>,
+    more: impl FnOnce(PgQuery<'q>, &[usize]) -> PgQuery<'q>,
 ) -> Result<(Vec<bool>, Vec<String>), Error> {
     if leases.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let ids: Vec<Uuid> = leases.iter().map(|l| l.id.0).collect();
-    let tokens: Vec<Uuid> = leases.iter().map(|l| l.token.0).collect();
-    let rows = more(sqlx::query(statement).bind(ids).bind(tokens))
+    let mut order: Vec<usize> = (0..leases.len()).collect();
+    order.sort_by_key(|&i| leases[i].id.0);
+    let ids: Vec<Uuid> = order.iter().map(|&i| leases[i].id.0).collect();
+    let tokens: Vec<Uuid> = order.iter().map(|&i| leases[i].token.0).collect();
+    let rows = more(sqlx::query(statement).bind(ids).bind(tokens), &order)
         .fetch_all(exec)
         .await
         .map_err(db)?;
@@ -163,4 +185,9 @@ async fn under_leases<'q, 'e>(
         .map(|l| accepted.contains(&(l.id.0, by_token.then_some(l.token.0))))
         .collect();
     Ok((accepted, woken))
+}
+
+/// `values` (one per item) at the items' positions in `order`.
+fn in_order<T: Clone>(values: &[T], order: &[usize]) -> Vec<T> {
+    order.iter().map(|&i| values[i].clone()).collect()
 }

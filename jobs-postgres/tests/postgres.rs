@@ -22,6 +22,8 @@ mod flow;
 mod history;
 #[path = "postgres/listen.rs"]
 mod listen;
+#[path = "postgres/locks.rs"]
+mod locks;
 #[path = "postgres/operations.rs"]
 mod operations;
 #[path = "postgres/plans.rs"]
