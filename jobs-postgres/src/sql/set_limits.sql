@@ -1,7 +1,9 @@
 -- Stores the limits of queue $1, replacing any: $2 concurrency, $3 rate limit, $4 rate period
 -- (ms), $5 max depth, each NULL for none. All NULL removes them: the row goes, unless the
 -- queue is keyed (it stays, limitless). A concurrency also marks the queue's running jobs as
--- counted (`jobs_flow_running`), those leased before by fetches that did not count them.
+-- counted (`jobs_flow_running`), those leased before by fetches that did not count them,
+-- locking them in the order of their ids as the workers' batch writes do (writes.rs), so that
+-- it never deadlocks with a renewal or a completion of the same jobs.
 WITH limited AS (
     SELECT $2::int4 IS NOT NULL OR $3::int4 IS NOT NULL OR $5::int8 IS NOT NULL AS any
 ),
@@ -29,9 +31,14 @@ removed AS (
 counted AS (
     UPDATE {schema}.jobs j
     SET flow_counted = true
-    WHERE $2::int4 IS NOT NULL
-      AND j.lease_expires_at IS NOT NULL
-      AND j.queue = $1
-      AND NOT j.flow_counted
+    FROM (SELECT r.id
+          FROM {schema}.jobs r
+          WHERE $2::int4 IS NOT NULL
+            AND r.lease_expires_at IS NOT NULL
+            AND r.queue = $1
+            AND NOT r.flow_counted
+          ORDER BY r.id
+          FOR UPDATE) l
+    WHERE j.id = l.id
 )
 SELECT 1

@@ -1,7 +1,8 @@
 //! Batch writes that name the same jobs at once, on different connections, never deadlock: a
-//! worker renews all its leases while its completion batches are written.
+//! worker renews all its leases while its completion batches are written, and an operator sets
+//! a queue's concurrency, which marks its running jobs, meanwhile.
 
-use jobs_core::{Backend as _, LeaseRef, LeasedJob, RenewParams};
+use jobs_core::{Backend as _, LeaseRef, LeasedJob, QueueLimits, RenewParams, SetLimitsParams};
 use jobs_postgres::PgBackend;
 
 use crate::support::{at, complete, fetch, fresh_backend, new_job, put};
@@ -49,4 +50,30 @@ async fn batches_naming_the_same_jobs_in_opposite_orders_both_go_through() {
         renew(&backend, forward, 30)
     );
     assert!(completed.iter().all(|&done| done));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setting_a_concurrency_beside_a_renewal_of_the_queues_jobs_both_go_through() {
+    const JOBS: usize = 200;
+    let backend = fresh_backend().await;
+    for round in 0..10 {
+        let queue = format!("locks{round}");
+        // Stored with falling ids, so that the table holds them in the opposite order of the
+        // renewal's.
+        let mut jobs: Vec<_> = (0..JOBS).map(|_| new_job("held", &queue)).collect();
+        jobs.reverse();
+        put(&backend, jobs, at(0)).await;
+        let leased = fetch(&backend, &queue, JOBS, 0).await;
+        assert_eq!(leased.len(), JOBS);
+        let leases: Vec<LeaseRef> = leased.iter().map(LeasedJob::lease).collect();
+        let (set, renewed) = tokio::join!(
+            backend.set_limits(SetLimitsParams {
+                queue: queue.clone(),
+                limits: QueueLimits::default().concurrency(1_000),
+            }),
+            renew(&backend, leases, 1)
+        );
+        set.expect("setting the limit does not deadlock");
+        assert!(renewed.iter().all(|&r| r), "round {round}");
+    }
 }
