@@ -1,9 +1,11 @@
 //! The fetch of queues with limits or keyed jobs: one statement calling a function of the
 //! schema that locks the checked queues, then counts and leases. Queues that hold no keyed
 //! jobs (the common case: a queue's concurrency, its rate, or both) go through
-//! `fetch_unkeyed` (`sql/fetch_unkeyed.sql`, migration 0011), whose second statement prunes,
-//! counts, leases and logs at once; a fetch over any keyed queue goes through `fetch_limited`
-//! (`sql/fetch_limited.sql`), which checks each job's key limits. Both take the same locks, so
+//! `fetch_unkeyed_one` for one queue (`sql/fetch_unkeyed_one.sql`, migration 0016), whose short
+//! statements run only where the queue's limits need them, and through `fetch_unkeyed` for
+//! several (`sql/fetch_unkeyed.sql`, migration 0011), whose second statement prunes, counts,
+//! leases and logs at once; a fetch over any keyed queue goes through `fetch_limited`
+//! (`sql/fetch_limited.sql`), which checks each job's key limits. All take the same locks, so
 //! they take turns on a queue whichever a worker calls.
 //!
 //! Under READ COMMITTED a statement's snapshot is taken when it starts, so a lock taken inside
@@ -26,7 +28,7 @@
 //! of jobs of saturated keys delays the jobs behind it (until the keys have room) rather than
 //! making a fetch read the whole queue.
 
-use jobs_core::{later, Error, FetchParams, QueueFlow, FLOW_SCAN};
+use jobs_core::{later, Error, FetchParams, QueueFlow, QueueLimits, FLOW_SCAN};
 use sqlx::postgres::PgRow;
 use sqlx::PgPool;
 
@@ -64,6 +66,9 @@ pub(crate) async fn fetch_rows(
         .map(|l| l.is_some_and(|(_, keyed)| keyed))
         .collect();
     let any_keyed = keyed.contains(&true);
+    if let ([queue], [Some((limits, false))]) = (queues, limits.as_slice()) {
+        return fetch_one_queue(sql, pool, queue, limits, p, (names, versions)).await;
+    }
     let statement = if any_keyed {
         &sql.fetch_limited
     } else {
@@ -97,6 +102,34 @@ pub(crate) async fn fetch_rows(
         .await
         .map_err(db)?;
     Ok(rows)
+}
+
+/// [`fetch_rows`] of one checked queue without keyed jobs, through `fetch_unkeyed_one`.
+async fn fetch_one_queue(
+    sql: &Sql,
+    pool: &PgPool,
+    queue: &str,
+    limits: &QueueLimits,
+    p: &FetchParams,
+    (names, versions): (Option<Vec<&str>>, Option<Vec<i32>>),
+) -> Result<Vec<PgRow>, Error> {
+    sqlx::query(&sql.fetch_unkeyed_one)
+        .bind(queue)
+        .bind(p.now)
+        .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
+        .bind(&p.worker)
+        .bind(later(p.now, p.lease_for))
+        .bind(names)
+        .bind(versions)
+        .bind(limits.concurrency.map(int4))
+        .bind(limits.rate.map(|r| int4(r.limit)))
+        .bind(limits.rate.map(|r| millis(r.period)))
+        .bind(sql.schema.name())
+        .bind(p.ended.iter().map(|e| e.lease.id.0).collect::<Vec<_>>())
+        .bind(p.ended.iter().map(|e| e.lease.token.0).collect::<Vec<_>>())
+        .fetch_all(pool)
+        .await
+        .map_err(db)
 }
 
 /// One array parameter: `value` of each checked queue, NULL for the others.
