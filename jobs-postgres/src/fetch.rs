@@ -6,10 +6,11 @@
 
 use std::collections::BTreeMap;
 
-use jobs_core::{later, Error, FailParams, Failure, FetchParams, KnownJob, LeasedJob, Timestamp};
+use jobs_core::{Error, FailParams, Failure, FetchParams, KnownJob, LeasedJob, Timestamp};
 use sqlx::PgPool;
 
 use crate::error::db;
+use crate::fetch_terms::lease_terms;
 use crate::limited;
 use crate::record::{int4, leased};
 use crate::sql::Sql;
@@ -56,11 +57,7 @@ async fn fetch_once(
             [queue] => sqlx::query(&sql.fetch_one).bind(queue),
             queues => sqlx::query(&sql.fetch).bind(queues),
         };
-        query
-            .bind(p.now)
-            .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
-            .bind(&p.worker)
-            .bind(later(p.now, p.lease_for))
+        lease_terms(query, p)
             .bind(names)
             .bind(versions)
             .fetch_all(pool)

@@ -104,6 +104,7 @@ mod enqueue;
 mod error;
 mod events;
 mod fetch;
+mod fetch_terms;
 mod flow;
 mod guarded;
 mod limited;

@@ -28,11 +28,12 @@
 //! of jobs of saturated keys delays the jobs behind it (until the keys have room) rather than
 //! making a fetch read the whole queue.
 
-use jobs_core::{later, Error, FetchParams, QueueFlow, QueueLimits, FLOW_SCAN};
+use jobs_core::{Error, FetchParams, QueueFlow, QueueLimits, FLOW_SCAN};
 use sqlx::postgres::PgRow;
 use sqlx::PgPool;
 
 use crate::error::db;
+use crate::fetch_terms::{ended_leases, lease_terms};
 use crate::record::{int4, millis};
 use crate::sql::Sql;
 
@@ -74,12 +75,7 @@ pub(crate) async fn fetch_rows(
     } else {
         &sql.fetch_unkeyed
     };
-    let query = sqlx::query(statement)
-        .bind(queues)
-        .bind(p.now)
-        .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
-        .bind(&p.worker)
-        .bind(later(p.now, p.lease_for))
+    let query = lease_terms(sqlx::query(statement).bind(queues), p)
         .bind(names)
         .bind(column(&limits, |(l, _)| l.concurrency.map(int4)))
         .bind(column(&limits, |(l, _)| l.rate.map(|r| int4(r.limit))))
@@ -93,14 +89,8 @@ pub(crate) async fn fetch_rows(
     } else {
         query
     };
-    let rows = query
-        .bind(sql.schema.name())
-        .bind(versions)
-        .bind(p.ended.iter().map(|e| e.lease.id.0).collect::<Vec<_>>())
-        .bind(p.ended.iter().map(|e| e.lease.token.0).collect::<Vec<_>>())
-        .fetch_all(pool)
-        .await
-        .map_err(db)?;
+    let query = query.bind(sql.schema.name()).bind(versions);
+    let rows = ended_leases(query, p).fetch_all(pool).await.map_err(db)?;
     Ok(rows)
 }
 
@@ -113,23 +103,14 @@ async fn fetch_one_queue(
     p: &FetchParams,
     (names, versions): (Option<Vec<&str>>, Option<Vec<i32>>),
 ) -> Result<Vec<PgRow>, Error> {
-    sqlx::query(&sql.fetch_unkeyed_one)
-        .bind(queue)
-        .bind(p.now)
-        .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
-        .bind(&p.worker)
-        .bind(later(p.now, p.lease_for))
+    let query = lease_terms(sqlx::query(&sql.fetch_unkeyed_one).bind(queue), p)
         .bind(names)
         .bind(versions)
         .bind(limits.concurrency.map(int4))
         .bind(limits.rate.map(|r| int4(r.limit)))
         .bind(limits.rate.map(|r| millis(r.period)))
-        .bind(sql.schema.name())
-        .bind(p.ended.iter().map(|e| e.lease.id.0).collect::<Vec<_>>())
-        .bind(p.ended.iter().map(|e| e.lease.token.0).collect::<Vec<_>>())
-        .fetch_all(pool)
-        .await
-        .map_err(db)
+        .bind(sql.schema.name());
+    ended_leases(query, p).fetch_all(pool).await.map_err(db)
 }
 
 /// One array parameter: `value` of each checked queue, NULL for the others.
