@@ -15,7 +15,7 @@ use jobs_core::{
     Coalesce, Error, FetchParams, KeyLimits, NewJob, QueueFlow, QueueLimits, Rate, SetLimitsParams,
 };
 
-use crate::record::{id_text, token_text};
+use crate::ids::{id_text, token_text};
 use crate::RedisBackend;
 
 /// A job's `k` field: `concurrency|rate limit|rate period in ms|key` (a part empty when unset),

@@ -17,10 +17,9 @@ use redis::{Cmd, Script};
 use uuid::Uuid;
 
 use crate::flow::fetch_flow;
+use crate::ids::{id_text, token_text};
 use crate::queues::queue_tag;
-use crate::record::{
-    encode_report, id_text, micros, parse_id, stored_time, token_text, PayloadRead, Stored,
-};
+use crate::record::{encode_report, micros, parse_id, stored_time, PayloadRead, Stored};
 use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 

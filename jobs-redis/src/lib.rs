@@ -68,6 +68,7 @@ mod connect;
 mod enqueue;
 mod events;
 mod flow;
+mod ids;
 mod keys;
 mod layout;
 mod leases;

@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use futures_util::future::try_join_all;
 use jobs_core::{Action, Error, HeldKey, JobFilter, ManageParams, Managed, Target};
 
+use crate::ids::id_text;
 use crate::read::{push_filter, Found};
-use crate::record::{id_text, parse_id};
+use crate::record::parse_id;
 use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 

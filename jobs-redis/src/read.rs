@@ -8,8 +8,9 @@ use futures_util::future::try_join_all;
 use jobs_core::{Error, JobFilter, JobId, JobRecord, JobStatus, ListParams, ReadParams};
 use redis::{Cmd, Value};
 
+use crate::ids::id_text;
 use crate::keys::status_code;
-use crate::record::{id_text, micros, PayloadRead, Stored};
+use crate::record::{micros, PayloadRead, Stored};
 use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 

@@ -63,6 +63,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::flow::{decode_key_limits, encode_key_limits, job_flow};
+use crate::ids::id_text;
 use crate::keys::status_from_code;
 
 /// A time as stored: microseconds since the epoch.
@@ -73,16 +74,6 @@ pub(crate) fn micros(t: Timestamp) -> i64 {
 /// A time as a read gives it back: cut to whole microseconds.
 pub(crate) fn stored_time(t: Timestamp) -> Timestamp {
     DateTime::from_timestamp_micros(micros(t)).unwrap_or(t)
-}
-
-/// A job id as stored.
-pub(crate) fn id_text(id: JobId) -> String {
-    id.0.simple().to_string()
-}
-
-/// A lease token as stored.
-pub(crate) fn token_text(token: LeaseToken) -> String {
-    token.0.simple().to_string()
 }
 
 /// Parses a stored job id.
