@@ -62,14 +62,14 @@ pub(crate) async fn fetch_rows(
         .iter()
         .map(|q| flow_of(q).map(|f| (f.limits, f.keyed)))
         .collect();
+    if let ([queue], [Some((one, false))]) = (queues, limits.as_slice()) {
+        return fetch_one_queue(sql, pool, queue, one, p, (names, versions)).await;
+    }
     let keyed: Vec<bool> = limits
         .iter()
         .map(|l| l.is_some_and(|(_, keyed)| keyed))
         .collect();
     let any_keyed = keyed.contains(&true);
-    if let ([queue], [Some((limits, false))]) = (queues, limits.as_slice()) {
-        return fetch_one_queue(sql, pool, queue, limits, p, (names, versions)).await;
-    }
     let statement = if any_keyed {
         &sql.fetch_limited
     } else {
