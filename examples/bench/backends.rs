@@ -117,6 +117,7 @@ async fn load(backend: &AnyBackend, n: u64, dead: bool) {
                 lease_for: std::time::Duration::from_secs(600),
                 now,
                 flow: Vec::new(),
+                reserve: 0,
             })
             .await
             .expect("fetch");

@@ -155,6 +155,7 @@ impl Store {
             now: chrono::Utc::now(),
             known: None,
             flow: Vec::new(),
+            reserve: 0,
         };
         let mut got = self.block(self.backend.fetch(params)).expect("fetch");
         assert_eq!(got.len(), 1, "one ready job in {queue}");

@@ -72,6 +72,12 @@ impl Backend for AnyBackend {
     async fn renew(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
         self.0.renew(p).await
     }
+    fn reserves(&self) -> bool {
+        self.0.reserves()
+    }
+    async fn promote(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
+        self.0.promote(p).await
+    }
     async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
         self.0.progress(p).await
     }

@@ -78,6 +78,15 @@ pub struct FetchParams {
     /// so a job leased again by another worker still counts, and each job once, however often
     /// it is listed. Empty is always correct.
     pub ended: Vec<EndedLease>,
+    /// How many leases beyond the concurrency limit of the fetch's one queue a backend that
+    /// [`reserves`](Backend::reserves) may hand out as *reserved* ([`LeasedJob::reserved`]),
+    /// besides the jobs the limit has room for; at most this many plus the limited jobs it
+    /// leases, and at most `limit` in all. No limit counts a reserved lease until it is
+    /// [promoted](Backend::promote): the worker starts a reserved job only in the place of one
+    /// of its own limited jobs that ended, so it holds leases beyond the limit (prefetch)
+    /// while no more run than the limit allows. A fetch of several queues, or of a queue with
+    /// a rate or keyed jobs, reserves nothing. 0: none.
+    pub reserve: usize,
 }
 
 /// A lease whose attempt has ended (see [`FetchParams::ended`]).
@@ -158,6 +167,14 @@ pub struct ReleaseParams {
     pub items: Vec<Release>,
     /// The current time.
     pub now: Timestamp,
+}
+
+/// Counts reserved leases ([`LeasedJob::reserved`]) against their queue's concurrency limit from
+/// now on (see [`Backend::promote`]).
+#[derive(Clone, Debug)]
+pub struct PromoteParams {
+    /// The jobs and their reserved leases.
+    pub items: Vec<LeaseRef>,
 }
 
 /// Extends leases that a live worker still holds.
@@ -476,6 +493,22 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Extends live leases.
     async fn renew(&self, params: RenewParams) -> Result<Vec<bool>, Error>;
+
+    /// Whether [`fetch`](Backend::fetch) hands out reserved leases when asked
+    /// ([`FetchParams::reserve`]); such a backend also implements [`promote`](Backend::promote).
+    fn reserves(&self) -> bool {
+        false
+    }
+
+    /// Counts the reserved leases `params.items` against their queue's concurrency limit, as
+    /// any other running job of the queue; per lease, whether it still holds (a lease that
+    /// lapsed, or was never reserved, is counted as it is). A worker promotes the job it starts
+    /// in the place of an ended one *before* it writes the ended job's outcome, so a limit
+    /// counts one of the two at every moment (both, for a moment: never neither).
+    async fn promote(&self, params: PromoteParams) -> Result<Vec<bool>, Error> {
+        let _ = params;
+        Err(Error::backend("this backend hands out no reserved leases"))
+    }
 
     /// Records progress of a running job.
     async fn progress(&self, params: ProgressParams) -> Result<bool, Error>;

@@ -286,6 +286,10 @@ pub struct LeasedJob {
     pub record: JobRecord,
     /// The token of this lease.
     pub token: LeaseToken,
+    /// Leased beyond its queue's concurrency limit (see
+    /// [`FetchParams::reserve`](crate::FetchParams::reserve)): no limit counts it until it is
+    /// [promoted](crate::Backend::promote), and the worker starts it only then.
+    pub reserved: bool,
 }
 
 impl LeasedJob {

@@ -6,7 +6,7 @@
 //!
 //! # How each action maps to the backend contract
 //!
-//! - `Fetch(worker, job)`: `Backend::fetch(FetchParams { worker, lease_for, now, .. })` handing
+//! - `Fetch(worker, job)`: `Backend::fetch(FetchParams { worker, lease_for, now, .., reserve: 0 })` handing
 //!   out `job` (any pending job: the model ignores priority and FIFO order, which is a superset
 //!   of the real order). The attempt goes up by one and the job gets a fresh lease token (a
 //!   per-job counter here: a lease is named by `(job, token)`, like `LeaseRef { id, token }`);

@@ -277,6 +277,7 @@ async fn rescued_job(seen: &mut Seen) {
             lease_for: Duration::from_millis(1),
             now: SystemClock.now(),
             flow: Vec::new(),
+            reserve: 0,
         })
         .await
         .unwrap();

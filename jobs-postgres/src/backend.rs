@@ -15,7 +15,7 @@ use jobs_core::{
 };
 use jobs_core::{
     EventHub, EventStream, EventsParams, FinishedParams, FlowParams, JobEvent, PauseParams,
-    PausedParams, Publisher, QueueFlow, SetLimitsParams,
+    PausedParams, PromoteParams, Publisher, QueueFlow, SetLimitsParams,
 };
 use jobs_core::{
     JobTypesParams, PublishTypesParams, PublishedType, StoredVersion, StoredVersionsParams,
@@ -258,6 +258,14 @@ impl Backend for PgBackend {
 
     async fn renew(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
         writes::renew(&self.inner.sql, &self.inner.pool, p).await
+    }
+
+    fn reserves(&self) -> bool {
+        true
+    }
+
+    async fn promote(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
+        writes::promote(&self.inner.sql, &self.inner.pool, p).await
     }
 
     async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {

@@ -2,7 +2,8 @@
 //! schema that locks the checked queues, then counts and leases. Queues that hold no keyed
 //! jobs (the common case: a queue's concurrency, its rate, or both) go through
 //! `fetch_unkeyed_one` for one queue (`sql/fetch_unkeyed_one.sql`, migration 0016), whose short
-//! statements run only where the queue's limits need them, and through `fetch_unkeyed` for
+//! statements run only where the queue's limits need them (and which reserves leases beyond a
+//! concurrency since 0017, see [`FetchParams::reserve`]), and through `fetch_unkeyed` for
 //! several (`sql/fetch_unkeyed.sql`, migration 0011), whose second statement prunes, counts,
 //! leases and logs at once; a fetch over any keyed queue goes through `fetch_limited`
 //! (`sql/fetch_limited.sql`), which checks each job's key limits. All take the same locks, so
@@ -110,7 +111,12 @@ async fn fetch_one_queue(
         .bind(limits.rate.map(|r| int4(r.limit)))
         .bind(limits.rate.map(|r| millis(r.period)))
         .bind(sql.schema.name());
-    ended_leases(query, p).fetch_all(pool).await.map_err(db)
+    let reserve = i64::try_from(p.reserve).unwrap_or(i64::MAX);
+    ended_leases(query, p)
+        .bind(reserve)
+        .fetch_all(pool)
+        .await
+        .map_err(db)
 }
 
 /// One array parameter: `value` of each checked queue, NULL for the others.

@@ -92,8 +92,14 @@ pub(crate) fn leased(row: &PgRow) -> Result<Result<LeasedJob, Failure>, Error> {
     let token: Option<Uuid> = row.try_get("lease_token").map_err(db)?;
     let token =
         LeaseToken(token.ok_or_else(|| Error::backend("a fetched job came back without a lease"))?);
+    // Only the fetch that reserves selects the column.
+    let reserved = row.try_get("reserved").unwrap_or(false);
     Ok(match record(row) {
-        Ok(record) => Ok(LeasedJob { record, token }),
+        Ok(record) => Ok(LeasedJob {
+            record,
+            token,
+            reserved,
+        }),
         Err(e) => Err(Failure::undecodable(LeaseRef { id, token }, &e)),
     })
 }

@@ -1,4 +1,4 @@
-//! Writes under a lease, in batches: complete, fail, release, renew, and progress. Each checks
+//! Writes under a lease, in batches: complete, fail, release, renew, promote, and progress. Each checks
 //! the lease token and the running status (complete also accepts a repeat of the completion
 //! that applied under the same token), and answers which items it accepted.
 //!
@@ -12,8 +12,8 @@
 use std::collections::HashSet;
 
 use jobs_core::{
-    CompleteParams, Error, FailParams, LeaseRef, ProgressParams, ReleaseParams, RenewParams,
-    Timestamp,
+    CompleteParams, Error, FailParams, LeaseRef, ProgressParams, PromoteParams, ReleaseParams,
+    RenewParams, Timestamp,
 };
 use sqlx::{PgExecutor, Row};
 use uuid::Uuid;
@@ -110,6 +110,21 @@ pub(crate) async fn renew<'e>(
     })
     .await
     .map(|(accepted, _)| accepted)
+}
+
+/// Counts reserved leases against their queue's concurrency from now on (see
+/// [`Backend::promote`](jobs_core::Backend::promote)). It commits as any statement of the
+/// session (durably, by default): the ended job whose outcome the worker writes next must not
+/// leave the count before the reserved job that took its place is in it, a server crash
+/// included.
+pub(crate) async fn promote<'e>(
+    sql: &Sql,
+    exec: impl PgExecutor<'e>,
+    p: PromoteParams,
+) -> Result<Vec<bool>, Error> {
+    under_leases(&sql.promote, Answers::Ids, exec, &p.items, |query, _| query)
+        .await
+        .map(|(accepted, _)| accepted)
 }
 
 /// Records a running job's progress.

@@ -163,7 +163,11 @@ impl RedisBackend {
                         token,
                         expires_at: expires,
                     });
-                    leased.push(LeasedJob { record, token });
+                    leased.push(LeasedJob {
+                        record,
+                        token,
+                        reserved: false,
+                    });
                 }
                 Err(e) => corrupt.push(Failure::undecodable(
                     LeaseRef {

@@ -156,6 +156,7 @@ async fn load(backend: &AnyBackend, n: usize) {
                 now,
                 known: None,
                 flow: Vec::new(),
+                reserve: 0,
             })
             .await
             .expect("fetch");

@@ -27,9 +27,11 @@ use crate::wake::{WakeHub, Wakeup};
 use crate::Error;
 
 mod flow;
+mod reserved;
 mod steps;
 
 use flow::{Flow, Scope, Uncounted};
+use reserved::Reserved;
 
 /// An in-memory job store. Clones share the same store.
 ///
@@ -110,6 +112,8 @@ struct Store {
     /// The catalog of job types, by name and version.
     types: BTreeMap<(String, u32), PublishedType>,
     flow: Flow,
+    /// The leases handed out beyond a queue's concurrency, until promoted.
+    reserved: Reserved,
 }
 
 /// Every index of the stored jobs, kept in step with their records.
@@ -411,7 +415,8 @@ impl Store {
                 .counts
                 .get(queue)
                 .map_or(0, |c| c.running)
-                .saturating_sub(uncounted.of_queue(queue));
+                .saturating_sub(uncounted.of_queue(queue))
+                .saturating_sub(self.reserved.in_queue(queue, &self.jobs));
             room = room.min(u64::from(n).saturating_sub(running) as usize);
         }
         if let Some(rate) = &limits.rate {
@@ -558,9 +563,11 @@ impl Backend for MemoryBackend {
         }
         picked.sort_unstable();
         picked.truncate(p.limit);
+        let reserved = store.reservable(&p, &picked, known);
         let expires_at = clock::later(p.now, p.lease_for);
-        let mut leased = Vec::with_capacity(picked.len());
-        for (_, _, id) in picked {
+        let mut leased = Vec::with_capacity(picked.len() + reserved.len());
+        let marked = picked.iter().map(|k| (k, false));
+        for (&(_, _, id), reserved) in marked.chain(reserved.iter().map(|k| (k, true))) {
             let token = LeaseToken::new();
             let record = store.update(id, |r| {
                 r.status = JobStatus::Running;
@@ -574,7 +581,14 @@ impl Backend for MemoryBackend {
                 r.clone()
             });
             if let Some(record) = record {
-                leased.push(LeasedJob { record, token });
+                if reserved {
+                    store.reserved.add(id, &record.queue, token);
+                }
+                leased.push(LeasedJob {
+                    record,
+                    token,
+                    reserved,
+                });
             }
         }
         store.count_starts(&leased, &p.flow, p.now);
@@ -690,6 +704,19 @@ impl Backend for MemoryBackend {
                     })
                     .is_some()
             })
+            .collect())
+    }
+
+    fn reserves(&self) -> bool {
+        true
+    }
+
+    async fn promote(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
+        let mut store = self.store();
+        let Store { reserved, jobs, .. } = &mut *store;
+        Ok(p.items
+            .iter()
+            .map(|lease| reserved.promote(lease, jobs))
             .collect())
     }
 

@@ -61,6 +61,7 @@ where
             lease_for: Duration::from_secs(60),
             now: SystemClock.now(),
             flow: Vec::new(),
+            reserve: 0,
         })
         .await
         .expect("a poison job does not fail the fetch");

@@ -135,6 +135,7 @@ impl<J: Job> Perform<J> {
                 lease_for: Duration::from_secs(3600),
                 now,
                 flow: Vec::new(),
+                reserve: 0,
             })
             .await?
             .pop()

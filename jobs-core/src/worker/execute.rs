@@ -1,5 +1,7 @@
-//! Runs one leased job: waits for its turn, runs the handler (a panic is a failed attempt, not
-//! a dead worker), enforces the timeout, and hands what the attempt ended in to the sink.
+//! Runs one leased job: waits for its turn (a reserved job first for a place handed on by an
+//! ended one), runs the handler (a panic is a failed attempt, not a dead worker), enforces the
+//! timeout, hands its place under its queue's limit on to a reserved job waiting for one, and
+//! hands what the attempt ended in to the sink.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +15,8 @@ use crate::model::{JobRecord, LeasedJob};
 use crate::workflow::payload_of;
 use crate::JobError;
 
-use super::gate::RunPermit;
+use super::gate::{RunGate, RunPermit};
+use super::handoff::{Hand, Handed};
 use super::outcome::{Outcome, Sink};
 use super::shared::Shared;
 use super::unwind::{panic_message, CatchUnwind};
@@ -21,15 +24,24 @@ use super::unwind::{panic_message, CatchUnwind};
 /// How long a job of a name this worker does not run is handed back for.
 const UNKNOWN_NAME_BACKOFF: Duration = Duration::from_secs(1);
 
+/// How a leased job gets its turn to run.
+pub(crate) enum Start {
+    /// Its turn from the run gate, which admitted it.
+    Turn(oneshot::Receiver<RunPermit>),
+    /// A reserved job: once an ended job hands it its place, its turn from this gate.
+    Reserved(Handed, Arc<RunGate>),
+}
+
 /// Runs one leased job to its recorded outcome. `slot` is held until the end.
 pub(crate) async fn execute(
     shared: Arc<Shared>,
     job: LeasedJob,
     ctx: JobContext,
     slot: OwnedSemaphorePermit,
-    turn: oneshot::Receiver<RunPermit>,
+    start: Start,
     sink: Sink,
 ) {
+    let mut slot = Some(slot);
     let record = job.record;
     // Named and attributed for OpenTelemetry's messaging conventions (see `crate::otel`).
     let span = tracing::info_span!(
@@ -51,13 +63,76 @@ pub(crate) async fn execute(
         crate::otel::restore(&span, traceparent, record.attempt);
     }
     async move {
-        let outcome = run_handler(&shared, &record, &ctx, turn).await;
-        shared.leases.finishing(record.id);
-        sink.record(&record, &ctx, outcome).await;
+        let outcome = run_handler(&shared, &record, &ctx, start).await;
+        let hand = match hands_on(&outcome, &ctx) {
+            true => shared
+                .handoffs
+                .hand(&record.queue, record.id, &shared.leases),
+            false => Hand::Nowhere,
+        };
+        let next = match hand {
+            Hand::To(next) => Some(next),
+            // Its handler is done: its slot goes to the next fetch while it waits for this one.
+            // Shutdown drops the fetch under way, whose answer then never comes.
+            Hand::Later(answer) => {
+                drop(slot.take());
+                tokio::select! {
+                    answer = answer => answer.ok().flatten(),
+                    _ = shared.stopping.cancelled() => None,
+                }
+            }
+            Hand::Nowhere => None,
+        };
+        if next.is_none() {
+            shared.leases.finishing(record.id);
+            let places = shared.leases.places_of(&record.queue);
+            shared.handoffs.trim(&record.queue, places);
+        }
+        sink.record(&record, &ctx, outcome, next).await;
         drop(slot);
     }
     .instrument(span)
     .await
+}
+
+/// Whether an attempt that ended in `outcome` hands its place on: when the sink writes its
+/// outcome (not through a completion hook, whose commit must land before the place is free),
+/// and the worker is not stopping.
+fn hands_on(outcome: &Outcome, ctx: &JobContext) -> bool {
+    match outcome {
+        Outcome::Completed(_) => !ctx.has_completion_hook(),
+        Outcome::Failed(_) | Outcome::Snoozed(_) => true,
+        Outcome::Interrupted | Outcome::Abandoned => false,
+    }
+}
+
+/// Waits for the job's turn: its permit, or the outcome that ends it unstarted.
+async fn turn(
+    shared: &Shared,
+    record: &JobRecord,
+    ctx: &JobContext,
+    start: Start,
+) -> Result<RunPermit, Outcome> {
+    let turn = match start {
+        Start::Turn(turn) => turn,
+        Start::Reserved(handed, gate) => {
+            let handed = tokio::select! {
+                biased;
+                _ = shared.stopping.cancelled() => false,
+                _ = ctx.cancelled() => return Err(Outcome::Abandoned),
+                handed = handed => handed.unwrap_or(false),
+            };
+            if !handed {
+                return Err(Outcome::Interrupted);
+            }
+            gate.admit([record]).pop().expect("one admitted")
+        }
+    };
+    tokio::select! {
+        biased;
+        _ = shared.stopping.cancelled() => Err(Outcome::Interrupted),
+        permit = turn => permit.map_err(|_| Outcome::Interrupted),
+    }
 }
 
 /// Runs the handler once its turn comes, and tells how the attempt ended.
@@ -65,15 +140,11 @@ async fn run_handler(
     shared: &Shared,
     record: &JobRecord,
     ctx: &JobContext,
-    turn: oneshot::Receiver<RunPermit>,
+    start: Start,
 ) -> Outcome {
-    let _running = tokio::select! {
-        biased;
-        _ = shared.stopping.cancelled() => return Outcome::Interrupted,
-        permit = turn => match permit {
-            Ok(permit) => permit,
-            Err(_) => return Outcome::Interrupted,
-        },
+    let _running = match turn(shared, record, ctx, start).await {
+        Ok(permit) => permit,
+        Err(outcome) => return outcome,
     };
     let Some(job_type) = shared.types.get(&record.name) else {
         // Only a backend that ignores `FetchParams::names` hands out such a job: give it back

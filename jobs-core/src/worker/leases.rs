@@ -26,6 +26,12 @@ pub(crate) struct Leases {
 /// One held job.
 struct Held {
     ctx: JobContext,
+    /// Leased beyond its queue's concurrency ([`LeasedJob::reserved`](crate::LeasedJob)): it
+    /// waits for a job of its queue to end and hand it its place.
+    reserved: bool,
+    /// Its attempt ended and handed its place under the limits to a reserved job, which the
+    /// limits count instead: it is not reported as ended.
+    handed_on: bool,
     /// Its attempt ended and the outcome is being written: a renewal refused now is the
     /// outcome's own write having landed first (or, if the lease really lapsed, the outcome's
     /// write is refused and says so), never a reason to stop the job.
@@ -36,9 +42,15 @@ struct Held {
 }
 
 impl Held {
-    /// Whether it counts against limits: running, prefetched, or ended but committing.
+    /// Whether it counts against limits: running, prefetched, or ended but committing (not
+    /// reserved, and not ended with its place handed on).
     fn counts(&self) -> bool {
-        !self.finishing || self.committing
+        !self.reserved && !self.handed_on && (!self.finishing || self.committing)
+    }
+
+    /// Whether its attempt ended, its outcome not yet written, and no limit counts it.
+    fn ended(&self) -> bool {
+        self.finishing && !self.committing && !self.handed_on && !self.reserved
     }
 }
 
@@ -47,14 +59,39 @@ impl Leases {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Holds a fetched job.
-    pub(super) fn insert(&self, ctx: JobContext) {
+    /// Holds a fetched job, `reserved` or not.
+    pub(super) fn insert(&self, ctx: JobContext, reserved: bool) {
         let held = Held {
             ctx,
+            reserved,
+            handed_on: false,
             finishing: false,
             committing: false,
         };
         self.held().insert(held.ctx.id(), held);
+    }
+
+    /// Marks job `ended`, whose attempt ended, as having handed its place to the reserved job
+    /// `next`, which counts from now on: no place is freed, and `ended` is not reported as
+    /// ended (see [`Leases::finishing`]).
+    pub(super) fn hand_on(&self, ended: JobId, next: JobId) {
+        let mut held = self.held();
+        if let Some(h) = held.get_mut(&ended) {
+            h.finishing = true;
+            h.handed_on = true;
+        }
+        if let Some(h) = held.get_mut(&next) {
+            h.reserved = false;
+        }
+    }
+
+    /// How many held jobs of `queue` count against its limits and have not ended: each can
+    /// hand its place to a reserved job when it ends.
+    pub(super) fn places_of(&self, queue: &str) -> usize {
+        self.held()
+            .values()
+            .filter(|h| h.counts() && !h.finishing && h.ctx.queue() == queue)
+            .count()
     }
 
     /// Marks a job whose attempt ended: its lease is still renewed until the outcome is
@@ -115,7 +152,7 @@ impl Leases {
     pub(super) fn ended(&self) -> Vec<EndedLease> {
         self.held()
             .values()
-            .filter(|h| !h.counts())
+            .filter(|h| h.ended())
             .map(|h| EndedLease {
                 queue: h.ctx.queue().to_string(),
                 lease: h.ctx.lease(),
@@ -196,6 +233,7 @@ mod tests {
                 lease_for: std::time::Duration::from_secs(5),
                 now,
                 flow: Vec::new(),
+                reserve: 0,
             })
             .await
             .unwrap();
@@ -210,8 +248,8 @@ mod tests {
     async fn a_refused_renewal_stops_a_running_job_but_not_a_finishing_one() {
         let [running, finishing]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
         let leases = Leases::default();
-        leases.insert(running.clone());
-        leases.insert(finishing.clone());
+        leases.insert(running.clone(), false);
+        leases.insert(finishing.clone(), false);
         leases.finishing(finishing.id());
 
         assert!(
@@ -244,8 +282,8 @@ mod tests {
         use std::time::Duration;
         let [a, b]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
         let leases = Leases::default();
-        leases.insert(a.clone());
-        leases.insert(b.clone());
+        leases.insert(a.clone(), false);
+        leases.insert(b.clone(), false);
         let mark = leases.freed_mark();
         leases.finishing(a.id());
         let wait = leases.freed_to(mark + 2);

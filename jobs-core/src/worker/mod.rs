@@ -4,8 +4,9 @@
 //!
 //! `run` drives it all: it starts from the checks of `start`, spawns the background tasks
 //! (`renew`, `maintenance` with `rescue` and `gone`, `queue_state`, `cron`, `heartbeat`) and one task per leased job (`execute`), which
-//! hands each attempt's outcome to the one sink that writes it (`outcome`). They share `shared`,
-//! `leases`, `gate` and `events`, which depend on none of them; `metrics` holds the metric handles
+//! hands each attempt's outcome to the one sink that writes it (`outcome`); a reserved job waits
+//! in `handoff` for an ended job's place. They share `shared`, `leases`, `handoff`, `gate` and
+//! `events`, which depend on none of them; `metrics` holds the metric handles
 //! they record through (feature `metrics`; empty without it).
 
 mod config;
@@ -15,6 +16,7 @@ mod events;
 mod execute;
 mod gate;
 mod gone;
+mod handoff;
 mod heartbeat;
 mod leases;
 mod maintenance;

@@ -8,17 +8,19 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, FetchParams, HoldParams, SubscribeParams};
+use crate::backend::{Backend, FetchParams, HoldParams, LeaseRef, SubscribeParams};
 use crate::catalog::KnownJob;
 use crate::context::JobContext;
 use crate::event::{EventKind, JobEvent};
+use crate::flow::QueueFlow;
 use crate::liveness::Liveness;
 use crate::wake::Wakeup;
 use crate::Error;
 
 use super::config::Worker;
-use super::execute::execute;
+use super::execute::{execute, Start};
 use super::gate::RunGate;
+use super::handoff::Handoffs;
 use super::heartbeat::Presence;
 use super::leases::Leases;
 use super::maintenance::Retention;
@@ -71,6 +73,7 @@ impl Worker {
             clock: self.clock.clone(),
             hooks: self.hooks.clone(),
             leases: Leases::default(),
+            handoffs: Handoffs::default(),
             stopping: CancellationToken::new(),
             hard_stop: CancellationToken::new(),
             retries: Retries::default(),
@@ -244,8 +247,14 @@ impl Worker {
             let capped = flow
                 .iter()
                 .any(|f| f.limits.concurrency.is_some() || f.keyed);
+            let reserving = reserving(shared, &open, &flow);
+            // The jobs that end from now until the fetch is back wait for its reserved ones.
+            if let Some(queue) = &reserving {
+                shared.handoffs.fetching(queue);
+            }
             let freed = shared.leases.freed_mark();
-            let wait = (capped && !held_off)
+            // A fetch that may reserve leases beyond the limits has work to do at once.
+            let wait = (capped && !held_off && reserving.is_none())
                 .then(|| hold_off(&flow, &open, &shared.leases.counted(), batch))
                 .flatten();
             if let Some(wait) = wait {
@@ -274,6 +283,11 @@ impl Worker {
             };
             let now = shared.clock.now();
             let rates = limited.then(|| flow.clone());
+            let reserve = if reserving.is_some() {
+                permits.len()
+            } else {
+                0
+            };
             let params = FetchParams {
                 known: Some(known.clone()),
                 queues: open,
@@ -283,8 +297,36 @@ impl Worker {
                 now,
                 flow,
                 ended,
+                reserve,
             };
-            match shared.backend.fetch(params).await {
+            let fetched = shared.backend.fetch(params).await;
+            let reserved: Vec<LeaseRef> = match &fetched {
+                Ok(leased) => leased
+                    .iter()
+                    .filter(|j| j.reserved)
+                    .map(|j| j.lease())
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
+            // Held before the reserved ones are handed places, which marks them.
+            let mut contexts = match &fetched {
+                Ok(leased) => leased
+                    .iter()
+                    .map(|job| {
+                        let ctx = JobContext::new(shared.backend.clone(), job);
+                        shared.leases.insert(ctx.clone(), job.reserved);
+                        ctx
+                    })
+                    .collect(),
+                Err(_) => Vec::new(),
+            }
+            .into_iter();
+            let mut handed = match &reserving {
+                Some(queue) => shared.handoffs.arrived(queue, &reserved, &shared.leases),
+                None => Vec::new(),
+            }
+            .into_iter();
+            match fetched {
                 Ok(leased) if leased.is_empty() => {
                     drop(permits);
                     let mut idle = shared
@@ -318,11 +360,17 @@ impl Worker {
                             .map(|j| JobEvent::of(&j.record, EventKind::Started, now));
                         shared.backend.publish(started.collect());
                     }
-                    let turns = gate.admit(leased.iter().map(|j| &j.record));
-                    for ((job, slot), turn) in leased.into_iter().zip(permits).zip(turns) {
-                        let ctx = JobContext::new(shared.backend.clone(), &job);
-                        shared.leases.insert(ctx.clone());
-                        jobs.spawn(execute(shared.clone(), job, ctx, slot, turn, sink.clone()));
+                    let counted = leased.iter().filter(|j| !j.reserved);
+                    let mut turns = gate.admit(counted.map(|j| &j.record)).into_iter();
+                    for (job, slot) in leased.into_iter().zip(permits) {
+                        let ctx = contexts.next().expect("one per job");
+                        let start = if job.reserved {
+                            let handed = handed.next().expect("one per reserved job");
+                            Start::Reserved(handed, gate.clone())
+                        } else {
+                            Start::Turn(turns.next().expect("a turn per job admitted"))
+                        };
+                        jobs.spawn(execute(shared.clone(), job, ctx, slot, start, sink.clone()));
                     }
                 }
                 Err(e) => {
@@ -334,6 +382,20 @@ impl Worker {
             }
         }
     }
+}
+
+/// The queue a fetch from `open` under `flow` reserves leases of beyond its limit (see
+/// [`handoff`](super::handoff)), if any: one queue capped by a concurrency alone, on a backend
+/// that reserves, while one of the worker's jobs of the queue holds a place it can hand on.
+fn reserving(shared: &Shared, open: &[String], flow: &[QueueFlow]) -> Option<String> {
+    let [queue] = open else {
+        return None;
+    };
+    let capped_alone = flow.iter().any(|f| {
+        &f.queue == queue && f.limits.concurrency.is_some() && f.limits.rate.is_none() && !f.keyed
+    });
+    (capped_alone && shared.backend.reserves() && shared.leases.places_of(queue) > 0)
+        .then(|| queue.clone())
 }
 
 /// Waits for `at_least` free slots, then takes every other free one (up to a fetch's worth).

@@ -19,6 +19,7 @@ use crate::state::StateMap;
 use crate::Error;
 
 use super::events::Hooks;
+use super::handoff::Handoffs;
 use super::leases::Leases;
 use super::metrics::WorkerMetrics;
 
@@ -36,6 +37,8 @@ pub(crate) struct Shared {
     pub hooks: Hooks,
     /// The jobs this worker holds.
     pub leases: Leases,
+    /// The reserved jobs waiting for a place under their queue's limit.
+    pub handoffs: Handoffs,
     /// Shutdown began: fetch nothing more, hand back jobs that have not started.
     pub stopping: CancellationToken,
     /// The grace period ran out: stop running jobs and hand them back.

@@ -204,6 +204,12 @@ impl Backend for Broken {
     async fn renew(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
         self.inner.renew(p).await
     }
+    fn reserves(&self) -> bool {
+        self.inner.reserves()
+    }
+    async fn promote(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
+        self.inner.promote(p).await
+    }
     async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
         self.inner.progress(p).await
     }

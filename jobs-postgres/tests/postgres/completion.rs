@@ -132,6 +132,7 @@ async fn transaction_needs_a_postgres_job() {
             lease_for: Duration::from_secs(5),
             now: SystemClock.now(),
             flow: Vec::new(),
+            reserve: 0,
         })
         .await
         .unwrap();

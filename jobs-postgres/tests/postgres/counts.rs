@@ -158,6 +158,7 @@ async fn counts_stay_exact_through_every_kind_of_write() {
             lease_for: Duration::from_secs(1),
             now: at(6_000),
             flow: Vec::new(),
+            reserve: 0,
         })
         .await
         .expect("fetch");

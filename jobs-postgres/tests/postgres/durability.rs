@@ -53,6 +53,7 @@ async fn completion_commits_with(backend: &PgBackend) -> Vec<String> {
             lease_for: Duration::from_secs(60),
             now: at(1),
             flow: Vec::new(),
+            reserve: 0,
         })
         .await
         .expect("fetch");

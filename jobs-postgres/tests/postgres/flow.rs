@@ -495,6 +495,7 @@ async fn fetch_queues(
             lease_for: Duration::from_secs(60),
             now: at(now_ms),
             flow,
+            reserve: 0,
         })
         .await
         .expect("fetch")

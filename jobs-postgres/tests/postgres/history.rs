@@ -24,6 +24,7 @@ async fn fetch(backend: &PgBackend, now_ms: i64) -> LeasedJob {
             lease_for: Duration::from_secs(1),
             now: at(now_ms),
             flow: Vec::new(),
+            reserve: 0,
         })
         .await
         .expect("fetch");
@@ -242,7 +243,7 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     .unwrap();
     assert_eq!(
         versions,
-        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
     );
     // Migration 5 counted the completed job it found.
     let counts = backend

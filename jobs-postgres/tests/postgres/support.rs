@@ -189,6 +189,7 @@ pub(crate) async fn fetch_of(
             lease_for: Duration::from_secs(60),
             now: at(now_ms),
             flow,
+            reserve: 0,
         })
         .await
         .expect("fetch")

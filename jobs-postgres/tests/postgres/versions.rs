@@ -48,6 +48,7 @@ async fn fetch_known(backend: &PgBackend, queues: &[&str], known: Vec<KnownJob>)
             lease_for: Duration::from_secs(60),
             now: t0(),
             flow: backend.flow(FlowParams {}).await.expect("flow"),
+            reserve: 0,
         })
         .await
         .expect("fetch")

@@ -84,6 +84,7 @@ async fn a_job_hash_stays_small() {
             worker: "12345-abcdef12".into(),
             lease_for: Duration::from_secs(5),
             now,
+            reserve: 0,
         })
         .await
         .unwrap();

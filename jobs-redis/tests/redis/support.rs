@@ -49,6 +49,7 @@ pub(crate) fn fetch(queues: &[&str], limit: usize, now: Timestamp) -> FetchParam
         worker: "layout".into(),
         lease_for: Duration::from_secs(30),
         now,
+        reserve: 0,
     }
 }
 

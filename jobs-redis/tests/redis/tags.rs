@@ -82,6 +82,7 @@ async fn tag_indexes_hold_only_live_jobs() {
             worker: "tags".into(),
             lease_for: Duration::from_secs(30),
             now: t0(),
+            reserve: 0,
         })
         .await
         .unwrap();

@@ -133,6 +133,7 @@ async fn options_of_the_url_apply() {
             worker: "resp3".into(),
             lease_for: Duration::from_secs(30),
             now: t0(),
+            reserve: 0,
         })
         .await
         .unwrap();

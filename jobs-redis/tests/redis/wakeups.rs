@@ -27,6 +27,7 @@ async fn fetch(b: &RedisBackend, limit: usize, now: Timestamp) -> usize {
         worker: "wakeups".into(),
         lease_for: Duration::from_secs(30),
         now,
+        reserve: 0,
     })
     .await
     .unwrap()

@@ -59,6 +59,7 @@ pub(crate) async fn follow_a_workflow(kind: Kind) {
             now,
             known: None,
             flow: Vec::new(),
+            reserve: 0,
         })
         .await
         .expect("fetch");

@@ -195,6 +195,7 @@ pub(crate) async fn lease(backend: &AnyBackend, queue: &str, worker: &str) -> Ve
             now: now(),
             known: None,
             flow: Vec::new(),
+            reserve: 0,
         })
         .await
         .expect("fetch")

@@ -79,6 +79,7 @@ macro_rules! __conformance_checks {
                 fetch_holds_a_queues_rate,
                 fetch_holds_each_keys_limits,
                 fetch_leaves_ended_leases_out_of_concurrency,
+                fetch_reserves_beyond_a_queues_concurrency,
                 fetch_racing_holds_the_limits,
                 enqueue_refuses_beyond_max_depth,
                 enqueue_racing_never_overfills,

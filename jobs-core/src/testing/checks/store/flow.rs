@@ -112,6 +112,84 @@ pub async fn flow_stores_limits_per_queue(b: AnyBackend) {
     );
 }
 
+/// On a backend that reserves: a fetch of a queue with a concurrency leases within it first,
+/// then reserves the next ready jobs, in order, up to its `reserve` plus the jobs it leased
+/// within the limit and its `limit` in all. No limit counts a reserved lease until it is
+/// promoted; a promoted one counts as any running job; a lease no longer held is not promoted;
+/// a queue with a rate reserves nothing.
+pub async fn fetch_reserves_beyond_a_queues_concurrency(b: AnyBackend) {
+    if !b.reserves() {
+        return;
+    }
+    limit(&b, QUEUE, QueueLimits::default().concurrency(2)).await;
+    let ids = put_many(&b, (0..10).map(|_| new_job("reserved")), t0()).await;
+    let mut params = fetch_params(&[QUEUE], 5, t0());
+    params.flow = flow(&b).await;
+    params.reserve = 2;
+    let leased = b.fetch(params.clone()).await.expect("fetch");
+    let got: Vec<(JobId, bool)> = leased.iter().map(|j| (j.record.id, j.reserved)).collect();
+    assert_eq!(
+        got,
+        [
+            (ids[0], false),
+            (ids[1], false),
+            (ids[2], true),
+            (ids[3], true),
+            (ids[4], true)
+        ],
+        "two within the limit, then up to the reserve (2) plus those two, five in all"
+    );
+    assert_eq!(
+        counts(&b).await.running,
+        5,
+        "reserved jobs run under their leases"
+    );
+    assert_eq!(
+        fetch_flowing(&b, 5, t0()).await,
+        [],
+        "the two within the limit fill it; the reserved ones do not count"
+    );
+
+    assert!(complete(&b, &leased[0], "null", t0()).await);
+    let promoted = b.promote(PromoteParams {
+        items: vec![leased[2].lease()],
+    });
+    assert_eq!(promoted.await.expect("promote"), [true]);
+    assert_eq!(
+        fetch_flowing(&b, 5, t0()).await,
+        [],
+        "the promoted job counts in the place of the completed one"
+    );
+    assert!(complete(&b, &leased[1], "null", t0()).await);
+    assert_eq!(
+        fetch_flowing(&b, 5, t0()).await,
+        [ids[5]],
+        "one place left: two reserved jobs still count for nothing"
+    );
+
+    let stale = LeaseRef {
+        id: leased[3].record.id,
+        token: leased[0].token,
+    };
+    let promoted = b.promote(PromoteParams { items: vec![stale] });
+    assert_eq!(promoted.await.expect("promote"), [false], "not its lease");
+
+    limit(
+        &b,
+        QUEUE,
+        QueueLimits::default()
+            .concurrency(10)
+            .rate(rate(100, 1_000)),
+    )
+    .await;
+    params.flow = flow(&b).await;
+    let leased = b.fetch(params).await.expect("fetch");
+    assert!(
+        leased.iter().all(|j| !j.reserved),
+        "a queue with a rate reserves nothing"
+    );
+}
+
 /// A queue's concurrency caps its running jobs: a fetch leases only up to it, and each job that
 /// leaves running (completed, failed, handed back) makes room for one more. The jobs held back
 /// keep their place and spend no attempt.
@@ -130,6 +208,7 @@ pub async fn fetch_holds_a_queues_concurrency(b: AnyBackend) {
             LeasedJob {
                 token: r.lease.as_ref().expect("running").token,
                 record: r,
+                reserved: false,
             }
         }
     };
@@ -172,6 +251,7 @@ pub async fn fetch_holds_a_queues_rate(b: AnyBackend) {
         let job = LeasedJob {
             token: r.lease.as_ref().expect("running").token,
             record: r,
+            reserved: false,
         };
         assert!(complete(&b, &job, "null", at(700)).await);
     }
@@ -228,6 +308,7 @@ pub async fn fetch_holds_each_keys_limits(b: AnyBackend) {
     let job = LeasedJob {
         token: r.lease.as_ref().expect("running").token,
         record: r,
+        reserved: false,
     };
     assert!(complete(&b, &job, "null", at(10)).await);
     assert_eq!(fetch_flowing(&b, 20, at(10)).await, [a[1]]);

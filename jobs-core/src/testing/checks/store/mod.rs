@@ -33,6 +33,7 @@ fn fetch_params(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {
         lease_for: Duration::from_secs(5),
         now,
         flow: Vec::new(),
+        reserve: 0,
     }
 }
 

@@ -22,6 +22,7 @@ pub async fn worker_reruns_jobs_of_a_dead_worker(b: AnyBackend) {
         lease_for: Duration::from_millis(300),
         now: SystemClock.now(),
         flow: Vec::new(),
+        reserve: 0,
     };
     assert_eq!(
         b.fetch(params).await.unwrap().len(),

@@ -1,0 +1,82 @@
+//! The memory store's reserved leases (see [`FetchParams::reserve`]): leased beyond a queue's
+//! concurrency limit, counted by no limit until promoted.
+
+use std::collections::HashMap;
+
+use super::{ReadyKey, Store};
+use crate::backend::FetchParams;
+use crate::model::{JobId, JobRecord, JobStatus, LeaseRef, LeaseToken};
+
+/// The reserved leases, by job: its queue and the reserved lease's token. An entry counts only
+/// while its job still runs under that token (a lease that lapsed and was rescued, or that
+/// ended, leaves a stale entry, which is dropped when met).
+#[derive(Default)]
+pub(super) struct Reserved(HashMap<JobId, (String, LeaseToken)>);
+
+/// Whether `record` runs under `token`.
+fn holds(record: Option<&JobRecord>, token: LeaseToken) -> bool {
+    record.is_some_and(|r| {
+        r.status == JobStatus::Running && r.lease.as_ref().map(|l| l.token) == Some(token)
+    })
+}
+
+impl Reserved {
+    /// Notes job `id` of `queue` leased under `token` as reserved.
+    pub(super) fn add(&mut self, id: JobId, queue: &str, token: LeaseToken) {
+        self.0.insert(id, (queue.to_string(), token));
+    }
+
+    /// Counts `lease` from now on; whether it still holds.
+    pub(super) fn promote(&mut self, lease: &LeaseRef, jobs: &HashMap<JobId, JobRecord>) -> bool {
+        let held = holds(jobs.get(&lease.id), lease.token);
+        if self
+            .0
+            .get(&lease.id)
+            .is_some_and(|(_, t)| *t == lease.token)
+        {
+            self.0.remove(&lease.id);
+        }
+        held
+    }
+
+    /// How many of `queue`'s running jobs run under a reserved lease, dropping stale entries.
+    pub(super) fn in_queue(&mut self, queue: &str, jobs: &HashMap<JobId, JobRecord>) -> u64 {
+        self.0.retain(|id, (_, token)| holds(jobs.get(id), *token));
+        self.0.values().filter(|(q, _)| q == queue).count() as u64
+    }
+}
+
+impl Store {
+    /// The ready jobs a fetch reserves beside the `picked` ones it leases within the limits
+    /// (see [`FetchParams::reserve`]): none unless it fetches one queue with a concurrency
+    /// limit, no rate and no keyed jobs; else the next ready ones in order, up to the fetch's
+    /// `reserve` plus the picked ones, and the fetch's `limit` in all.
+    pub(super) fn reservable(
+        &self,
+        p: &FetchParams,
+        picked: &[ReadyKey],
+        known: impl Fn(&JobRecord) -> bool,
+    ) -> Vec<ReadyKey> {
+        let ([queue], true) = (p.queues.as_slice(), p.reserve > 0) else {
+            return Vec::new();
+        };
+        let reserving = p.flow.iter().any(|f| {
+            &f.queue == queue
+                && f.limits.concurrency.is_some()
+                && f.limits.rate.is_none()
+                && !f.keyed
+        });
+        let want = (p.reserve + picked.len()).min(p.limit.saturating_sub(picked.len()));
+        let Some(set) = self.idx.waiting.get(queue).filter(|_| reserving) else {
+            return Vec::new();
+        };
+        let ready = |key: &&ReadyKey| {
+            !picked.contains(key)
+                && self
+                    .jobs
+                    .get(&key.2)
+                    .is_some_and(|r| r.run_at <= p.now && r.key_limits.is_none() && known(r))
+        };
+        set.iter().filter(ready).take(want).copied().collect()
+    }
+}

@@ -1,0 +1,163 @@
+//! Handing places under a queue's concurrency limit from ended jobs to reserved ones.
+//!
+//! Every lease counts against a concurrency limit, so a worker whose jobs fill the limit could
+//! lease nothing ahead (no prefetch): each batch waited for its jobs to end and then for a whole
+//! fetch. A backend that [`reserves`](crate::Backend::reserves) hands out reserved leases
+//! beyond the limit, which no limit counts ([`FetchParams::reserve`](crate::FetchParams)). A
+//! reserved job waits here, in fetch order, until one of the worker's jobs of its queue ends:
+//! that job hands it its place under the limit at once, in the worker (the reserved job then
+//! waits for its turn to run as any other), and the sink [promotes](crate::Backend::promote) it
+//! before it writes the ended job's outcome, so the limit counts one of the two at every
+//! moment. A job that ends while a fetch that reserves is under way keeps its place (its
+//! outcome waits) until that fetch is back, and hands it to one of the fetch's reserved jobs.
+//!
+//! A job handed a place hands it on in turn when it ends, so the reserved jobs waiting in line
+//! are served one after another as long as one of the worker's jobs of the queue holds a place;
+//! a worker reserves only then. Should none be left (the last one finished through its
+//! completion hook, or lost its lease), the reserved jobs waiting are handed back.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+
+use tokio::sync::oneshot;
+
+use crate::backend::LeaseRef;
+use crate::model::JobId;
+
+use super::leases::Leases;
+
+/// What a reserved job waits for: `true` when an ended job handed it its place, `false` when it
+/// is to be handed back unstarted.
+pub(super) type Handed = oneshot::Receiver<bool>;
+
+/// The reserved jobs waiting for a place, and the ended jobs waiting for a reserved job, per
+/// queue.
+#[derive(Default)]
+pub(crate) struct Handoffs {
+    queues: Mutex<HashMap<String, Line>>,
+}
+
+#[derive(Default)]
+struct Line {
+    /// Reserved jobs, in fetch order.
+    waiting: VecDeque<Waiting>,
+    /// Ended jobs keeping their places for the reserved jobs of the fetch under way.
+    donors: VecDeque<Donor>,
+    /// A fetch that reserves is under way.
+    fetching: bool,
+}
+
+struct Waiting {
+    lease: LeaseRef,
+    start: oneshot::Sender<bool>,
+}
+
+struct Donor {
+    job: JobId,
+    next: oneshot::Sender<Option<LeaseRef>>,
+}
+
+/// Where an ended job's place goes.
+pub(super) enum Hand {
+    /// To this reserved job, already told.
+    To(LeaseRef),
+    /// To a reserved job of the fetch under way, or nowhere: the answer comes when it is back.
+    Later(oneshot::Receiver<Option<LeaseRef>>),
+    /// Nowhere: no reserved job waits, and none is coming.
+    Nowhere,
+}
+
+impl Handoffs {
+    fn queues(&self) -> MutexGuard<'_, HashMap<String, Line>> {
+        self.queues.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn line<'m>(queues: &'m mut HashMap<String, Line>, queue: &str) -> &'m mut Line {
+        if !queues.contains_key(queue) {
+            queues.insert(queue.to_string(), Line::default());
+        }
+        queues.get_mut(queue).expect("just inserted")
+    }
+
+    /// A fetch that reserves leases of `queue` starts: jobs that end meanwhile wait for it.
+    pub(super) fn fetching(&self, queue: &str) {
+        Self::line(&mut self.queues(), queue).fetching = true;
+    }
+
+    /// The fetch of `queue` is back with `reserved` leases (held in `leases` already): each is
+    /// handed the place of an ended job waiting for one, or queued. The ended jobs left over
+    /// keep no place. Returns what each reserved job waits for, in order.
+    pub(super) fn arrived(
+        &self,
+        queue: &str,
+        reserved: &[LeaseRef],
+        leases: &Leases,
+    ) -> Vec<Handed> {
+        let mut queues = self.queues();
+        let line = Self::line(&mut queues, queue);
+        let handed = reserved
+            .iter()
+            .map(|lease| {
+                let (start, handed) = oneshot::channel();
+                match line.donors.pop_front() {
+                    Some(donor) => {
+                        leases.hand_on(donor.job, lease.id);
+                        let _ = donor.next.send(Some(*lease));
+                        let _ = start.send(true);
+                    }
+                    None => line.waiting.push_back(Waiting {
+                        lease: *lease,
+                        start,
+                    }),
+                }
+                handed
+            })
+            .collect();
+        line.fetching = false;
+        for donor in line.donors.drain(..) {
+            let _ = donor.next.send(None);
+        }
+        // Should every place have ended before the fetch was sent, none is left to take.
+        Self::trim_line(line, leases.places_of(queue));
+        handed
+    }
+
+    /// Job `ended` of `queue` ended and would hand its place on: to the first reserved job
+    /// still waiting, else to one of the fetch under way.
+    pub(super) fn hand(&self, queue: &str, ended: JobId, leases: &Leases) -> Hand {
+        let mut queues = self.queues();
+        let Some(line) = queues.get_mut(queue) else {
+            return Hand::Nowhere;
+        };
+        while let Some(next) = line.waiting.pop_front() {
+            // Closed when its task ended meanwhile (its lease was lost): the next one.
+            if !next.start.is_closed() {
+                leases.hand_on(ended, next.lease.id);
+                let _ = next.start.send(true);
+                return Hand::To(next.lease);
+            }
+        }
+        if !line.fetching {
+            return Hand::Nowhere;
+        }
+        let (next, answer) = oneshot::channel();
+        line.donors.push_back(Donor { job: ended, next });
+        Hand::Later(answer)
+    }
+
+    /// Hands back the reserved jobs of `queue` when none of the worker's jobs holds a place
+    /// (`places`) to hand on.
+    pub(super) fn trim(&self, queue: &str, places: usize) {
+        if let Some(line) = self.queues().get_mut(queue) {
+            Self::trim_line(line, places);
+        }
+    }
+
+    fn trim_line(line: &mut Line, places: usize) {
+        if places == 0 {
+            for waiting in line.waiting.drain(..) {
+                let _ = waiting.start.send(false);
+            }
+        }
+    }
+}
