@@ -59,6 +59,62 @@ pub async fn worker_holds_a_queues_concurrency_across_workers(b: AnyBackend) {
     assert_eq!(overlap.max(), 3);
 }
 
+/// One worker of two slots (and two more of prefetch) under a queue's concurrency of two runs
+/// two jobs at once, never more, jobs that finish through a completion hook included (they hand
+/// no place on: their commit must land first). On a backend that reserves, it meanwhile holds
+/// leases beyond the limit (the store counts more running jobs than the limit allows), which
+/// start only in the places of ended jobs.
+pub async fn worker_hands_places_under_a_queues_concurrency_on(b: AnyBackend) {
+    let limits = QueueLimits::default().concurrency(2);
+    b.set_queue_limits(QUEUE, limits).await.expect("limits");
+    let overlap = Overlap::default();
+    let running = Running::start(
+        worker(&b)
+            .concurrency(2)
+            .register::<Overlaps>()
+            .state(overlap.clone()),
+    );
+    let jobs: Vec<Enqueue<Overlaps>> = (0..24)
+        .map(|i| {
+            let commit_ms = if i % 4 == 3 { 5 } else { 0 };
+            Overlaps { ms: 15, commit_ms }.into()
+        })
+        .collect();
+    let handles = Overlaps::enqueue_many(&b, jobs).await.expect("enqueue");
+    let sampler = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            let mut most = 0;
+            loop {
+                let counts = b
+                    .counts(CountsParams {
+                        queue: QUEUE.into(),
+                    })
+                    .await
+                    .expect("counts");
+                most = most.max(counts.running);
+                if counts.completed >= 24 {
+                    return most;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+    };
+    for handle in handles {
+        let attempt = handle.wait(&b).await.expect("completed");
+        assert_eq!(attempt, 1, "a reserved job spends its first attempt, once");
+    }
+    let most_leased = sampler.await.expect("sampler");
+    running.stop().await.expect("worker");
+    assert_eq!(overlap.max(), 2, "two at once, as the limit allows");
+    if b.reserves() {
+        assert!(
+            most_leased > 2,
+            "leases held beyond the limit (at most {most_leased} running in the store)"
+        );
+    }
+}
+
 /// Jobs of one key with a concurrency of one run one at a time, though twelve slots are free.
 pub async fn worker_holds_each_keys_concurrency(b: AnyBackend) {
     let overlap = Overlap::default();
