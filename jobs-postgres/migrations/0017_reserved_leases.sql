@@ -20,7 +20,7 @@
 -- every name) and $7 the newest version it runs of each; $8 concurrency, $9 rate limit, $10 rate
 -- period (ms), each NULL for none; $11 the schema's name; $12 the ids and $13 the lease tokens
 -- of the worker's ended leases; $14 how many leases it may reserve.
-CREATE FUNCTION fetch_unkeyed_one(
+CREATE OR REPLACE FUNCTION fetch_unkeyed_one(
     text, timestamptz, int8, text, timestamptz, text[], int4[],
     int4, int4, int8, text, uuid[], uuid[], int8
 )
@@ -63,7 +63,7 @@ $$;
 
 -- $1 ids, $2 tokens (in id order, as every batch write under leases). Returns the ids of the
 -- leases that still hold.
-CREATE FUNCTION promote_leases(uuid[], uuid[])
+CREATE OR REPLACE FUNCTION promote_leases(uuid[], uuid[])
 RETURNS SETOF uuid
 LANGUAGE plpgsql
 VOLATILE

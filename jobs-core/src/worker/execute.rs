@@ -32,7 +32,8 @@ pub(crate) enum Start {
     Reserved(Handed, Arc<RunGate>),
 }
 
-/// Runs one leased job to its recorded outcome. `slot` is held until the end.
+/// Runs one leased job to its recorded outcome. `slot` is held until the end, or until the
+/// handler is done and its place waits for a fetch's reserved jobs.
 pub(crate) async fn execute(
     shared: Arc<Shared>,
     job: LeasedJob,
@@ -64,11 +65,12 @@ pub(crate) async fn execute(
     }
     async move {
         let outcome = run_handler(&shared, &record, &ctx, start).await;
-        let hand = match hands_on(&outcome, &ctx) {
-            true => shared
+        let hand = if hands_on(&outcome, &ctx) {
+            shared
                 .handoffs
-                .hand(&record.queue, record.id, &shared.leases),
-            false => Hand::Nowhere,
+                .hand(&record.queue, record.id, &shared.leases)
+        } else {
+            Hand::Nowhere
         };
         let next = match hand {
             Hand::To(next) => Some(next),
@@ -96,8 +98,8 @@ pub(crate) async fn execute(
 }
 
 /// Whether an attempt that ended in `outcome` hands its place on: when the sink writes its
-/// outcome (not through a completion hook, whose commit must land before the place is free),
-/// and the worker is not stopping.
+/// outcome (not a completion hook, whose commit must land before the place is free) and it
+/// ran (not handed back at shutdown, nor stopped for a lost lease).
 fn hands_on(outcome: &Outcome, ctx: &JobContext) -> bool {
     match outcome {
         Outcome::Completed(_) => !ctx.has_completion_hook(),

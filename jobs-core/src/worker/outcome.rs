@@ -3,8 +3,9 @@
 //! Completions, failures and hand-backs are batched, one backend call for each kind that came in
 //! meanwhile; a job finished through its completion hook (inside the caller's transaction, say)
 //! completes in its own task. The reserved jobs that ended jobs handed their places to are
-//! promoted first, in one call, before the outcomes that free those places are written. The sink decides each failure's retry time from the job's
-//! backoff, forgets each written job's lease, and tells the hooks about each accepted write.
+//! promoted first, in one call, before the outcomes that free those places are written. The
+//! sink decides each failure's retry time from the job's backoff, forgets each written job's
+//! lease, and tells the hooks about each accepted write.
 
 use std::sync::Arc;
 use std::time::Duration;

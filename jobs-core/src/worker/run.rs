@@ -14,13 +14,14 @@ use crate::context::JobContext;
 use crate::event::{EventKind, JobEvent};
 use crate::flow::QueueFlow;
 use crate::liveness::Liveness;
+use crate::model::LeasedJob;
 use crate::wake::Wakeup;
 use crate::Error;
 
 use super::config::Worker;
 use super::execute::{execute, Start};
 use super::gate::RunGate;
-use super::handoff::Handoffs;
+use super::handoff::{Handed, Handoffs};
 use super::heartbeat::Presence;
 use super::leases::Leases;
 use super::maintenance::Retention;
@@ -300,32 +301,9 @@ impl Worker {
                 reserve,
             };
             let fetched = shared.backend.fetch(params).await;
-            let reserved: Vec<LeaseRef> = match &fetched {
-                Ok(leased) => leased
-                    .iter()
-                    .filter(|j| j.reserved)
-                    .map(|j| j.lease())
-                    .collect(),
-                Err(_) => Vec::new(),
-            };
-            // Held before the reserved ones are handed places, which marks them.
-            let mut contexts = match &fetched {
-                Ok(leased) => leased
-                    .iter()
-                    .map(|job| {
-                        let ctx = JobContext::new(shared.backend.clone(), job);
-                        shared.leases.insert(ctx.clone(), job.reserved);
-                        ctx
-                    })
-                    .collect(),
-                Err(_) => Vec::new(),
-            }
-            .into_iter();
-            let mut handed = match &reserving {
-                Some(queue) => shared.handoffs.arrived(queue, &reserved, &shared.leases),
-                None => Vec::new(),
-            }
-            .into_iter();
+            let leased_now = fetched.as_deref().unwrap_or(&[]);
+            let (contexts, handed) = hold(shared, leased_now, reserving.as_deref());
+            let (mut contexts, mut handed) = (contexts.into_iter(), handed.into_iter());
             match fetched {
                 Ok(leased) if leased.is_empty() => {
                     drop(permits);
@@ -382,6 +360,37 @@ impl Worker {
             }
         }
     }
+}
+
+/// Holds the jobs a fetch leased, reserved ones included; for a fetch that reserved leases of
+/// `reserving`, hands them the places of that queue's jobs that ended meanwhile (also when it
+/// failed or found nothing, which frees those places). Each job's context, and what each
+/// reserved one waits for.
+fn hold(
+    shared: &Shared,
+    leased: &[LeasedJob],
+    reserving: Option<&str>,
+) -> (Vec<JobContext>, Vec<Handed>) {
+    let contexts = leased
+        .iter()
+        .map(|job| {
+            let ctx = JobContext::new(shared.backend.clone(), job);
+            shared.leases.insert(ctx.clone(), job.reserved);
+            ctx
+        })
+        .collect();
+    let handed = match reserving {
+        Some(queue) => {
+            let reserved: Vec<LeaseRef> = leased
+                .iter()
+                .filter(|j| j.reserved)
+                .map(LeasedJob::lease)
+                .collect();
+            shared.handoffs.arrived(queue, &reserved, &shared.leases)
+        }
+        None => Vec::new(),
+    };
+    (contexts, handed)
 }
 
 /// The queue a fetch from `open` under `flow` reserves leases of beyond its limit (see
