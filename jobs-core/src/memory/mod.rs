@@ -132,6 +132,11 @@ struct Indexes {
     key_running: HashMap<(String, String), u32>,
 }
 
+/// Whether `record` runs under the lease `token`.
+fn runs_under(record: &JobRecord, token: LeaseToken) -> bool {
+    record.status == JobStatus::Running && record.lease.as_ref().map(|l| l.token) == Some(token)
+}
+
 fn ready_key(r: &JobRecord) -> ReadyKey {
     (r.priority, r.run_at, r.id)
 }
@@ -268,9 +273,9 @@ impl Store {
 
     /// The running job `lease` names, if the token still matches.
     fn leased(&self, lease: &LeaseRef) -> Option<&JobRecord> {
-        self.jobs.get(&lease.id).filter(|r| {
-            r.status == JobStatus::Running && r.lease.as_ref().map(|l| l.token) == Some(lease.token)
-        })
+        self.jobs
+            .get(&lease.id)
+            .filter(|r| runs_under(r, lease.token))
     }
 
     /// The ids of up to `limit` jobs matching `filter` after `after`, in id order.

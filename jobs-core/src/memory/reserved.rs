@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::{ReadyKey, Store};
+use super::{runs_under, ReadyKey, Store};
 use crate::backend::FetchParams;
-use crate::model::{JobId, JobRecord, JobStatus, LeaseRef, LeaseToken};
+use crate::model::{JobId, JobRecord, LeaseRef, LeaseToken};
 
 /// The reserved leases, by job: its queue and the reserved lease's token. An entry counts only
 /// while its job still runs under that token (a lease that lapsed and was rescued, or that
@@ -13,11 +13,9 @@ use crate::model::{JobId, JobRecord, JobStatus, LeaseRef, LeaseToken};
 #[derive(Default)]
 pub(super) struct Reserved(HashMap<JobId, (String, LeaseToken)>);
 
-/// Whether `record` runs under `token`.
-fn holds(record: Option<&JobRecord>, token: LeaseToken) -> bool {
-    record.is_some_and(|r| {
-        r.status == JobStatus::Running && r.lease.as_ref().map(|l| l.token) == Some(token)
-    })
+/// Whether job `id` of `jobs` runs under `token`.
+fn holds(jobs: &HashMap<JobId, JobRecord>, id: &JobId, token: LeaseToken) -> bool {
+    jobs.get(id).is_some_and(|r| runs_under(r, token))
 }
 
 impl Reserved {
@@ -28,7 +26,7 @@ impl Reserved {
 
     /// Counts `lease` from now on; whether it still holds.
     pub(super) fn promote(&mut self, lease: &LeaseRef, jobs: &HashMap<JobId, JobRecord>) -> bool {
-        let held = holds(jobs.get(&lease.id), lease.token);
+        let held = holds(jobs, &lease.id, lease.token);
         if self
             .0
             .get(&lease.id)
@@ -41,7 +39,7 @@ impl Reserved {
 
     /// How many of `queue`'s running jobs run under a reserved lease, dropping stale entries.
     pub(super) fn in_queue(&mut self, queue: &str, jobs: &HashMap<JobId, JobRecord>) -> u64 {
-        self.0.retain(|id, (_, token)| holds(jobs.get(id), *token));
+        self.0.retain(|id, (_, token)| holds(jobs, id, *token));
         self.0.values().filter(|(q, _)| q == queue).count() as u64
     }
 }
