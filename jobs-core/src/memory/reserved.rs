@@ -26,15 +26,13 @@ impl Reserved {
 
     /// Counts `lease` from now on; whether it still holds.
     pub(super) fn promote(&mut self, lease: &LeaseRef, jobs: &HashMap<JobId, JobRecord>) -> bool {
-        let held = holds(jobs, &lease.id, lease.token);
-        if self
-            .0
-            .get(&lease.id)
-            .is_some_and(|(_, t)| *t == lease.token)
-        {
-            self.0.remove(&lease.id);
+        if let Some((queue, token)) = self.0.remove(&lease.id) {
+            if token != lease.token {
+                // Another lease's entry (this one was stale): it stays.
+                self.0.insert(lease.id, (queue, token));
+            }
         }
-        held
+        holds(jobs, &lease.id, lease.token)
     }
 
     /// How many of `queue`'s running jobs run under a reserved lease, dropping stale entries.

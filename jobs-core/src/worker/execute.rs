@@ -87,8 +87,7 @@ pub(crate) async fn execute(
         };
         if next.is_none() {
             shared.leases.finishing(record.id);
-            let places = shared.leases.places_of(&record.queue);
-            shared.handoffs.trim(&record.queue, places);
+            shared.handoffs.trim(&record.queue, &shared.leases);
         }
         sink.record(&record, &ctx, outcome, next).await;
         drop(slot);
@@ -115,14 +114,24 @@ async fn turn(
     ctx: &JobContext,
     start: Start,
 ) -> Result<RunPermit, Outcome> {
-    let turn = match start {
+    let mut turn = match start {
         Start::Turn(turn) => turn,
-        Start::Reserved(handed, gate) => {
-            let handed = tokio::select! {
-                biased;
-                _ = shared.stopping.cancelled() => false,
-                _ = ctx.cancelled() => return Err(Outcome::Abandoned),
-                handed = handed => handed.unwrap_or(false),
+        Start::Reserved(mut handed, gate) => {
+            // Most often handed its place already (by a job that ended while it was fetched):
+            // no need to wait for it.
+            let now = if ctx.is_cancelled() {
+                None
+            } else {
+                ready(shared, &mut handed)
+            };
+            let handed = match now {
+                Some(handed) => handed.unwrap_or(false),
+                None => tokio::select! {
+                    biased;
+                    _ = shared.stopping.cancelled() => false,
+                    _ = ctx.cancelled() => return Err(Outcome::Abandoned),
+                    handed = handed => handed.unwrap_or(false),
+                },
             };
             if !handed {
                 return Err(Outcome::Interrupted);
@@ -130,10 +139,25 @@ async fn turn(
             gate.admit([record]).pop().expect("one admitted")
         }
     };
+    if let Some(permit) = ready(shared, &mut turn) {
+        return permit.map_err(|_| Outcome::Interrupted);
+    }
     tokio::select! {
         biased;
         _ = shared.stopping.cancelled() => Err(Outcome::Interrupted),
         permit = turn => permit.map_err(|_| Outcome::Interrupted),
+    }
+}
+
+/// What `rx` holds already, unless the worker is stopping: what the `select!`s above would
+/// take at once, without registering with the shared stop signal (a lock each way).
+fn ready<T>(shared: &Shared, rx: &mut oneshot::Receiver<T>) -> Option<Result<T, ()>> {
+    if shared.stopping.is_cancelled() {
+        return None;
+    }
+    match rx.try_recv() {
+        Err(oneshot::error::TryRecvError::Empty) => None,
+        received => Some(received.map_err(drop)),
     }
 }
 

@@ -118,7 +118,7 @@ impl Handoffs {
             let _ = donor.next.send(None);
         }
         // Should every place have ended before the fetch was sent, none is left to take.
-        Self::trim_line(line, leases.places_of(queue));
+        Self::trim_line(line, queue, leases);
         handed
     }
 
@@ -145,16 +145,16 @@ impl Handoffs {
         Hand::Later(answer)
     }
 
-    /// Hands back the reserved jobs of `queue` when none of the worker's jobs holds a place
-    /// (`places`) to hand on.
-    pub(super) fn trim(&self, queue: &str, places: usize) {
+    /// Hands back the reserved jobs of `queue` when none of the worker's jobs (`leases`) holds
+    /// a place to hand on. Cheap when none waits: the held jobs are looked at only then.
+    pub(super) fn trim(&self, queue: &str, leases: &Leases) {
         if let Some(line) = self.queues().get_mut(queue) {
-            Self::trim_line(line, places);
+            Self::trim_line(line, queue, leases);
         }
     }
 
-    fn trim_line(line: &mut Line, places: usize) {
-        if places == 0 {
+    fn trim_line(line: &mut Line, queue: &str, leases: &Leases) {
+        if !line.waiting.is_empty() && !leases.holds_place(queue) {
             for waiting in line.waiting.drain(..) {
                 let _ = waiting.start.send(false);
             }

@@ -85,13 +85,12 @@ impl Leases {
         }
     }
 
-    /// How many held jobs of `queue` count against its limits and have not ended: each can
-    /// hand its place to a reserved job when it ends.
-    pub(super) fn places_of(&self, queue: &str) -> usize {
+    /// Whether a held job of `queue` counts against its limits and has not ended: it can hand
+    /// its place to a reserved job when it ends.
+    pub(super) fn holds_place(&self, queue: &str) -> bool {
         self.held()
             .values()
-            .filter(|h| h.counts() && !h.finishing && h.ctx.queue() == queue)
-            .count()
+            .any(|h| h.counts() && !h.finishing && h.ctx.queue() == queue)
     }
 
     /// Marks a job whose attempt ended: its lease is still renewed until the outcome is

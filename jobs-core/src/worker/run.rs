@@ -403,7 +403,7 @@ fn reserving(shared: &Shared, open: &[String], flow: &[QueueFlow]) -> Option<Str
     let capped_alone = flow.iter().any(|f| {
         &f.queue == queue && f.limits.concurrency.is_some() && f.limits.rate.is_none() && !f.keyed
     });
-    (capped_alone && shared.backend.reserves() && shared.leases.places_of(queue) > 0)
+    (capped_alone && shared.backend.reserves() && shared.leases.holds_place(queue))
         .then(|| queue.clone())
 }
 
