@@ -8,6 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use futures_util::future::try_join_all;
 use jobs_core::{
     later, CompleteParams, Error, FailParams, Failure, FetchParams, JobStatus, Lease, LeaseRef,
@@ -38,6 +40,20 @@ fn token_prefix(base: u128) -> String {
 /// The queue tag a token carries.
 fn token_tag(token: LeaseToken) -> u32 {
     (token.0.as_u128() >> 32) as u32
+}
+
+/// What a completed job keeps of the token of the lease it was completed under (complete.lua
+/// compares a repeated completion's with it): the 64 random bits of its fetch and its index in
+/// the batch, in 16 base64 digits. The other 32 bits are the queue's tag, the same for every job
+/// of the queue; a 32-digit value would move the hash of a retained job to the next allocation
+/// size. Computed here rather than in the script, where it took about 10 µs of Redis' time per
+/// job.
+fn completion_mark(token: LeaseToken) -> String {
+    let bytes = token.0.as_bytes();
+    let mut kept = [0; 12];
+    kept[..8].copy_from_slice(&bytes[..8]);
+    kept[8..].copy_from_slice(&bytes[12..]);
+    STANDARD.encode(kept)
 }
 
 /// Appends the jobs a fetch takes, as known.lua reads them: a name and its newest version
@@ -220,7 +236,7 @@ impl RedisBackend {
             |c| c.lease,
             |_| {},
             |inv, c| {
-                inv.arg(c.result.get());
+                inv.arg(completion_mark(c.lease.token)).arg(c.result.get());
             },
         )
         .await
@@ -331,6 +347,15 @@ impl RedisBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn completion_marks_keep_the_random_bits_and_the_index() {
+        // As the marks stored by the releases that computed them in complete.lua.
+        let mark = |hex: &str| completion_mark(LeaseToken(Uuid::parse_str(hex).unwrap()));
+        assert_eq!(mark("01a24378668a7002b12fa39e4fa307cc"), "AaJDeGaKcAJPowfM");
+        assert_eq!(mark("ffffffffffffffff00000000fffffffe"), "///////////////+");
+        assert_eq!(mark("0000000000000000ffffffff00000000"), "AAAAAAAAAAAAAAAA");
+    }
 
     #[test]
     fn tokens_carry_their_queue_tag() {

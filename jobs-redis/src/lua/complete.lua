@@ -1,35 +1,19 @@
--- Completes jobs. ARGV[4..]: id, token, result per job. Returns 1 (accepted) or 0 per job.
--- The lease fields are emptied in the same HSET rather than deleted by another command, but
--- `l` keeps the mark of the completing lease: a completion repeated under that lease (the
+-- Completes jobs. ARGV[4..]: id, token, mark of the token, result per job. Returns 1
+-- (accepted) or 0 per job. The lease fields are emptied in the same HSET rather than deleted by
+-- another command, but `l` keeps the mark of the completing lease (16 base64 digits of the
+-- token, which the caller computes: see leases.rs): a completion repeated under that lease (the
 -- first one applied, its reply was lost) is accepted again and changes nothing. A workflow
 -- step's completion applies its `on_complete` effects (see effects.lua); a repeat does not.
 local ids, done = {}, {}
 
-local DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
-
--- What a completed job keeps of its lease's token: the 64 random bits of its fetch and its
--- index in the batch, in 16 base64 digits (the other 32 bits are the queue's tag, the same for
--- every job here, see leases.rs). A 32-digit value would move the hash of a retained job to
--- the next allocation size.
-local function mark(token)
-  local hex = string.sub(token, 1, 16) .. string.sub(token, 25, 32)
-  local out = {}
-  for k = 1, #hex, 3 do
-    local n = tonumber(string.sub(hex, k, k + 2), 16)
-    local hi, lo = math.floor(n / 64) + 1, n % 64 + 1
-    out[#out + 1] = string.sub(DIGITS, hi, hi) .. string.sub(DIGITS, lo, lo)
-  end
-  return table.concat(out)
-end
-
--- Whether job `id` was completed under the lease `token`.
-local function completed_under(id, token)
+-- Whether job `id` was completed under the lease whose mark is `mark`.
+local function completed_under(id, mark)
   local v = redis.call('HMGET', job_key(id), 's', 'l')
-  return v[1] == 'c' and #token == 32 and v[2] == mark(token)
+  return v[1] == 'c' and v[2] == mark
 end
 
-local out = each_leased(4, 3, function(i, id, key, u, _, k, wf)
-  local lease, result = mark(ARGV[i + 1]), ARGV[i + 2]
+local out = each_leased(4, 4, function(i, id, key, u, _, k, wf)
+  local lease, result = ARGV[i + 2], ARGV[i + 3]
   if #result > LONG then
     redis.call('SET', side_key('r', id), result)
     redis.call('HSET', key, 's', 'c', 'f', NOW_S, 'w', '', 'l', lease)
@@ -47,8 +31,8 @@ local out = each_leased(4, 3, function(i, id, key, u, _, k, wf)
   return true
 end)
 for n = 1, #out do
-  local i = 4 + 3 * (n - 1)
-  if out[n] == 0 and completed_under(ARGV[i], ARGV[i + 1]) then
+  local i = 4 + 4 * (n - 1)
+  if out[n] == 0 and completed_under(ARGV[i], ARGV[i + 2]) then
     out[n] = 1
   end
 end
