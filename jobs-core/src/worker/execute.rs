@@ -3,6 +3,7 @@
 //! timeout, hands its place under its queue's limit on to a reserved job waiting for one, and
 //! hands what the attempt ended in to the sink.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,14 +35,17 @@ pub(crate) enum Start {
 
 /// Runs one leased job to its recorded outcome. `slot` is held until the end, or until the
 /// handler is done and its place waits for a fetch's reserved jobs.
-pub(crate) async fn execute(
+///
+/// Not an `async fn`: the future of one would keep its arguments (the leased job among them)
+/// beside the running state that takes them over, and a task's future is allocated per job.
+pub(crate) fn execute(
     shared: Arc<Shared>,
     job: LeasedJob,
     ctx: JobContext,
     slot: OwnedSemaphorePermit,
     start: Start,
     sink: Sink,
-) {
+) -> impl Future<Output = ()> + Send {
     let mut slot = Some(slot);
     let record = job.record;
     // Named and attributed for OpenTelemetry's messaging conventions (see `crate::otel`).
@@ -93,7 +97,6 @@ pub(crate) async fn execute(
         drop(slot);
     }
     .instrument(span)
-    .await
 }
 
 /// Whether an attempt that ended in `outcome` hands its place on: when the sink writes its
@@ -190,9 +193,13 @@ async fn run_handler(
     let metrics = shared.metrics.job(&record.queue, &record.name);
     let timer = metrics.started(shared.clock.as_ref(), record.run_at);
     let handler = job_type.run(&payload, record.version, ctx.clone(), shared.state.clone());
+    // Boxed, and only when there is a timeout: a timer is large, and most jobs have none.
+    let limit = record
+        .timeout
+        .map(|limit| Box::pin(tokio::time::sleep(limit)));
     let deadline = async {
-        match record.timeout {
-            Some(limit) => tokio::time::sleep(limit).await,
+        match limit {
+            Some(limit) => limit.await,
             None => std::future::pending().await,
         }
     };
