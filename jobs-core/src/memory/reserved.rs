@@ -28,7 +28,7 @@ impl Reserved {
     pub(super) fn promote(&mut self, lease: &LeaseRef, jobs: &HashMap<JobId, JobRecord>) -> bool {
         if let Some((queue, token)) = self.0.remove(&lease.id) {
             if token != lease.token {
-                // Another lease's entry (this one was stale): it stays.
+                // The job was reserved again, under another lease, since: that entry stays.
                 self.0.insert(lease.id, (queue, token));
             }
         }
