@@ -29,10 +29,11 @@ const RATE: u32 = 1_000;
 /// fresh store, so that each ratio compares two drains a few seconds apart (this machine's speed drifts by more
 /// than the cost measured over a run); the line gives the median rate and the median ratio.
 ///
-/// A global limit of 16 leaves a worker of concurrency 16 no room to prefetch (a prefetched
-/// job holds a lease, and the store counts leases), where W2's worker holds 16 more jobs that
-/// keep its handlers busy while it fetches. So W6a's rounds also drain a plain queue with
-/// prefetch 0, and its line gives the ratio to that too: what the limit itself costs.
+/// A global limit of 16 leaves a worker of concurrency 16 no room to prefetch within the limit
+/// (a prefetched job holds a lease, and the store counts leases), where W2's worker leases jobs
+/// ahead that keep its handlers busy while it fetches; a backend that reserves leases beyond the
+/// limit prefetches all the same. So W6a's rounds also drain a plain queue with prefetch 0, and
+/// its line gives the ratio to that too: what the limit itself costs.
 pub(crate) async fn w6(kind: BackendKind, n: u64, concurrency: usize, rounds: usize) {
     let cases = [
         (
@@ -53,18 +54,18 @@ pub(crate) async fn w6(kind: BackendKind, n: u64, concurrency: usize, rounds: us
             // Which drain goes first alternates, so that a drift within a round favours
             // neither.
             let drain_plain = |prefetch| drained(kind, n, concurrency, prefetch, None);
-            let drain_limited = || drained(kind, n, concurrency, concurrency, Some(limits));
+            let drain_limited = || drained(kind, n, concurrency, None, Some(limits));
             let (plain, limited) = if round % 2 == 0 {
-                let plain = drain_plain(concurrency).await;
+                let plain = drain_plain(None).await;
                 (plain, drain_limited().await)
             } else {
                 let limited = drain_limited().await;
-                (drain_plain(concurrency).await, limited)
+                (drain_plain(None).await, limited)
             };
             rates.push(limited);
             ratios.push(limited / plain);
             if capped {
-                unprefetched.push(limited / drain_plain(0).await);
+                unprefetched.push(limited / drain_plain(Some(0)).await);
             }
         }
         let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
@@ -92,13 +93,13 @@ pub(crate) async fn w6(kind: BackendKind, n: u64, concurrency: usize, rounds: us
     }
 }
 
-/// W2's drain rate on a fresh store (a worker of `concurrency` leasing up to `prefetch` more),
-/// its queue under `limits` if any.
+/// W2's drain rate on a fresh store (a worker of `concurrency` leasing up to `prefetch` more,
+/// `None`: the worker's default), its queue under `limits` if any.
 async fn drained(
     kind: BackendKind,
     n: u64,
     concurrency: usize,
-    prefetch: usize,
+    prefetch: Option<usize>,
     limits: Option<QueueLimits>,
 ) -> f64 {
     let backend = fresh_backend(kind).await;

@@ -103,7 +103,6 @@ fn worker(backend: &AnyBackend, concurrency: usize, probe: Arc<Probe>) -> Worker
     Worker::new(backend.clone())
         .queues(["email"])
         .concurrency(concurrency)
-        .prefetch(concurrency)
         .state_arc(probe)
 }
 
@@ -173,27 +172,28 @@ async fn w1b(kind: BackendKind, n: u64) {
     print(kind, line);
 }
 
-/// Drains `n` queued jobs with one worker leasing up to `prefetch` jobs beyond those running;
-/// returns jobs/s.
+/// Drains `n` queued jobs with one worker leasing up to `prefetch` jobs beyond those running
+/// (`None`: the worker's default, which adapts); returns jobs/s.
 pub(crate) async fn drain(
     backend: &AnyBackend,
     n: u64,
     concurrency: usize,
-    prefetch: usize,
+    prefetch: Option<usize>,
     retention: Retention,
 ) -> f64 {
     let completed = Arc::new(AtomicU64::new(0));
     let all_done = Arc::new(Notify::new());
     let (seen, signal) = (completed.clone(), all_done.clone());
     let stop = Arc::new(Notify::new());
-    let w = worker(backend, concurrency, Arc::new(Probe::default()))
-        .prefetch(prefetch)
-        .default_retention(retention)
-        .on_completed(move |_| {
-            if seen.fetch_add(1, Ordering::Relaxed) + 1 == n {
-                signal.notify_one();
-            }
-        });
+    let mut w = worker(backend, concurrency, Arc::new(Probe::default()));
+    if let Some(prefetch) = prefetch {
+        w = w.prefetch(prefetch);
+    }
+    let w = w.default_retention(retention).on_completed(move |_| {
+        if seen.fetch_add(1, Ordering::Relaxed) + 1 == n {
+            signal.notify_one();
+        }
+    });
     let started = Instant::now();
     let running = tokio::spawn(run_worker_until(w, stop.clone()));
     all_done.notified().await;
@@ -216,8 +216,8 @@ pub(crate) async fn drain(
 pub(crate) async fn w2(kind: BackendKind, n: u64, concurrency: usize) -> f64 {
     let backend = fresh_backend(kind).await;
     enqueue_bulk(&backend, n).await;
-    let rate = drain(&backend, n, concurrency, concurrency, Retention::default()).await;
-    let notes = "store-acknowledged completions counted; default retention (newest 10,000 completed per queue, 24 h), prefetch = concurrency";
+    let rate = drain(&backend, n, concurrency, None, Retention::default()).await;
+    let notes = "store-acknowledged completions counted; default retention (newest 10,000 completed per queue, 24 h), the worker's default prefetch (it adapts)";
     print(
         kind,
         Line {
@@ -236,7 +236,7 @@ async fn w4(kind: BackendKind, n: u64, concurrency: usize, retained: u64, w2_rat
     let backend = fresh_backend(kind).await;
     backends::retain_finished(kind, &backend, retained).await;
     enqueue_bulk(&backend, n).await;
-    let rate = drain(&backend, n, concurrency, concurrency, Retention::all()).await;
+    let rate = drain(&backend, n, concurrency, None, Retention::all()).await;
     let notes = format!(
         "{retained} completed jobs retained, bulk-loaded then settled (VACUUM on postgres); retention keeps all during the run; W4/W2 = {:.3}",
         rate / w2_rate

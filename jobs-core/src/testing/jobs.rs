@@ -184,6 +184,25 @@ impl Job for Counted {
     }
 }
 
+/// Counts its run in the worker's `State<Counter>`, at once.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Quick {}
+
+impl Job for Quick {
+    const NAME: &'static str = "conformance.quick";
+    type Output = ();
+    fn options() -> JobOptions {
+        options(3, FAST)
+    }
+    fn required_state() -> Vec<StateKey> {
+        vec![StateKey::of::<Counter>()]
+    }
+    async fn run(self, ctx: JobContext, state: StateMap) -> Result<(), JobError> {
+        state.require::<Counter>()?.bump(ctx.id());
+        Ok(())
+    }
+}
+
 /// How long [`Snoozes`] and [`RateLimited`] ask to wait.
 pub(super) const LATER: Duration = Duration::from_secs(30);
 

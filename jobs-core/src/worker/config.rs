@@ -51,7 +51,7 @@ pub struct Worker {
 
 impl Worker {
     /// A worker on `backend` with the defaults: the queues of every registered job,
-    /// concurrency 10, prefetch equal to the concurrency, 5 s leases renewed every 5/3 s, lost
+    /// concurrency 10, a prefetch that adapts (see [`prefetch`](Worker::prefetch)), 5 s leases renewed every 5/3 s, lost
     /// jobs rescued every second (so a dead worker's jobs run again within about 6 s), a
     /// heartbeat every second, 30 s shutdown grace.
     pub fn new<B: Backend>(backend: B) -> Self {
@@ -97,10 +97,15 @@ impl Worker {
         self
     }
 
-    /// How many jobs to lease beyond those running (default: as many as the concurrency), so the
-    /// next ones start without a round trip and fetches come in batches. A prefetched job waits
-    /// behind those already running, so a higher-priority job enqueued meanwhile may start after
-    /// up to this many others; a job prefetched by a worker that dies is rescued like a running one.
+    /// How many jobs to lease beyond those running, so the next ones start without a round
+    /// trip and fetches come in batches. A prefetched job waits behind those already running,
+    /// so a higher-priority job enqueued meanwhile may start after up to this many others; a
+    /// job prefetched by a worker that dies is rescued like a running one.
+    ///
+    /// By default it adapts, from as many as the concurrency up to 256: it doubles while the
+    /// handlers finish every prefetched job before a fetch is back (fast jobs), and shrinks back
+    /// while prefetched jobs wait for their turn (slow jobs), so a prefetched job waits about
+    /// one fetch's round trip at most.
     pub fn prefetch(mut self, n: usize) -> Self {
         self.prefetch = Some(n);
         self

@@ -66,6 +66,13 @@ impl RunGate {
         receivers
     }
 
+    /// How many admitted jobs wait for their turn, and whether a place is free (no job to run
+    /// in it).
+    pub(super) fn backlog(&self) -> (usize, bool) {
+        let state = self.state();
+        (state.waiting.len(), state.free > 0)
+    }
+
     fn pump(self: &Arc<Self>, state: &mut State) {
         while state.free > 0 {
             let Some((_, tx)) = state.waiting.pop_first() else {

@@ -33,6 +33,7 @@ mod shutdown;
 mod start;
 mod unwind;
 mod versions;
+mod window;
 
 #[cfg(test)]
 mod tests;

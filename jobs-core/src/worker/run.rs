@@ -4,7 +4,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -33,10 +32,9 @@ use super::renew::keep_alive;
 use super::room::hold_off;
 use super::shared::{Retries, Shared};
 use super::start::{plan, Periodic};
+use super::window::Window;
 use super::{cron, maintenance, versions};
 
-/// The most jobs one fetch asks for.
-const MAX_FETCH: usize = 256;
 /// How long a starting worker waits for its liveness hold to stand before it takes jobs.
 const FIRST_HOLD: Duration = Duration::from_secs(2);
 
@@ -201,11 +199,7 @@ impl Worker {
         sink: &Sink,
     ) {
         let gate = RunGate::new(self.concurrency);
-        let prefetch = self.prefetch.unwrap_or(self.concurrency);
-        let slots = Arc::new(Semaphore::new(self.concurrency + prefetch));
-        // While prefetched jobs keep the handlers busy, wait for half the prefetch to free up, so
-        // fetches come in batches rather than one per finished job.
-        let batch = (prefetch / 2).max(1);
+        let mut window = Window::new(self.concurrency, self.prefetch);
         let mut pause = Duration::from_millis(50);
         let mut flow_retry = FLOW_RETRY;
         let mut rated = RatedStarts::default();
@@ -224,7 +218,7 @@ impl Worker {
         known.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         loop {
             while jobs.try_join_next().is_some() {}
-            let mut permits = take_slots(&slots, batch).await;
+            let mut permits = window.take().await;
             let (open, flow) = {
                 let state = states.borrow_and_update();
                 let open: Vec<String> = queues
@@ -256,7 +250,7 @@ impl Worker {
             let freed = shared.leases.freed_mark();
             // A fetch that may reserve leases beyond the limits has work to do at once.
             let wait = (capped && !held_off && reserving.is_none())
-                .then(|| hold_off(&flow, &open, &shared.leases.counted(), batch))
+                .then(|| hold_off(&flow, &open, &shared.leases.counted(), window.batch()))
                 .flatten();
             if let Some(wait) = wait {
                 drop(permits);
@@ -275,7 +269,7 @@ impl Worker {
                 // make a small fetch of their own next (with their slots, when the slots are
                 // what bounds it).
                 tokio::task::yield_now().await;
-                take_free(&slots, &mut permits);
+                window.take_free(&mut permits);
             }
             let ended = if capped {
                 shared.leases.ended()
@@ -300,7 +294,12 @@ impl Worker {
                 ended,
                 reserve,
             };
+            let asked = permits.len();
             let fetched = shared.backend.fetch(params).await;
+            if let Ok(leased) = &fetched {
+                let (waiting, idle) = gate.backlog();
+                window.fetched(asked, leased.len(), waiting, idle);
+            }
             let leased_now = fetched.as_deref().unwrap_or(&[]);
             let (contexts, handed) = hold(shared, leased_now, reserving.as_deref());
             let (mut contexts, mut handed) = (contexts.into_iter(), handed.into_iter());
@@ -405,24 +404,4 @@ fn reserving(shared: &Shared, open: &[String], flow: &[QueueFlow]) -> Option<Str
     });
     (capped_alone && shared.backend.reserves() && shared.leases.holds_place(queue))
         .then(|| queue.clone())
-}
-
-/// Waits for `at_least` free slots, then takes every other free one (up to a fetch's worth).
-async fn take_slots(slots: &Arc<Semaphore>, at_least: usize) -> Vec<OwnedSemaphorePermit> {
-    let mut permits = Vec::with_capacity(at_least);
-    while permits.len() < at_least {
-        permits.push(slots.clone().acquire_owned().await.expect("never closed"));
-    }
-    take_free(slots, &mut permits);
-    permits
-}
-
-/// Adds the free slots to `permits`, up to a fetch's worth.
-fn take_free(slots: &Arc<Semaphore>, permits: &mut Vec<OwnedSemaphorePermit>) {
-    while permits.len() < MAX_FETCH {
-        match slots.clone().try_acquire_owned() {
-            Ok(permit) => permits.push(permit),
-            Err(_) => break,
-        }
-    }
 }

@@ -154,6 +154,9 @@ macro_rules! __conformance_checks {
                 worker_never_runs_a_job_twice_across_two_workers,
                 worker_stops_a_cancelled_job,
             }
+            worker::prefetch {
+                worker_leases_ahead_by_how_fast_its_jobs_end,
+            }
             worker::lifecycle {
                 worker_refuses_to_start_listing_every_problem,
                 worker_shutdown_finishes_within_grace,

@@ -7,6 +7,7 @@ pub(super) mod leases;
 pub(super) mod lifecycle;
 pub(super) mod maintenance;
 pub(super) mod outcomes;
+pub(super) mod prefetch;
 pub(super) mod versions;
 pub(super) mod workflow;
 

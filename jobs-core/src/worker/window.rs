@@ -1,0 +1,172 @@
+//! The worker's window of leased jobs: a slot for each job it holds, running or leased ahead
+//! (prefetched), and how many it leases ahead.
+//!
+//! A prefetch the worker sets stays as set. Without one, the window adapts to how fast the
+//! handlers go against how long a fetch takes. It starts with as many jobs ahead as the
+//! concurrency:
+//! - It doubles, up to [`MAX_AHEAD`], when a fetch that got all it asked for, as the one before
+//!   it did, comes back to idle handlers: they ran every job leased ahead before the fetch
+//!   returned, so more leased ahead hides the fetch's round trip. (The first fetch of a backlog
+//!   finds them idle too, for want of jobs: it does not count.)
+//! - It shrinks by a quarter, down to the concurrency again, when a fetch comes back to more
+//!   than a quarter of the jobs ahead still waiting for their turn: the handlers are slower than
+//!   the fetches, and leasing more ahead would only keep those jobs from other workers.
+//!
+//! So a prefetched job waits for its turn about one fetch's round trip at most, however many
+//! jobs are leased ahead: a higher-priority job enqueued meanwhile starts after them.
+
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// The most jobs an adapting window leases ahead of those running.
+pub(super) const MAX_AHEAD: usize = 256;
+/// The most jobs one fetch asks for.
+const MAX_FETCH: usize = 256;
+
+/// The slots of the jobs a worker holds, and how many of them are for jobs leased ahead.
+pub(super) struct Window {
+    slots: Arc<Semaphore>,
+    ahead: usize,
+    min: usize,
+    max: usize,
+    /// The last fetch got all it asked for: a backlog is being drained.
+    full: bool,
+}
+
+impl Window {
+    /// A window for `concurrency` running jobs and `prefetch` more leased ahead; adapting when
+    /// `prefetch` is `None`.
+    pub(super) fn new(concurrency: usize, prefetch: Option<usize>) -> Window {
+        let (ahead, max) = match prefetch {
+            Some(n) => (n, n),
+            None => (concurrency, MAX_AHEAD.max(concurrency)),
+        };
+        Window {
+            slots: Arc::new(Semaphore::new(concurrency + ahead)),
+            ahead,
+            min: ahead,
+            max,
+            full: false,
+        }
+    }
+
+    /// How many slots a fetch waits for while jobs leased ahead keep the handlers busy: half
+    /// of those ahead, so that fetches come in batches rather than one per finished job.
+    pub(super) fn batch(&self) -> usize {
+        (self.ahead / 2).max(1)
+    }
+
+    /// Waits for a batch of free slots, then takes every other free one (up to a fetch's
+    /// worth).
+    pub(super) async fn take(&self) -> Vec<OwnedSemaphorePermit> {
+        let at_least = self.batch();
+        let mut permits = Vec::with_capacity(at_least);
+        while permits.len() < at_least {
+            let permit = self.slots.clone().acquire_owned().await;
+            permits.push(permit.expect("never closed"));
+        }
+        self.take_free(&mut permits);
+        permits
+    }
+
+    /// Adds the free slots to `permits`, up to a fetch's worth.
+    pub(super) fn take_free(&self, permits: &mut Vec<OwnedSemaphorePermit>) {
+        while permits.len() < MAX_FETCH {
+            match self.slots.clone().try_acquire_owned() {
+                Ok(permit) => permits.push(permit),
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// A fetch that asked for `asked` jobs came back with `got`, to `waiting` jobs leased
+    /// earlier still waiting for their turn and, when `idle`, a handler free with none to run.
+    /// Resizes an adapting window (see the module's notes). A shrink gives up free slots
+    /// only: while every slot is in use, it waits for a later fetch.
+    pub(super) fn fetched(&mut self, asked: usize, got: usize, waiting: usize, idle: bool) {
+        let full = got == asked && got > 0;
+        let backlog = std::mem::replace(&mut self.full, full);
+        let drained_ahead = idle && full && backlog;
+        if drained_ahead && self.ahead < self.max {
+            let grown = (self.ahead * 2).max(1).min(self.max);
+            self.slots.add_permits(grown - self.ahead);
+            self.ahead = grown;
+        } else if waiting > self.ahead / 4 && self.ahead > self.min {
+            let shrunk = (self.ahead - self.ahead / 4).max(self.min);
+            self.ahead -= self.slots.forget_permits(self.ahead - shrunk);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_prefetch_stays_as_set() {
+        let mut window = Window::new(16, Some(4));
+        window.fetched(20, 20, 0, true);
+        assert_eq!(window.ahead, 4);
+        window.fetched(20, 20, 4, false);
+        assert_eq!(window.ahead, 4);
+        assert_eq!(window.slots.available_permits(), 20);
+    }
+
+    #[tokio::test]
+    async fn grows_while_full_fetches_find_the_handlers_idle() {
+        let mut window = Window::new(16, None);
+        assert_eq!(window.ahead, 16);
+        let first = window.take().await;
+        assert_eq!(first.len(), 32, "every slot of 16 running and 16 ahead");
+        window.fetched(32, 32, 0, true);
+        assert_eq!(
+            window.ahead, 16,
+            "the first fetch of a backlog finds the handlers idle"
+        );
+        window.fetched(32, 32, 0, true);
+        assert_eq!(window.ahead, 32);
+        assert_eq!(
+            window.slots.available_permits(),
+            16,
+            "the new slots are free"
+        );
+        window.fetched(32, 20, 0, true);
+        assert_eq!(
+            window.ahead, 32,
+            "a fetch short of what it asked: nothing more to lease"
+        );
+        window.fetched(32, 32, 0, true);
+        assert_eq!(window.ahead, 32, "the first full fetch after a short one");
+        window.fetched(32, 32, 0, false);
+        assert_eq!(window.ahead, 32, "busy handlers: enough ahead");
+        for _ in 0..10 {
+            window.fetched(8, 8, 0, true);
+        }
+        assert_eq!(window.ahead, MAX_AHEAD);
+        assert_eq!(window.batch(), MAX_AHEAD / 2);
+    }
+
+    #[tokio::test]
+    async fn shrinks_to_the_concurrency_while_jobs_ahead_wait() {
+        let mut window = Window::new(16, None);
+        for _ in 0..5 {
+            window.fetched(8, 8, 0, true);
+        }
+        assert_eq!(window.ahead, 256);
+        window.fetched(128, 128, 64, false);
+        assert_eq!(window.ahead, 256, "a quarter waiting: kept");
+        window.fetched(128, 128, 65, false);
+        assert_eq!(window.ahead, 192);
+        let held = window.take().await;
+        assert_eq!(held.len(), 16 + 192);
+        window.fetched(96, 96, 100, false);
+        assert_eq!(window.ahead, 192, "no slot free to give up yet");
+        drop(held);
+        for _ in 0..20 {
+            window.fetched(8, 8, 100, false);
+        }
+        assert_eq!(window.ahead, 16, "never below the concurrency");
+        assert_eq!(window.slots.available_permits(), 32);
+    }
+}
