@@ -32,6 +32,8 @@ pub(super) struct Window {
     max: usize,
     /// The last fetch got all it asked for: a backlog is being drained.
     full: bool,
+    /// Slots a shrink still has to give up, as they free.
+    owed: usize,
 }
 
 impl Window {
@@ -48,6 +50,7 @@ impl Window {
             min: ahead,
             max,
             full: false,
+            owed: 0,
         }
     }
 
@@ -57,9 +60,14 @@ impl Window {
         (self.ahead / 2).max(1)
     }
 
-    /// Waits for a batch of free slots, then takes every other free one (up to a fetch's
-    /// worth).
-    pub(super) async fn take(&self) -> Vec<OwnedSemaphorePermit> {
+    /// Gives up the slots a shrink owes as they free, waits for a batch of free slots, then
+    /// takes every other free one (up to a fetch's worth).
+    pub(super) async fn take(&mut self) -> Vec<OwnedSemaphorePermit> {
+        while self.owed > 0 {
+            let permit = self.slots.clone().acquire_owned().await;
+            permit.expect("never closed").forget();
+            self.owed -= 1;
+        }
         let at_least = self.batch();
         let mut permits = Vec::with_capacity(at_least);
         while permits.len() < at_least {
@@ -82,19 +90,23 @@ impl Window {
 
     /// A fetch that asked for `asked` jobs came back with `got`, to `waiting` jobs leased
     /// earlier still waiting for their turn and, when `idle`, a handler free with none to run.
-    /// Resizes an adapting window (see the module's notes). A shrink gives up free slots
-    /// only: while every slot is in use, it waits for a later fetch.
+    /// Resizes an adapting window (see the module's notes). A shrink gives up the free slots at
+    /// once, and the rest as they free, before the next fetch.
     pub(super) fn fetched(&mut self, asked: usize, got: usize, waiting: usize, idle: bool) {
         let full = got == asked && got > 0;
         let backlog = std::mem::replace(&mut self.full, full);
-        let drained_ahead = idle && full && backlog;
-        if drained_ahead && self.ahead < self.max {
+        if idle && full && backlog && self.ahead < self.max {
             let grown = (self.ahead * 2).max(1).min(self.max);
-            self.slots.add_permits(grown - self.ahead);
+            let more = grown - self.ahead;
+            let forgiven = more.min(self.owed);
+            self.owed -= forgiven;
+            self.slots.add_permits(more - forgiven);
             self.ahead = grown;
         } else if waiting > self.ahead / 4 && self.ahead > self.min {
             let shrunk = (self.ahead - self.ahead / 4).max(self.min);
-            self.ahead -= self.slots.forget_permits(self.ahead - shrunk);
+            let fewer = self.ahead - shrunk;
+            self.owed += fewer - self.slots.forget_permits(fewer);
+            self.ahead = shrunk;
         }
     }
 }
@@ -158,11 +170,24 @@ mod tests {
         assert_eq!(window.ahead, 256, "a quarter waiting: kept");
         window.fetched(128, 128, 65, false);
         assert_eq!(window.ahead, 192);
-        let held = window.take().await;
+        assert_eq!(
+            window.slots.available_permits(),
+            16 + 192,
+            "gave up free slots"
+        );
+        let mut held = window.take().await;
         assert_eq!(held.len(), 16 + 192);
-        window.fetched(96, 96, 100, false);
-        assert_eq!(window.ahead, 192, "no slot free to give up yet");
-        drop(held);
+        window.fetched(208, 208, 100, false);
+        assert_eq!(window.ahead, 144);
+        assert_eq!(window.owed, 48, "every slot in use: given up as they free");
+        held.truncate(60);
+        let more = window.take().await;
+        assert_eq!(
+            (window.owed, more.len()),
+            (0, 100),
+            "148 freed: 48 given up, 100 taken"
+        );
+        drop((held, more));
         for _ in 0..20 {
             window.fetched(8, 8, 100, false);
         }
