@@ -8,10 +8,10 @@ use async_trait::async_trait;
 use jobs_core::{
     Backend, CompleteParams, CountsParams, CronTickParams, DeregisterParams, EnqueueParams,
     Enqueued, Error, FailParams, FetchParams, GoneParams, HeartbeatParams, HoldParams, JobId,
-    JobRecord, LeasedJob, ListParams, Liveness, ManageParams, Managed, ProgressParams, PruneParams,
-    QueueCounts, QueueNamesParams, ReadParams, ReleaseParams, RenewParams, RescueParams,
-    SaveSchedulesParams, SchedulesParams, StoredSchedule, SubscribeParams, Timestamp, WakeHub,
-    Wakeup, WorkerInfo, WorkersParams,
+    JobRecord, LeasedJob, ListParams, Liveness, ManageParams, Managed, ProgressParams,
+    PromoteParams, PruneParams, QueueCounts, QueueNamesParams, ReadParams, ReleaseParams,
+    RenewParams, RescueParams, SaveSchedulesParams, SchedulesParams, StoredSchedule,
+    SubscribeParams, Timestamp, WakeHub, Wakeup, WorkerInfo, WorkersParams,
 };
 use jobs_core::{
     EventHub, EventStream, EventsParams, FinishedParams, FlowParams, JobEvent, PauseParams,
@@ -266,6 +266,14 @@ impl Backend for RedisBackend {
 
     async fn complete(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
         self.complete_jobs(p).await
+    }
+
+    fn reserves(&self) -> bool {
+        true
+    }
+
+    async fn promote(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
+        self.promote_leases(p).await
     }
 
     async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {

@@ -75,8 +75,9 @@ pub(crate) fn job_flow(job: &NewJob) -> String {
     }
 }
 
-/// What a fetch from `queue` must enforce, with the fetching worker's ended leases of the
-/// queue, as flow.lua reads it: empty when `p.flow` does not list the queue.
+/// What a fetch from `queue` must enforce, with how many leases it may reserve beyond the
+/// queue's concurrency (a fetch of that queue alone) and the fetching worker's ended leases of
+/// the queue, as flow.lua reads it: empty when `p.flow` does not list the queue.
 pub(crate) fn fetch_flow(p: &FetchParams, queue: &str) -> String {
     let Some(f) = p.flow.iter().find(|f| f.queue == queue) else {
         return String::new();
@@ -95,7 +96,8 @@ pub(crate) fn fetch_flow(p: &FetchParams, queue: &str) -> String {
     let (limit, period) = l.rate.map_or((String::new(), String::new()), |r| {
         (r.limit.to_string(), r.period.as_millis().to_string())
     });
-    format!("{concurrency}|{limit}|{period}|{ended}")
+    let reserve = if p.queues.len() == 1 { p.reserve } else { 0 };
+    format!("{concurrency}|{limit}|{period}|{reserve}|{ended}")
 }
 
 impl RedisBackend {

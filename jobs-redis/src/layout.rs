@@ -113,6 +113,11 @@
 //! - `{p:q}:krun`: a hash key -> running jobs of that key. The fetch adds; every script that
 //!   moves a job out of running subtracts (complete, fail, release, rescue, and cancel or delete
 //!   in manage), removing a key at 0. A queue's own running jobs are its `running` set.
+//! - `{p:q}:reserved`: the running jobs leased beyond the queue's concurrency
+//!   (`FetchParams::reserve`), which it does not count until `promote` takes them out: a sorted
+//!   set scored by lease expiry, as `running`, and renewed with it. Every script that moves a job
+//!   out of running takes it out too; a fetch's count drops the entries whose expiry has passed
+//!   (which counts their jobs again, so the limit holds whatever wrote them).
 //! - `{p:q}:starts` and `{p:q}:kstarts:<key>`: sliding logs of starts, for a queue's rate and
 //!   for each key whose limits have a rate: one entry per fetch batch (score the fetch's time,
 //!   member its token prefix and the count). A fetch counts the entries inside the window

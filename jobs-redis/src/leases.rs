@@ -13,7 +13,7 @@ use base64::Engine;
 use futures_util::future::try_join_all;
 use jobs_core::{
     later, CompleteParams, Error, FailParams, Failure, FetchParams, JobStatus, Lease, LeaseRef,
-    LeaseToken, LeasedJob, ProgressParams, ReleaseParams, RenewParams, Timestamp,
+    LeaseToken, LeasedJob, ProgressParams, PromoteParams, ReleaseParams, RenewParams, Timestamp,
 };
 use redis::{Cmd, Script};
 use uuid::Uuid;
@@ -154,14 +154,14 @@ impl RedisBackend {
             .arg(token_prefix(base))
             .arg(fetch_flow(p, queue));
         push_known(&mut inv, p);
-        type Row = (String, Vec<String>, Option<String>, Vec<String>);
+        type Row = (String, Vec<String>, Option<String>, Vec<String>, i64);
         let rows: Vec<Row> = self.run(&inv).await?;
         // What the script wrote, as a read of the job would give it back.
         let started = stored_time(p.now);
         let expires = stored_time(expires);
         let mut leased = Vec::with_capacity(rows.len());
         let mut corrupt = Vec::new();
-        for (index, (id, fields, payload, errors)) in rows.into_iter().enumerate() {
+        for (index, (id, fields, payload, errors, reserved)) in rows.into_iter().enumerate() {
             let stored = Stored {
                 fields,
                 payload,
@@ -182,7 +182,7 @@ impl RedisBackend {
                     leased.push(LeasedJob {
                         record,
                         token,
-                        reserved: false,
+                        reserved: reserved == 1,
                     });
                 }
                 Err(e) => corrupt.push(Failure::undecodable(
@@ -281,6 +281,22 @@ impl RedisBackend {
             |inv| {
                 inv.arg(expires);
             },
+            |_, _| {},
+        )
+        .await
+    }
+
+    /// Counts reserved leases against their queues' concurrency from now on, while their jobs
+    /// still run under them.
+    pub(crate) async fn promote_leases(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
+        // Promotion does not depend on the time.
+        let now = Timestamp::UNIX_EPOCH;
+        self.under_leases(
+            &SCRIPTS.promote_leases,
+            now,
+            &p.items,
+            |l| *l,
+            |_| {},
             |_, _| {},
         )
         .await

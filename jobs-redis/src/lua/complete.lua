@@ -38,6 +38,7 @@ for n = 1, #out do
 end
 if #ids > 0 then
   zrem_all(RUNNING, ids)
+  forget_reserved(ids)
   bulk('ZADD', DONE, done, 1000)
   recount_by('r', -#ids)
   recount_by('c', #ids)

@@ -5,13 +5,21 @@
 -- queue's limits to enforce ('' when none, see flow.lua), ARGV[9..] the jobs the worker runs,
 -- as pairs of a name and its newest version (none: every job; jobs of other names, or stored
 -- at a newer version, stay where they are).
--- Returns {id, fields, payload, errors} per leased job, in order, `fields` being the hash as
--- HGETALL gave it before the lease: the caller knows what the lease wrote (status running, one
--- more attempt, started now, the lease itself), so it is not sent back.
+-- Returns {id, fields, payload, errors, reserved} per leased job, in order, `fields` being the
+-- hash as HGETALL gave it before the lease: the caller knows what the lease wrote (status
+-- running, one more attempt, started now, the lease itself), so it is not sent back. `reserved`
+-- is 1 for a lease reserved beyond the queue's concurrency (see flow.lua), else 0.
 local promoted = promote(1000)
 local flow = read_flow(8)
 local known = known_jobs(9)
-local limit = queue_room(tonumber(ARGV[6]), flow)
+local asked = tonumber(ARGV[6])
+-- The first `counted` jobs taken count against the limits; a fetch that reserves takes up to
+-- as many more again as its reserve allows, within what it asked for.
+local counted = queue_room(asked, flow)
+local limit = counted
+if reserving(flow) then
+  limit = counted + math.min(flow.reserve + counted, asked - counted)
+end
 -- {member, score, fields} per job taken, in ready order.
 local taken = {}
 -- Jobs with key limits wait apart; while none does, a limited queue is read as a plain one,
@@ -55,7 +63,7 @@ if promoted > 0 and not none_ready() then
 end
 local out = {}
 local expiry, worker, tokens = ARGV[4], ARGV[5], ARGV[7]
-local running, payload_keys = {}, {}
+local running, reserved, payload_keys = {}, {}, {}
 for _, job in ipairs(taken) do
   local id = string.sub(job[1], 15)
   local key = job_key(id)
@@ -74,11 +82,19 @@ for _, job in ipairs(taken) do
     'l', tokens .. string.format('%08x', n) .. ':' .. expiry)
   running[#running + 1] = expiry
   running[#running + 1] = id
+  local beyond = n >= counted
+  if beyond then
+    reserved[#reserved + 1] = expiry
+    reserved[#reserved + 1] = id
+  end
   payload_keys[n + 1] = side_key('p', id)
-  out[n + 1] = { id, fields, false, errors }
+  out[n + 1] = { id, fields, false, errors, beyond and 1 or 0 }
 end
 if #out > 0 then
   bulk('ZADD', RUNNING, running, 1000)
+  if #reserved > 0 then
+    bulk('ZADD', RESERVED, reserved, 1000)
+  end
   local payloads = bulk('MGET', nil, payload_keys, 500)
   for n = 1, #out do
     out[n][3] = payloads[n]

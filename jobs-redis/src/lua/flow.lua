@@ -32,9 +32,11 @@ local function read_flow(i)
   if ARGV[i] == '' then
     return nil
   end
-  local c, l, p, e = string.match(ARGV[i], '^(%d*)|(%d*)|(%d*)|(.*)$')
+  local c, l, p, r, e = string.match(ARGV[i], '^(%d*)|(%d*)|(%d*)|(%d*)|(.*)$')
   ended = e
-  return { concurrency = tonumber(c), rate = tonumber(l), period = tonumber(p) }
+  return {
+    concurrency = tonumber(c), rate = tonumber(l), period = tonumber(p), reserve = tonumber(r) or 0,
+  }
 end
 
 -- Of the running jobs, those still under one of the worker's ended leases: their handlers run
@@ -107,11 +109,27 @@ local function keyed_waiting()
   return keyed
 end
 
+-- How many running jobs hold reserved leases: leased beyond the queue's concurrency
+-- (`FetchParams::reserve`), they count for no limit until promoted. Each is in `reserved`,
+-- scored by its lease's expiry as in `running`, until it is promoted or leaves running; one
+-- whose expiry passed is dropped (should a script of an earlier release have ended it), which
+-- counts it again: never more than the limit runs.
+local function reserved_count()
+  redis.call('ZREMRANGEBYSCORE', RESERVED, '-inf', '(' .. NOW_S)
+  return redis.call('ZCARD', RESERVED)
+end
+
+-- Whether a fetch under `flow` reserves leases beyond the queue's concurrency: asked to, with a
+-- concurrency alone and no jobs with key limits waiting.
+local function reserving(flow)
+  return flow and flow.reserve > 0 and flow.concurrency and not flow.rate and not keyed_waiting()
+end
+
 -- How many of `limit` jobs the queue's limits `flow` (nil: none) let start now.
 local function queue_room(limit, flow)
   local room = limit
   if flow and flow.concurrency then
-    local running = redis.call('ZCARD', RUNNING) - left_out().total
+    local running = redis.call('ZCARD', RUNNING) - left_out().total - reserved_count()
     room = math.min(room, flow.concurrency - running)
   end
   if flow and flow.rate then

@@ -47,6 +47,7 @@ local COUNTS = BASE .. 'counts'
 local UNIQUE = BASE .. 'unique'
 local CRON = BASE .. 'cron'
 local KRUN = BASE .. 'krun'
+local RESERVED = BASE .. 'reserved'
 local TAG = BASE .. 'tag:'
 
 -- Values longer than this (Redis' default hash-max-listpack-value) would turn a job's hash from

@@ -18,11 +18,20 @@ local function stop_running(k)
   end
 end
 
+-- Takes jobs `ids`, which leave running, out of the reserved leases (see flow.lua), if any are
+-- held: every script that moves a job out of running calls it.
+local function forget_reserved(ids)
+  if redis.call('EXISTS', RESERVED) == 1 then
+    zrem_all(RESERVED, ids)
+  end
+end
+
 -- Ends the lease of running job `id` (its key limits `k`).
 local function clear_lease(key, id, k)
   redis.call('HDEL', key, 'w', 'l')
   redis.call('ZREM', RUNNING, id)
   stop_running(k)
+  forget_reserved({ id })
 end
 
 -- The key, unique key, lease expiry (text), key limits and workflow step (`wf`) of job `id` if

@@ -21,6 +21,7 @@ local function unindex(key, id, s)
   elseif s == 'r' then
     redis.call('ZREM', RUNNING, id)
     stop_running(v[3])
+    forget_reserved({ id })
   elseif s == 'c' or s == 'x' then
     redis.call('ZREM', DONE, id)
   elseif s == 'd' then

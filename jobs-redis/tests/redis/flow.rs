@@ -1,7 +1,7 @@
 //! Flow control as this backend stores it: the keys of limits, keyed jobs, start logs, throttle
 //! and debounce keys; limits seen by another backend on the same prefix; the running count of
-//! a key given back by every way out of running; keyed jobs taken by a fetch that knows no
-//! flow; bounded queues refusing batches split over calls or spread over queues, and cron ticks.
+//! a key given back, and a reserved lease forgotten, by every way out of running; keyed jobs
+//! taken by a fetch that knows no flow; bounded queues refusing batches split over calls or spread over queues, and cron ticks.
 
 use std::time::Duration;
 
@@ -356,4 +356,146 @@ async fn bounded_queues_refuse_split_and_spread_batches_whole() {
         b.enqueue_cron(tick(at(1_000))).await.unwrap().is_some(),
         "the refused tick was not recorded"
     );
+}
+
+/// How many reserved leases of `queue` are stored.
+async fn reserved(prefix: &str, queue: &str) -> i64 {
+    let mut conn = raw_connection().await;
+    redis::cmd("ZCARD")
+        .arg(format!("{{{prefix}:{queue}}}:reserved"))
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+/// A reserved lease is stored apart from the queue's running count until promoted, keeps its
+/// place when renewed, and is forgotten by every way out of running, so that no concurrency
+/// is left counting less than what runs; one whose expiry passed unrenewed counts again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_way_out_of_running_forgets_a_reserved_lease() {
+    let b = single_backend().await;
+    let p = b.key_prefix().to_string();
+    set_limits(&b, "res", QueueLimits::default().concurrency(1)).await;
+    put(&b, (0..10).map(|_| job("res", t0())).collect(), t0())
+        .await
+        .unwrap();
+    let reserving = |now: Timestamp| {
+        let b = b.clone();
+        async move {
+            let mut params = fetch(&["res"], 2, now);
+            params.flow = b.flow(FlowParams {}).await.unwrap();
+            params.reserve = 1;
+            b.fetch(params).await.unwrap()
+        }
+    };
+    let first = reserving(at(10)).await;
+    let kinds: Vec<bool> = first.iter().map(|j| j.reserved).collect();
+    assert_eq!(kinds, [false, true], "one within the limit, one reserved");
+    assert_eq!(reserved(&p, "res").await, 1);
+    let renewed = b.renew(jobs_core::RenewParams {
+        items: vec![first[1].lease()],
+        now: at(20),
+        expires_at: at(90_000),
+    });
+    assert_eq!(renewed.await.unwrap(), [true]);
+    assert_eq!(reserved(&p, "res").await, 1, "renewed, still reserved");
+    let promoted = b.promote(jobs_core::PromoteParams {
+        items: vec![first[1].lease()],
+    });
+    assert_eq!(promoted.await.unwrap(), [true]);
+    assert_eq!(reserved(&p, "res").await, 0, "promoted: counted");
+
+    let report = ErrorReport::new(jobs_core::ErrorKind::Retryable, "no");
+    let complete = |lease, now| {
+        b.complete(jobs_core::CompleteParams {
+            items: vec![jobs_core::Completion {
+                lease,
+                result: serde_json::value::RawValue::from_string("null".into()).unwrap(),
+            }],
+            now,
+        })
+    };
+    let mut now = 100;
+    let mut next = || {
+        now += 10;
+        let at = at(now);
+        let fetched = reserving(at);
+        let p = p.clone();
+        async move {
+            let leased = fetched.await;
+            let kinds: Vec<bool> = leased.iter().map(|j| j.reserved).collect();
+            assert_eq!(kinds, [true], "the limit is full: reserved only");
+            assert_eq!(reserved(&p, "res").await, 1);
+            (leased.into_iter().next().unwrap(), at)
+        }
+    };
+    let (job, now) = next().await;
+    assert_eq!(complete(job.lease(), now).await.unwrap(), [true]);
+    assert_eq!(reserved(&p, "res").await, 0, "completed");
+    for retry_at in [Some(at(1_000_000)), None] {
+        let (job, now) = next().await;
+        let failed = b.fail(FailParams {
+            items: vec![Failure {
+                lease: job.lease(),
+                error: report.clone(),
+                retry_at,
+            }],
+            now,
+        });
+        assert_eq!(failed.await.unwrap(), [true]);
+        assert_eq!(
+            reserved(&p, "res").await,
+            0,
+            "failed, retry at {retry_at:?}"
+        );
+    }
+    let (job, now) = next().await;
+    let released = b.release(ReleaseParams {
+        items: vec![Release {
+            lease: job.lease(),
+            run_at: Some(at(1_000_000)),
+        }],
+        now,
+    });
+    assert_eq!(released.await.unwrap(), [true]);
+    assert_eq!(reserved(&p, "res").await, 0, "released");
+    for action in [Action::Cancel, Action::Delete] {
+        let (job, now) = next().await;
+        let managed = b.manage(ManageParams {
+            action,
+            target: Target::Ids(vec![job.record.id]),
+            limit: 10,
+            now,
+        });
+        assert_eq!(managed.await.unwrap().changed, [job.record.id]);
+        assert_eq!(reserved(&p, "res").await, 0, "{action:?}");
+    }
+    let (job, now) = next().await;
+    let rescued = b.rescue(RescueParams {
+        target: RescueTarget::Lapsed,
+        now: now + chrono::Duration::seconds(60),
+        limit: 10,
+        error: report.clone(),
+    });
+    assert!(rescued.await.unwrap().contains(&job.record.id));
+    assert_eq!(reserved(&p, "res").await, 0, "rescued");
+
+    // A reserved lease whose expiry passed unrenewed (not rescued yet) counts again.
+    assert_eq!(complete(first[1].lease(), now).await.unwrap(), [true]);
+    let pair = reserving(now).await;
+    let kinds: Vec<bool> = pair.iter().map(|j| j.reserved).collect();
+    assert_eq!(kinds, [false, true]);
+    assert_eq!(complete(pair[0].lease(), now).await.unwrap(), [true]);
+    assert_eq!(
+        fetch_flowing(&b, "res", 1, now).await.len(),
+        1,
+        "the reserved job alone runs: it counts for nothing"
+    );
+    let later = now + chrono::Duration::seconds(60);
+    assert_eq!(
+        fetch_flowing(&b, "res", 1, later).await.len(),
+        0,
+        "its lease's expiry passed: it counts, with the one just leased"
+    );
+    assert_eq!(reserved(&p, "res").await, 0);
 }
