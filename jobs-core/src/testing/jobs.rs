@@ -163,9 +163,11 @@ impl Counter {
     }
 }
 
-/// Counts its run in the worker's `State<Counter>`, after a short pause.
+/// Counts its run in the worker's `State<Counter>`, after `ms` milliseconds (at once for 0).
 #[derive(Debug, Serialize, Deserialize)]
-pub(super) struct Counted {}
+pub(super) struct Counted {
+    pub(super) ms: u64,
+}
 
 impl Job for Counted {
     const NAME: &'static str = "conformance.counted";
@@ -178,27 +180,10 @@ impl Job for Counted {
     }
     async fn run(self, ctx: JobContext, state: StateMap) -> Result<(), JobError> {
         let counter = state.require::<Counter>()?;
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        if self.ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.ms)).await;
+        }
         counter.bump(ctx.id());
-        Ok(())
-    }
-}
-
-/// Counts its run in the worker's `State<Counter>`, at once.
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct Quick {}
-
-impl Job for Quick {
-    const NAME: &'static str = "conformance.quick";
-    type Output = ();
-    fn options() -> JobOptions {
-        options(3, FAST)
-    }
-    fn required_state() -> Vec<StateKey> {
-        vec![StateKey::of::<Counter>()]
-    }
-    async fn run(self, ctx: JobContext, state: StateMap) -> Result<(), JobError> {
-        state.require::<Counter>()?.bump(ctx.id());
         Ok(())
     }
 }

@@ -52,15 +52,109 @@ async fn fetch_flowing(
     b.fetch(params).await.unwrap()
 }
 
+/// What `cmd` answers, on a connection of its own.
+async fn answer<T: redis::FromRedisValue>(cmd: &redis::Cmd) -> T {
+    cmd.query_async(&mut raw_connection().await).await.unwrap()
+}
+
 /// The running count of `key` in `queue` as stored (absent: 0).
 async fn key_running(prefix: &str, queue: &str, key: &str) -> Option<i64> {
-    let mut conn = raw_connection().await;
-    redis::cmd("HGET")
-        .arg(format!("{{{prefix}:{queue}}}:krun"))
-        .arg(key)
-        .query_async(&mut conn)
-        .await
-        .unwrap()
+    answer(
+        redis::cmd("HGET")
+            .arg(format!("{{{prefix}:{queue}}}:krun"))
+            .arg(key),
+    )
+    .await
+}
+
+/// How many reserved leases of `queue` are stored.
+async fn reserved(prefix: &str, queue: &str) -> i64 {
+    answer(redis::cmd("ZCARD").arg(format!("{{{prefix}:{queue}}}:reserved"))).await
+}
+
+/// Every way out of running, in the order the tests take them.
+#[derive(Clone, Copy, Debug)]
+enum WayOut {
+    Complete,
+    Retry,
+    Dead,
+    Release,
+    Cancel,
+    Delete,
+    Rescue,
+}
+
+const WAYS_OUT: [WayOut; 7] = [
+    WayOut::Complete,
+    WayOut::Retry,
+    WayOut::Dead,
+    WayOut::Release,
+    WayOut::Cancel,
+    WayOut::Delete,
+    WayOut::Rescue,
+];
+
+/// Takes `job` out of running `way` at `now` (a rescue a minute later, when its lease has
+/// lapsed), and checks that the store did.
+async fn take_out(b: &RedisBackend, way: WayOut, job: &LeasedJob, now: Timestamp) {
+    let report = ErrorReport::new(jobs_core::ErrorKind::Retryable, "no");
+    let lease = job.lease();
+    let fail = |retry_at| {
+        b.fail(FailParams {
+            items: vec![Failure {
+                lease,
+                error: report.clone(),
+                retry_at,
+            }],
+            now,
+        })
+    };
+    let manage = |action| {
+        b.manage(ManageParams {
+            action,
+            target: Target::Ids(vec![job.record.id]),
+            limit: 10,
+            now,
+        })
+    };
+    let taken = match way {
+        WayOut::Complete => b.complete(jobs_core::CompleteParams {
+            items: vec![jobs_core::Completion {
+                lease,
+                result: serde_json::value::RawValue::from_string("null".into()).unwrap(),
+            }],
+            now,
+        }),
+        WayOut::Retry => fail(Some(at(1_000_000))),
+        WayOut::Dead => fail(None),
+        WayOut::Release => b.release(ReleaseParams {
+            items: vec![Release {
+                lease,
+                run_at: Some(at(1_000_000)),
+            }],
+            now,
+        }),
+        WayOut::Cancel | WayOut::Delete => {
+            let action = match way {
+                WayOut::Cancel => Action::Cancel,
+                _ => Action::Delete,
+            };
+            let changed = manage(action).await.unwrap().changed;
+            assert_eq!(changed, [job.record.id], "{way:?}");
+            return;
+        }
+        WayOut::Rescue => {
+            let rescued = b.rescue(RescueParams {
+                target: RescueTarget::Lapsed,
+                now: now + chrono::Duration::seconds(60),
+                limit: 10,
+                error: report.clone(),
+            });
+            assert!(rescued.await.unwrap().contains(&job.record.id), "{way:?}");
+            return;
+        }
+    };
+    assert_eq!(taken.await.unwrap(), [true], "{way:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,85 +291,13 @@ async fn every_way_out_of_running_gives_the_key_back() {
     let p = b.key_prefix().to_string();
     let jobs: Vec<NewJob> = (0..7).map(|_| keyed("out", "k", 1)).collect();
     put(&b, jobs, t0()).await.unwrap();
-    let mut now = 0;
-    let mut next = |b: RedisBackend| {
-        now += 10;
-        let at = at(now);
-        async move {
-            let leased = fetch_flowing(&b, "out", 10, at).await;
-            assert_eq!(leased.len(), 1, "one at a time");
-            assert_eq!(key_running(b.key_prefix(), "out", "k").await, Some(1));
-            (leased.into_iter().next().unwrap(), at)
-        }
-    };
-    let report = ErrorReport::new(jobs_core::ErrorKind::Retryable, "no");
-
-    let (job, now) = next(b.clone()).await;
-    let done = b.complete(jobs_core::CompleteParams {
-        items: vec![jobs_core::Completion {
-            lease: job.lease(),
-            result: serde_json::value::RawValue::from_string("null".into()).unwrap(),
-        }],
-        now,
-    });
-    assert_eq!(done.await.unwrap(), [true]);
-    assert_eq!(key_running(&p, "out", "k").await, None, "completed");
-
-    let (job, now) = next(b.clone()).await;
-    let failed = b.fail(FailParams {
-        items: vec![Failure {
-            lease: job.lease(),
-            error: report.clone(),
-            retry_at: Some(at(1_000_000)),
-        }],
-        now,
-    });
-    assert_eq!(failed.await.unwrap(), [true]);
-    assert_eq!(key_running(&p, "out", "k").await, None, "failed");
-
-    let (job, now) = next(b.clone()).await;
-    let dead = b.fail(FailParams {
-        items: vec![Failure {
-            lease: job.lease(),
-            error: report.clone(),
-            retry_at: None,
-        }],
-        now,
-    });
-    assert_eq!(dead.await.unwrap(), [true]);
-    assert_eq!(key_running(&p, "out", "k").await, None, "dead");
-
-    let (job, now) = next(b.clone()).await;
-    let released = b.release(ReleaseParams {
-        items: vec![Release {
-            lease: job.lease(),
-            run_at: Some(at(1_000_000)),
-        }],
-        now,
-    });
-    assert_eq!(released.await.unwrap(), [true]);
-    assert_eq!(key_running(&p, "out", "k").await, None, "released");
-
-    let (job, now) = next(b.clone()).await;
-    let rescued = b.rescue(RescueParams {
-        target: RescueTarget::Lapsed,
-        now: now + chrono::Duration::seconds(60),
-        limit: 10,
-        error: report.clone(),
-    });
-    assert_eq!(rescued.await.unwrap(), [job.record.id]);
-    assert_eq!(key_running(&p, "out", "k").await, None, "rescued");
-    // The rescued job is due again: the next one out is it or another.
-    for action in [Action::Cancel, Action::Delete] {
-        let (job, now) = next(b.clone()).await;
-        let managed = b.manage(ManageParams {
-            action,
-            target: Target::Ids(vec![job.record.id]),
-            limit: 10,
-            now,
-        });
-        assert_eq!(managed.await.unwrap().changed, [job.record.id]);
-        assert_eq!(key_running(&p, "out", "k").await, None, "{action:?}");
+    for (n, way) in WAYS_OUT.into_iter().enumerate() {
+        let now = at(10 * (n as i64 + 1));
+        let leased = fetch_flowing(&b, "out", 10, now).await;
+        assert_eq!(leased.len(), 1, "one at a time");
+        assert_eq!(key_running(&p, "out", "k").await, Some(1));
+        take_out(&b, way, &leased[0], now).await;
+        assert_eq!(key_running(&p, "out", "k").await, None, "{way:?}");
     }
 }
 
@@ -358,16 +380,6 @@ async fn bounded_queues_refuse_split_and_spread_batches_whole() {
     );
 }
 
-/// How many reserved leases of `queue` are stored.
-async fn reserved(prefix: &str, queue: &str) -> i64 {
-    let mut conn = raw_connection().await;
-    redis::cmd("ZCARD")
-        .arg(format!("{{{prefix}:{queue}}}:reserved"))
-        .query_async(&mut conn)
-        .await
-        .unwrap()
-}
-
 /// A reserved lease is stored apart from the queue's running count until promoted, keeps its
 /// place when renewed, and is forgotten by every way out of running, so that no concurrency
 /// is left counting less than what runs; one whose expiry passed unrenewed counts again.
@@ -405,87 +417,23 @@ async fn every_way_out_of_running_forgets_a_reserved_lease() {
     assert_eq!(promoted.await.unwrap(), [true]);
     assert_eq!(reserved(&p, "res").await, 0, "promoted: counted");
 
-    let report = ErrorReport::new(jobs_core::ErrorKind::Retryable, "no");
-    let complete = |lease, now| {
-        b.complete(jobs_core::CompleteParams {
-            items: vec![jobs_core::Completion {
-                lease,
-                result: serde_json::value::RawValue::from_string("null".into()).unwrap(),
-            }],
-            now,
-        })
-    };
-    let mut now = 100;
-    let mut next = || {
-        now += 10;
-        let at = at(now);
-        let fetched = reserving(at);
-        let p = p.clone();
-        async move {
-            let leased = fetched.await;
-            let kinds: Vec<bool> = leased.iter().map(|j| j.reserved).collect();
-            assert_eq!(kinds, [true], "the limit is full: reserved only");
-            assert_eq!(reserved(&p, "res").await, 1);
-            (leased.into_iter().next().unwrap(), at)
-        }
-    };
-    let (job, now) = next().await;
-    assert_eq!(complete(job.lease(), now).await.unwrap(), [true]);
-    assert_eq!(reserved(&p, "res").await, 0, "completed");
-    for retry_at in [Some(at(1_000_000)), None] {
-        let (job, now) = next().await;
-        let failed = b.fail(FailParams {
-            items: vec![Failure {
-                lease: job.lease(),
-                error: report.clone(),
-                retry_at,
-            }],
-            now,
-        });
-        assert_eq!(failed.await.unwrap(), [true]);
-        assert_eq!(
-            reserved(&p, "res").await,
-            0,
-            "failed, retry at {retry_at:?}"
-        );
+    let mut now = at(100);
+    for way in WAYS_OUT {
+        now += chrono::Duration::milliseconds(10);
+        let leased = reserving(now).await;
+        let kinds: Vec<bool> = leased.iter().map(|j| j.reserved).collect();
+        assert_eq!(kinds, [true], "the limit is full: reserved only");
+        assert_eq!(reserved(&p, "res").await, 1);
+        take_out(&b, way, &leased[0], now).await;
+        assert_eq!(reserved(&p, "res").await, 0, "{way:?}");
     }
-    let (job, now) = next().await;
-    let released = b.release(ReleaseParams {
-        items: vec![Release {
-            lease: job.lease(),
-            run_at: Some(at(1_000_000)),
-        }],
-        now,
-    });
-    assert_eq!(released.await.unwrap(), [true]);
-    assert_eq!(reserved(&p, "res").await, 0, "released");
-    for action in [Action::Cancel, Action::Delete] {
-        let (job, now) = next().await;
-        let managed = b.manage(ManageParams {
-            action,
-            target: Target::Ids(vec![job.record.id]),
-            limit: 10,
-            now,
-        });
-        assert_eq!(managed.await.unwrap().changed, [job.record.id]);
-        assert_eq!(reserved(&p, "res").await, 0, "{action:?}");
-    }
-    let (job, now) = next().await;
-    let rescued = b.rescue(RescueParams {
-        target: RescueTarget::Lapsed,
-        now: now + chrono::Duration::seconds(60),
-        limit: 10,
-        error: report.clone(),
-    });
-    assert!(rescued.await.unwrap().contains(&job.record.id));
-    assert_eq!(reserved(&p, "res").await, 0, "rescued");
 
     // A reserved lease whose expiry passed unrenewed (not rescued yet) counts again.
-    assert_eq!(complete(first[1].lease(), now).await.unwrap(), [true]);
+    take_out(&b, WayOut::Complete, &first[1], now).await;
     let pair = reserving(now).await;
     let kinds: Vec<bool> = pair.iter().map(|j| j.reserved).collect();
     assert_eq!(kinds, [false, true]);
-    assert_eq!(complete(pair[0].lease(), now).await.unwrap(), [true]);
+    take_out(&b, WayOut::Complete, &pair[0], now).await;
     assert_eq!(
         fetch_flowing(&b, "res", 1, now).await.len(),
         1,

@@ -84,7 +84,7 @@ pub async fn worker_never_runs_a_job_twice_across_two_workers(b: AnyBackend) {
         Running::start(w.state(counter.clone()))
     };
     let (one, two) = (start("one"), start("two"));
-    let handles = Counted::enqueue_many(&b, (0..120).map(|_| Counted {}))
+    let handles = Counted::enqueue_many(&b, (0..120).map(|_| Counted { ms: 2 }))
         .await
         .unwrap();
     for handle in &handles {

@@ -40,7 +40,7 @@ pub async fn worker_leases_ahead_by_how_fast_its_jobs_end(b: AnyBackend) {
         worker(&b)
             .concurrency(2)
             .register::<Overlaps>()
-            .register::<Quick>()
+            .register::<Counted>()
             .state(overlap.clone())
             .state(counter.clone()),
     );
@@ -51,7 +51,7 @@ pub async fn worker_leases_ahead_by_how_fast_its_jobs_end(b: AnyBackend) {
     for handle in Overlaps::enqueue_many(&b, slow).await.expect("enqueue") {
         assert_eq!(handle.wait(&b).await.expect("completed"), 1);
     }
-    let quick = Quick::enqueue_many(&b, (0..3_000).map(|_| Quick {}))
+    let quick = Counted::enqueue_many(&b, (0..3_000).map(|_| Counted { ms: 0 }))
         .await
         .expect("enqueue");
     let every = (16 + quick.len()) as u64;
@@ -67,7 +67,7 @@ pub async fn worker_leases_ahead_by_how_fast_its_jobs_end(b: AnyBackend) {
     assert_eq!(overlap.max(), 2);
     let slow = largest_fetch(&b, Overlaps::NAME).await;
     assert!(slow <= 4, "slow jobs: {slow} leased in one fetch");
-    let quick_fetch = largest_fetch(&b, Quick::NAME).await;
+    let quick_fetch = largest_fetch(&b, Counted::NAME).await;
     assert!(
         quick_fetch > 4,
         "quick jobs: at most {quick_fetch} in one fetch"
