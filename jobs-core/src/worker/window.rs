@@ -11,6 +11,9 @@
 //! - It shrinks by a quarter, down to the concurrency again, when a fetch comes back to more
 //!   than a quarter of the jobs ahead still waiting for their turn: the handlers are slower than
 //!   the fetches, and leasing more ahead would only keep those jobs from other workers.
+//! - It goes back to the concurrency when a fetch comes back short of what it asked for: the
+//!   backlog is drained (or limits hold it back), and the next one may be of slow jobs, which a
+//!   wide window would keep from other workers.
 //!
 //! So a prefetched job waits for its turn about one fetch's round trip at most, however many
 //! jobs are leased ahead: a higher-priority job enqueued meanwhile starts after them.
@@ -95,18 +98,27 @@ impl Window {
     pub(super) fn fetched(&mut self, asked: usize, got: usize, waiting: usize, idle: bool) {
         let full = got == asked && got > 0;
         let backlog = std::mem::replace(&mut self.full, full);
-        if idle && full && backlog && self.ahead < self.max {
+        if !full {
+            self.shrink_to(self.min);
+        } else if idle && backlog && self.ahead < self.max {
             let grown = (self.ahead * 2).max(1).min(self.max);
             let more = grown - self.ahead;
             let forgiven = more.min(self.owed);
             self.owed -= forgiven;
             self.slots.add_permits(more - forgiven);
             self.ahead = grown;
-        } else if waiting > self.ahead / 4 && self.ahead > self.min {
-            let shrunk = (self.ahead - self.ahead / 4).max(self.min);
-            let fewer = self.ahead - shrunk;
+        } else if waiting > self.ahead / 4 {
+            self.shrink_to(self.ahead - self.ahead / 4);
+        }
+    }
+
+    /// Leases `ahead` jobs ahead from now on (not fewer than the least): gives up the free
+    /// slots beyond at once, and owes the rest.
+    fn shrink_to(&mut self, ahead: usize) {
+        let ahead = ahead.max(self.min);
+        if let Some(fewer) = self.ahead.checked_sub(ahead) {
             self.owed += fewer - self.slots.forget_permits(fewer);
-            self.ahead = shrunk;
+            self.ahead = ahead;
         }
     }
 }
@@ -143,13 +155,6 @@ mod tests {
             16,
             "the new slots are free"
         );
-        window.fetched(32, 20, 0, true);
-        assert_eq!(
-            window.ahead, 32,
-            "a fetch short of what it asked: nothing more to lease"
-        );
-        window.fetched(32, 32, 0, true);
-        assert_eq!(window.ahead, 32, "the first full fetch after a short one");
         window.fetched(32, 32, 0, false);
         assert_eq!(window.ahead, 32, "busy handlers: enough ahead");
         for _ in 0..10 {
@@ -157,6 +162,15 @@ mod tests {
         }
         assert_eq!(window.ahead, MAX_AHEAD);
         assert_eq!(window.batch(), MAX_AHEAD / 2);
+        window.fetched(128, 20, 0, true);
+        assert_eq!(
+            window.ahead, 16,
+            "a fetch short of what it asked: the backlog is drained"
+        );
+        window.fetched(32, 32, 0, true);
+        assert_eq!(window.ahead, 16, "the first full fetch after a short one");
+        window.fetched(32, 32, 0, true);
+        assert_eq!(window.ahead, 32);
     }
 
     #[tokio::test]
