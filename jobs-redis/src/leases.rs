@@ -154,7 +154,7 @@ impl RedisBackend {
             .arg(token_prefix(base))
             .arg(fetch_flow(p, queue));
         push_known(&mut inv, p);
-        type Row = (String, Vec<String>, Option<String>, Vec<String>, i64);
+        type Row = (String, Vec<String>, Option<String>, Vec<String>, bool);
         let rows: Vec<Row> = self.run(&inv).await?;
         // What the script wrote, as a read of the job would give it back.
         let started = stored_time(p.now);
@@ -182,7 +182,7 @@ impl RedisBackend {
                     leased.push(LeasedJob {
                         record,
                         token,
-                        reserved: reserved == 1,
+                        reserved,
                     });
                 }
                 Err(e) => corrupt.push(Failure::undecodable(
