@@ -75,8 +75,8 @@ impl Backend for AnyBackend {
     fn reserves(&self) -> bool {
         self.0.reserves()
     }
-    async fn promote(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
-        self.0.promote(p).await
+    async fn hold_places(&self, p: PlacesParams) -> Result<(), Error> {
+        self.0.hold_places(p).await
     }
     async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
         self.0.progress(p).await

@@ -169,12 +169,18 @@ pub struct ReleaseParams {
     pub now: Timestamp,
 }
 
-/// Counts reserved leases ([`LeasedJob::reserved`]) against their queue's concurrency limit from
-/// now on (see [`Backend::promote`]).
-#[derive(Clone, Debug)]
-pub struct PromoteParams {
-    /// The jobs and their reserved leases.
-    pub items: Vec<LeaseRef>,
+/// Sets how many places under a queue's concurrency limit a worker's promoted jobs hold (see
+/// [`Backend::hold_places`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacesParams {
+    /// The worker's id.
+    pub worker: String,
+    /// The queue.
+    pub queue: String,
+    /// How many of the worker's jobs of `queue` run on places handed on by ended jobs: reserved
+    /// leases ([`LeasedJob::reserved`]) that the worker started. It replaces what the worker
+    /// held before; 0 holds none.
+    pub places: u32,
 }
 
 /// Extends leases that a live worker still holds.
@@ -495,17 +501,22 @@ pub trait Backend: Send + Sync + 'static {
     async fn renew(&self, params: RenewParams) -> Result<Vec<bool>, Error>;
 
     /// Whether [`fetch`](Backend::fetch) hands out reserved leases when asked
-    /// ([`FetchParams::reserve`]); such a backend also implements [`promote`](Backend::promote).
+    /// ([`FetchParams::reserve`]); such a backend also implements
+    /// [`hold_places`](Backend::hold_places).
     fn reserves(&self) -> bool {
         false
     }
 
-    /// Counts the reserved leases `params.items` against their queue's concurrency limit, as
-    /// any other running job of the queue; per lease, whether it still holds (a lease that
-    /// lapsed, or was never reserved, is counted as it is). A worker promotes the job it starts
-    /// in the place of an ended one *before* it writes the ended job's outcome, so a limit
-    /// counts one of the two at every moment (both, for a moment: never neither).
-    async fn promote(&self, params: PromoteParams) -> Result<Vec<bool>, Error> {
+    /// Counts `params.places` places of `params.worker` against `params.queue`'s concurrency
+    /// limit from now on, in place of what it held before: a queue's running count is its
+    /// running jobs under leases that are not reserved, plus the places every worker holds. A
+    /// reserved lease stays out of the count while its job runs; the place its job took over
+    /// is counted here instead, with no write per job. A worker raises its places *before* it
+    /// writes the outcome of the ended job whose place it handed on, so a limit counts one of
+    /// the two at every moment (both, for a moment: never neither), and lowers them once its
+    /// promoted jobs end. A rescue of a worker's jobs
+    /// ([`RescueTarget::Workers`]) drops its places.
+    async fn hold_places(&self, params: PlacesParams) -> Result<(), Error> {
         let _ = params;
         Err(Error::backend("this backend hands out no reserved leases"))
     }

@@ -15,7 +15,7 @@ use jobs_core::{
 };
 use jobs_core::{
     EventHub, EventStream, EventsParams, FinishedParams, FlowParams, JobEvent, PauseParams,
-    PausedParams, PromoteParams, Publisher, QueueFlow, SetLimitsParams,
+    PausedParams, PlacesParams, Publisher, QueueFlow, SetLimitsParams,
 };
 use jobs_core::{
     JobTypesParams, PublishTypesParams, PublishedType, StoredVersion, StoredVersionsParams,
@@ -264,8 +264,8 @@ impl Backend for PgBackend {
         true
     }
 
-    async fn promote(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
-        writes::promote(&self.inner.sql, &self.inner.pool, p).await
+    async fn hold_places(&self, p: PlacesParams) -> Result<(), Error> {
+        writes::hold_places(&self.inner.sql, &self.inner.pool, p).await
     }
 
     async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {

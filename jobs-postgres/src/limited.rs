@@ -7,7 +7,8 @@
 //! several (`sql/fetch_unkeyed.sql`, migration 0011), whose second statement prunes, counts,
 //! leases and logs at once; a fetch over any keyed queue goes through `fetch_limited`
 //! (`sql/fetch_limited.sql`), which checks each job's key limits. All take the same locks, so
-//! they take turns on a queue whichever a worker calls.
+//! they take turns on a queue whichever a worker calls. Each running count of a queue's
+//! concurrency adds the places that workers' promoted jobs hold (`flow_places`, migration 0018).
 //!
 //! Under READ COMMITTED a statement's snapshot is taken when it starts, so a lock taken inside
 //! the counting statement would not make the leases that another fetcher committed meanwhile

@@ -1,6 +1,7 @@
-//! Writes under a lease, in batches: complete, fail, release, renew, promote, and progress. Each checks
-//! the lease token and the running status (complete also accepts a repeat of the completion
-//! that applied under the same token), and answers which items it accepted.
+//! Writes under a lease, in batches: complete, fail, release, renew, and progress; and the places
+//! promoted jobs hold. Each write under a lease checks the lease token and the running status
+//! (complete also accepts a repeat of the completion that applied under the same token), and
+//! answers which items it accepted.
 //!
 //! A batch's statement updates its rows in the order of its arrays, locking each as it goes,
 //! and a worker writes several batches naming the same jobs at once on different connections
@@ -12,7 +13,7 @@
 use std::collections::HashSet;
 
 use jobs_core::{
-    CompleteParams, Error, FailParams, LeaseRef, ProgressParams, PromoteParams, ReleaseParams,
+    CompleteParams, Error, FailParams, LeaseRef, PlacesParams, ProgressParams, ReleaseParams,
     RenewParams, Timestamp,
 };
 use sqlx::{PgExecutor, Row};
@@ -112,19 +113,23 @@ pub(crate) async fn renew<'e>(
     .map(|(accepted, _)| accepted)
 }
 
-/// Counts reserved leases against their queue's concurrency from now on (see
-/// [`Backend::promote`](jobs_core::Backend::promote)). It commits as any statement of the
-/// session (durably, by default): the ended job whose outcome the worker writes next must not
-/// leave the count before the reserved job that took its place is in it, a server crash
-/// included.
-pub(crate) async fn promote<'e>(
+/// Sets the places under a queue's concurrency limit that a worker's promoted jobs hold (see
+/// [`Backend::hold_places`](jobs_core::Backend::hold_places)). It commits as any statement of
+/// the session (durably, by default): the ended job whose outcome the worker writes next must
+/// not leave the count before the place it handed on is in it, a server crash included.
+pub(crate) async fn hold_places<'e>(
     sql: &Sql,
     exec: impl PgExecutor<'e>,
-    p: PromoteParams,
-) -> Result<Vec<bool>, Error> {
-    under_leases(&sql.promote, Answers::Ids, exec, &p.items, |query, _| query)
+    p: PlacesParams,
+) -> Result<(), Error> {
+    sqlx::query(&sql.places)
+        .bind(&p.queue)
+        .bind(&p.worker)
+        .bind(i32::try_from(p.places).unwrap_or(i32::MAX))
+        .execute(exec)
         .await
-        .map(|(accepted, _)| accepted)
+        .map_err(db)?;
+    Ok(())
 }
 
 /// Records a running job's progress.

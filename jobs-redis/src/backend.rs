@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use jobs_core::{
     Backend, CompleteParams, CountsParams, CronTickParams, DeregisterParams, EnqueueParams,
     Enqueued, Error, FailParams, FetchParams, GoneParams, HeartbeatParams, HoldParams, JobId,
-    JobRecord, LeasedJob, ListParams, Liveness, ManageParams, Managed, ProgressParams,
-    PromoteParams, PruneParams, QueueCounts, QueueNamesParams, ReadParams, ReleaseParams,
+    JobRecord, LeasedJob, ListParams, Liveness, ManageParams, Managed, PlacesParams,
+    ProgressParams, PruneParams, QueueCounts, QueueNamesParams, ReadParams, ReleaseParams,
     RenewParams, RescueParams, SaveSchedulesParams, SchedulesParams, StoredSchedule,
     SubscribeParams, Timestamp, WakeHub, Wakeup, WorkerInfo, WorkersParams,
 };
@@ -272,8 +272,8 @@ impl Backend for RedisBackend {
         true
     }
 
-    async fn promote(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
-        self.promote_leases(p).await
+    async fn hold_places(&self, p: PlacesParams) -> Result<(), Error> {
+        self.store_places(p).await
     }
 
     async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {

@@ -12,10 +12,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jobs_core::{
-    Coalesce, Error, FetchParams, KeyLimits, NewJob, QueueFlow, QueueLimits, Rate, SetLimitsParams,
+    Coalesce, Error, FetchParams, KeyLimits, NewJob, PlacesParams, QueueFlow, QueueLimits, Rate,
+    SetLimitsParams,
 };
 
 use crate::ids::{id_text, token_text};
+use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 
 /// A job's `k` field: `concurrency|rate limit|rate period in ms|key` (a part empty when unset),
@@ -101,6 +103,15 @@ pub(crate) fn fetch_flow(p: &FetchParams, queue: &str) -> String {
 }
 
 impl RedisBackend {
+    /// Sets the places under a queue's concurrency that a worker's promoted jobs hold, in the
+    /// queue's `places` hash (see places.lua).
+    pub(crate) async fn store_places(&self, p: PlacesParams) -> Result<(), Error> {
+        let mut inv = self.timeless_invocation(&SCRIPTS.places, &p.queue);
+        inv.arg(&p.worker).arg(p.places);
+        let _: i64 = self.run(&inv).await?;
+        Ok(())
+    }
+
     /// Stores a queue's limits: its max depth in its own slot first (enqueues obey it from
     /// then on), then the limits that `flow` reads.
     pub(crate) async fn store_limits(&self, p: SetLimitsParams) -> Result<(), Error> {

@@ -114,10 +114,14 @@
 //!   moves a job out of running subtracts (complete, fail, release, rescue, and cancel or delete
 //!   in manage), removing a key at 0. A queue's own running jobs are its `running` set.
 //! - `{p:q}:reserved`: the running jobs leased beyond the queue's concurrency
-//!   (`FetchParams::reserve`), which it does not count until `promote` takes them out: a sorted
-//!   set scored by lease expiry, as `running`, and renewed with it. Every script that moves a job
-//!   out of running takes it out too; a fetch's count drops the entries whose expiry has passed
-//!   (which counts their jobs again, so the limit holds whatever wrote them).
+//!   (`FetchParams::reserve`), which it does not count: a sorted set scored by lease expiry, as
+//!   `running`, and renewed with it. Every script that moves a job out of running takes it out
+//!   too; a fetch's count drops the entries whose expiry has passed (which counts their jobs
+//!   again, so the limit holds whatever wrote them).
+//! - `{p:q}:places`: a hash worker -> the places under the queue's concurrency that the
+//!   worker's promoted jobs hold (reserved jobs handed the place of an ended one), which the
+//!   count adds (`Backend::hold_places`, places.lua). A rescue of gone workers' jobs drops
+//!   their fields.
 //! - `{p:q}:starts` and `{p:q}:kstarts:<key>`: sliding logs of starts, for a queue's rate and
 //!   for each key whose limits have a rate: one entry per fetch batch (score the fetch's time,
 //!   member its token prefix and the count). A fetch counts the entries inside the window

@@ -13,7 +13,7 @@ use base64::Engine;
 use futures_util::future::try_join_all;
 use jobs_core::{
     later, CompleteParams, Error, FailParams, Failure, FetchParams, JobStatus, Lease, LeaseRef,
-    LeaseToken, LeasedJob, ProgressParams, PromoteParams, ReleaseParams, RenewParams, Timestamp,
+    LeaseToken, LeasedJob, ProgressParams, ReleaseParams, RenewParams, Timestamp,
 };
 use redis::{Cmd, Script};
 use uuid::Uuid;
@@ -281,22 +281,6 @@ impl RedisBackend {
             |inv| {
                 inv.arg(expires);
             },
-            |_, _| {},
-        )
-        .await
-    }
-
-    /// Counts reserved leases against their queues' concurrency from now on, while their jobs
-    /// still run under them.
-    pub(crate) async fn promote_leases(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
-        // Promotion does not depend on the time.
-        let now = Timestamp::UNIX_EPOCH;
-        self.under_leases(
-            &SCRIPTS.promote_leases,
-            now,
-            &p.items,
-            |l| *l,
-            |_| {},
             |_, _| {},
         )
         .await

@@ -52,7 +52,7 @@ scripts! {
     fail: "lease.lua", "effects.lua", "states.lua"; "fail.lua",
     release: "lease.lua"; "release.lua",
     renew: "lease.lua"; "renew.lua",
-    promote_leases: "lease.lua"; "promote_leases.lua",
+    places: ; "places.lua",
     progress: "lease.lua"; "progress.lua",
     scan: "filter.lua"; "scan.lua",
     manage: "lease.lua", "effects.lua", "states.lua", "filter.lua"; "manage.lua",

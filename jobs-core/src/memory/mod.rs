@@ -112,7 +112,7 @@ struct Store {
     /// The catalog of job types, by name and version.
     types: BTreeMap<(String, u32), PublishedType>,
     flow: Flow,
-    /// The leases handed out beyond a queue's concurrency, until promoted.
+    /// The leases handed out beyond a queue's concurrency, and the places workers hold.
     reserved: Reserved,
 }
 
@@ -415,13 +415,10 @@ impl Store {
     ) -> usize {
         let mut room = usize::MAX;
         if let Some(n) = limits.concurrency {
-            let running = self
-                .idx
-                .counts
-                .get(queue)
-                .map_or(0, |c| c.running)
-                .saturating_sub(uncounted.of_queue(queue))
-                .saturating_sub(self.reserved.in_queue(queue, &self.jobs));
+            let running = (self.idx.counts.get(queue).map_or(0, |c| c.running)
+                + self.reserved.places(queue))
+            .saturating_sub(uncounted.of_queue(queue))
+            .saturating_sub(self.reserved.in_queue(queue, &self.jobs));
             room = room.min(u64::from(n).saturating_sub(running) as usize);
         }
         if let Some(rate) = &limits.rate {
@@ -716,13 +713,9 @@ impl Backend for MemoryBackend {
         true
     }
 
-    async fn promote(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
-        let mut store = self.store();
-        let Store { reserved, jobs, .. } = &mut *store;
-        Ok(p.items
-            .iter()
-            .map(|lease| reserved.promote(lease, jobs))
-            .collect())
+    async fn hold_places(&self, p: PlacesParams) -> Result<(), Error> {
+        self.store().reserved.hold(p);
+        Ok(())
     }
 
     async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
@@ -821,6 +814,9 @@ impl Backend for MemoryBackend {
         let mut woken = Vec::new();
         let rescued = {
             let mut store = self.store();
+            if let RescueTarget::Workers(workers) = &p.target {
+                store.reserved.drop_places(workers);
+            }
             let held_by = |id: &JobId, workers: &[String]| {
                 store
                     .jobs

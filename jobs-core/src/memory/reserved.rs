@@ -1,17 +1,23 @@
 //! The memory store's reserved leases (see [`FetchParams::reserve`]): leased beyond a queue's
-//! concurrency limit, counted by no limit until promoted.
+//! concurrency limit, counted by no limit while their jobs run; and the places under each
+//! queue's limit that each worker's promoted jobs hold, which every limit counts (see
+//! [`Backend::hold_places`](crate::Backend::hold_places)).
 
 use std::collections::HashMap;
 
 use super::{runs_under, ReadyKey, Store};
-use crate::backend::FetchParams;
-use crate::model::{JobId, JobRecord, LeaseRef, LeaseToken};
+use crate::backend::{FetchParams, PlacesParams};
+use crate::model::{JobId, JobRecord, LeaseToken};
 
-/// The reserved leases, by job: its queue and the reserved lease's token. An entry counts only
-/// while its job still runs under that token (a lease that lapsed and was rescued, or that
-/// ended, leaves a stale entry, which is dropped when met).
+/// The reserved leases, by job: its queue and the reserved lease's token, and the places held,
+/// by queue and worker. An entry counts only while its job still runs under that token (a
+/// lease that lapsed and was rescued, or that ended, leaves a stale entry, which is dropped
+/// when met).
 #[derive(Default)]
-pub(super) struct Reserved(HashMap<JobId, (String, LeaseToken)>);
+pub(super) struct Reserved {
+    leases: HashMap<JobId, (String, LeaseToken)>,
+    places: HashMap<String, HashMap<String, u32>>,
+}
 
 /// Whether job `id` of `jobs` runs under `token`.
 fn holds(jobs: &HashMap<JobId, JobRecord>, id: &JobId, token: LeaseToken) -> bool {
@@ -21,24 +27,37 @@ fn holds(jobs: &HashMap<JobId, JobRecord>, id: &JobId, token: LeaseToken) -> boo
 impl Reserved {
     /// Notes job `id` of `queue` leased under `token` as reserved.
     pub(super) fn add(&mut self, id: JobId, queue: &str, token: LeaseToken) {
-        self.0.insert(id, (queue.to_string(), token));
-    }
-
-    /// Counts `lease` from now on; whether it still holds.
-    pub(super) fn promote(&mut self, lease: &LeaseRef, jobs: &HashMap<JobId, JobRecord>) -> bool {
-        if let Some((queue, token)) = self.0.remove(&lease.id) {
-            if token != lease.token {
-                // The job was reserved again, under another lease, since: that entry stays.
-                self.0.insert(lease.id, (queue, token));
-            }
-        }
-        holds(jobs, &lease.id, lease.token)
+        self.leases.insert(id, (queue.to_string(), token));
     }
 
     /// How many of `queue`'s running jobs run under a reserved lease, dropping stale entries.
     pub(super) fn in_queue(&mut self, queue: &str, jobs: &HashMap<JobId, JobRecord>) -> u64 {
-        self.0.retain(|id, (_, token)| holds(jobs, id, *token));
-        self.0.values().filter(|(q, _)| q == queue).count() as u64
+        self.leases.retain(|id, (_, token)| holds(jobs, id, *token));
+        self.leases.values().filter(|(q, _)| q == queue).count() as u64
+    }
+
+    /// Sets the places a worker holds under a queue's limit.
+    pub(super) fn hold(&mut self, p: PlacesParams) {
+        let workers = self.places.entry(p.queue).or_default();
+        if p.places == 0 {
+            workers.remove(&p.worker);
+        } else {
+            workers.insert(p.worker, p.places);
+        }
+    }
+
+    /// The places every worker holds under `queue`'s limit.
+    pub(super) fn places(&self, queue: &str) -> u64 {
+        self.places
+            .get(queue)
+            .map_or(0, |w| w.values().map(|n| u64::from(*n)).sum())
+    }
+
+    /// Drops the places of `workers`, which are gone.
+    pub(super) fn drop_places(&mut self, workers: &[String]) {
+        for held in self.places.values_mut() {
+            held.retain(|worker, _| !workers.contains(worker));
+        }
     }
 }
 

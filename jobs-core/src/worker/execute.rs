@@ -76,24 +76,24 @@ pub(crate) fn execute(
         } else {
             Hand::Nowhere
         };
-        let next = match hand {
-            Hand::To(next) => Some(next),
+        let handed = match hand {
+            Hand::Handed => true,
             // Its handler is done: its slot goes to the next fetch while it waits for this one.
             // Shutdown drops the fetch under way, whose answer then never comes.
             Hand::Later(answer) => {
                 drop(slot.take());
                 tokio::select! {
-                    answer = answer => answer.ok().flatten(),
-                    _ = shared.stopping.cancelled() => None,
+                    answer = answer => answer.unwrap_or(false),
+                    _ = shared.stopping.cancelled() => false,
                 }
             }
-            Hand::Nowhere => None,
+            Hand::Nowhere => false,
         };
-        if next.is_none() {
+        if !handed {
             shared.leases.finishing(record.id);
             shared.handoffs.trim(&record.queue, &shared.leases);
         }
-        sink.record(&record, &ctx, outcome, next).await;
+        sink.record(&record, &ctx, outcome).await;
         drop(slot);
     }
     .instrument(span)

@@ -54,15 +54,17 @@ struct Waiting {
 
 struct Donor {
     job: JobId,
-    next: oneshot::Sender<Option<LeaseRef>>,
+    /// Whether a reserved job of the fetch took its place.
+    next: oneshot::Sender<bool>,
 }
 
 /// Where an ended job's place goes.
 pub(super) enum Hand {
-    /// To this reserved job, already told.
-    To(LeaseRef),
-    /// To a reserved job of the fetch under way, or nowhere: the answer comes when it is back.
-    Later(oneshot::Receiver<Option<LeaseRef>>),
+    /// To a reserved job, already told.
+    Handed,
+    /// To a reserved job of the fetch under way (`true`), or nowhere: the answer comes when it
+    /// is back.
+    Later(oneshot::Receiver<bool>),
     /// Nowhere: no reserved job waits, and none is coming.
     Nowhere,
 }
@@ -102,7 +104,7 @@ impl Handoffs {
                 match line.donors.pop_front() {
                     Some(donor) => {
                         leases.hand_on(donor.job, lease.id);
-                        let _ = donor.next.send(Some(*lease));
+                        let _ = donor.next.send(true);
                         let _ = start.send(true);
                     }
                     None => line.waiting.push_back(Waiting {
@@ -115,7 +117,7 @@ impl Handoffs {
             .collect();
         line.fetching = false;
         for donor in line.donors.drain(..) {
-            let _ = donor.next.send(None);
+            let _ = donor.next.send(false);
         }
         // Should every place have ended before the fetch was sent, none is left to take.
         Self::trim_line(line, queue, leases);
@@ -134,7 +136,7 @@ impl Handoffs {
             if !next.start.is_closed() {
                 leases.hand_on(ended, next.lease.id);
                 let _ = next.start.send(true);
-                return Hand::To(next.lease);
+                return Hand::Handed;
             }
         }
         if !line.fetching {

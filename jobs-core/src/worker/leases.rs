@@ -29,6 +29,10 @@ struct Held {
     /// Leased beyond its queue's concurrency ([`LeasedJob::reserved`](crate::LeasedJob)): it
     /// waits for a job of its queue to end and hand it its place.
     reserved: bool,
+    /// Reserved, and then handed the place of an ended job: the limits count it among the
+    /// worker's places ([`Leases::places`]), not by its lease, so it is never reported as
+    /// ended (the places fall instead).
+    promoted: bool,
     /// Its attempt ended and handed its place under the limits to a reserved job, which the
     /// limits count instead: it is not reported as ended.
     handed_on: bool,
@@ -48,9 +52,10 @@ impl Held {
         !self.reserved && !self.handed_on && (!self.finishing || self.committing)
     }
 
-    /// Whether its attempt ended, its outcome not yet written, and no limit counts it.
+    /// Whether its attempt ended, its outcome not yet written, and no limit counts it by its
+    /// lease.
     fn ended(&self) -> bool {
-        self.finishing && !self.committing && !self.handed_on && !self.reserved
+        self.finishing && !self.committing && !self.handed_on && !self.reserved && !self.promoted
     }
 }
 
@@ -64,6 +69,7 @@ impl Leases {
         let held = Held {
             ctx,
             reserved,
+            promoted: false,
             handed_on: false,
             finishing: false,
             committing: false,
@@ -82,7 +88,18 @@ impl Leases {
         }
         if let Some(h) = held.get_mut(&next) {
             h.reserved = false;
+            h.promoted = true;
         }
+    }
+
+    /// How many places under each queue's limits the promoted jobs hold (queues with none are
+    /// left out): those that run, and those that ended but commit through a completion hook.
+    pub(super) fn places(&self) -> HashMap<String, u32> {
+        let mut places = HashMap::new();
+        for h in self.held().values().filter(|h| h.promoted && h.counts()) {
+            *places.entry(h.ctx.queue().to_string()).or_default() += 1;
+        }
+        places
     }
 
     /// Whether a held job of `queue` counts against its limits and has not ended: it can hand
@@ -241,6 +258,31 @@ mod tests {
             .iter()
             .map(|j| JobContext::new(any.clone(), j))
             .collect()
+    }
+
+    #[tokio::test]
+    async fn a_promoted_job_holds_a_place_and_is_never_reported_ended() {
+        let [counted, reserved]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
+        let leases = Leases::default();
+        leases.insert(counted.clone(), false);
+        leases.insert(reserved.clone(), true);
+        assert!(leases.places().is_empty(), "a reserved job holds no place");
+        leases.hand_on(counted.id(), reserved.id());
+        assert_eq!(
+            leases.places(),
+            HashMap::from([(counted.queue().to_string(), 1)]),
+            "handed the place of the ended job"
+        );
+        assert!(
+            leases.ended().is_empty(),
+            "the ended job handed its place on"
+        );
+        leases.finishing(reserved.id());
+        assert!(leases.places().is_empty(), "its place given up as it ends");
+        assert!(
+            leases.ended().is_empty(),
+            "nor reported ended: the places fell instead"
+        );
     }
 
     #[tokio::test]

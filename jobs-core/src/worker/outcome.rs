@@ -2,8 +2,8 @@
 //!
 //! Completions, failures and hand-backs are batched, one backend call for each kind that came in
 //! meanwhile; a job finished through its completion hook (inside the caller's transaction, say)
-//! completes in its own task. The reserved jobs that ended jobs handed their places to are
-//! promoted first, in one call, before the outcomes that free those places are written. The
+//! completes in its own task. The places that ended jobs handed on to reserved ones are counted
+//! first ([`places`](super::places)), before the outcomes that free those places are written. The
 //! sink decides each failure's retry time from the job's backoff, forgets each written job's
 //! lease, and tells the hooks about each accepted write.
 
@@ -14,8 +14,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::backend::{
-    Backend, CompleteParams, Completion, FailParams, Failure, LeaseRef, PromoteParams, Release,
-    ReleaseParams,
+    Backend, CompleteParams, Completion, FailParams, Failure, LeaseRef, Release, ReleaseParams,
 };
 use crate::backoff::random_unit;
 use crate::clock;
@@ -67,7 +66,7 @@ impl OfJob for Write {
 #[derive(Clone)]
 pub(crate) struct Sink {
     shared: Arc<Shared>,
-    writes: mpsc::UnboundedSender<(Write, Option<LeaseRef>)>,
+    writes: mpsc::UnboundedSender<Write>,
 }
 
 /// The task that writes the batches; [`Flusher::close`] waits for the last one.
@@ -83,17 +82,10 @@ impl Sink {
         (Sink { shared, writes }, Flusher { task })
     }
 
-    /// Records what `record`'s attempt, run under `ctx`, ended in; `next` is the reserved job
-    /// it handed its place to, promoted before the outcome is written.
-    pub(super) async fn record(
-        &self,
-        record: &JobRecord,
-        ctx: &JobContext,
-        outcome: Outcome,
-        next: Option<LeaseRef>,
-    ) {
+    /// Records what `record`'s attempt, run under `ctx`, ended in.
+    pub(super) async fn record(&self, record: &JobRecord, ctx: &JobContext, outcome: Outcome) {
         let lease = ctx.lease();
-        let send = |write| self.send(write, next);
+        let send = |write| self.send(write);
         match outcome {
             Outcome::Completed(result) => {
                 let metrics = self.shared.metrics.job(&record.queue, &record.name);
@@ -172,9 +164,9 @@ impl Sink {
         Write::Fail(failure, event)
     }
 
-    fn send(&self, write: Write, next: Option<LeaseRef>) {
-        if let Err(unsent) = self.writes.send((write, next)) {
-            let id = unsent.0 .0.job();
+    fn send(&self, write: Write) {
+        if let Err(unsent) = self.writes.send(write) {
+            let id = unsent.0.job();
             tracing::error!(job.id = %id, "outcome sink stopped; the lease will lapse");
             self.shared.leases.remove(id);
         }
@@ -183,7 +175,8 @@ impl Sink {
 
 impl Flusher {
     /// Drops the `last` sink, waits until every outcome sent is written, then hands back the
-    /// jobs still held (a job's task that ended without an outcome) without spending an attempt.
+    /// jobs still held (a job's task that ended without an outcome) without spending an attempt,
+    /// and gives up the places under limits that none of them holds now.
     pub(super) async fn close(self, last: Sink) {
         let shared = last.shared.clone();
         drop(last);
@@ -199,14 +192,13 @@ impl Flusher {
             })
             .collect();
         release(&shared, releases).await;
+        shared.places.tell(&shared).await;
     }
 }
 
 /// The writes of one flush, by kind.
 #[derive(Default)]
 struct Batch {
-    /// The reserved jobs handed the places of the ended ones.
-    promotions: Vec<LeaseRef>,
     completions: Vec<Completion>,
     completed: Vec<JobEvent>,
     failures: Vec<Failure>,
@@ -215,8 +207,7 @@ struct Batch {
 }
 
 impl Batch {
-    fn push(&mut self, (write, next): (Write, Option<LeaseRef>)) {
-        self.promotions.extend(next);
+    fn push(&mut self, write: Write) {
         match write {
             Write::Complete(completion, event) => {
                 self.completions.push(completion);
@@ -231,7 +222,7 @@ impl Batch {
     }
 
     async fn write(self, shared: &Shared) {
-        promote(shared, self.promotions).await;
+        shared.places.tell(shared).await;
         complete(shared, self.completions, self.completed).await;
         fail(shared, self.failures, self.failed).await;
         release(shared, self.releases).await;
@@ -239,7 +230,7 @@ impl Batch {
 }
 
 /// Writes batches until every sink is gone.
-async fn flush(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<(Write, Option<LeaseRef>)>) {
+async fn flush(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Write>) {
     let mut received = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut received, BATCH).await > 0 {
         // Let the handlers that are finishing too send their outcomes, so they join this write.
@@ -255,32 +246,6 @@ async fn flush(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<(Write, Opti
             batch.push(write);
         }
         batch.write(&shared).await;
-    }
-}
-
-/// Counts the reserved jobs that were handed places against their limits. Should that fail,
-/// the outcomes are written still (a job leased again meanwhile would otherwise run twice):
-/// the limit may then count one job fewer than run until they end.
-async fn promote(shared: &Shared, items: Vec<LeaseRef>) {
-    if items.is_empty() {
-        return;
-    }
-    let promoted = with_retries(|| {
-        shared.backend.promote(PromoteParams {
-            items: items.clone(),
-        })
-    })
-    .await;
-    match promoted {
-        Ok(held) => {
-            let lapsed = held.iter().filter(|held| !**held).count();
-            if lapsed > 0 {
-                tracing::debug!(lapsed, "reserved leases lapsed before their promotion");
-            }
-        }
-        Err(e) => {
-            tracing::error!(error = %e, jobs = items.len(), "could not count reserved jobs against their limit")
-        }
     }
 }
 

@@ -26,6 +26,7 @@ use super::leases::Leases;
 use super::maintenance::Retention;
 use super::metrics::WorkerMetrics;
 use super::outcome::Sink;
+use super::places::Places;
 use super::queue_state::{watch_queue_state, QueueStates, FLOW_RETRY, FLOW_RETRY_MAX};
 use super::rate::RatedStarts;
 use super::renew::keep_alive;
@@ -66,6 +67,7 @@ impl Worker {
         let mut presence = Presence::of(&self, &plan, self.clock.now());
         let metrics = WorkerMetrics::new(&plan.queues, plan.types.keys());
         let shared = Arc::new(Shared {
+            worker: self.id.clone(),
             backend: self.backend.clone(),
             types: plan.types,
             state: self.state.clone(),
@@ -73,6 +75,7 @@ impl Worker {
             hooks: self.hooks.clone(),
             leases: Leases::default(),
             handoffs: Handoffs::default(),
+            places: Places::default(),
             stopping: CancellationToken::new(),
             hard_stop: CancellationToken::new(),
             retries: Retries::default(),
@@ -272,6 +275,8 @@ impl Worker {
                 window.take_free(&mut permits);
             }
             let ended = if capped {
+                // The places its promoted jobs gave up are free for this fetch too.
+                shared.places.tell(shared).await;
                 shared.leases.ended()
             } else {
                 Vec::new()

@@ -22,9 +22,12 @@ use super::events::Hooks;
 use super::handoff::Handoffs;
 use super::leases::Leases;
 use super::metrics::WorkerMetrics;
+use super::places::Places;
 
 /// What every task of a running worker shares.
 pub(crate) struct Shared {
+    /// The worker's id.
+    pub worker: String,
     /// The store.
     pub backend: AnyBackend,
     /// The job types this worker can run, by stored name.
@@ -39,6 +42,8 @@ pub(crate) struct Shared {
     pub leases: Leases,
     /// The reserved jobs waiting for a place under their queue's limit.
     pub handoffs: Handoffs,
+    /// The places under limits that its promoted jobs hold, as the store last heard them.
+    pub places: Places,
     /// Shutdown began: fetch nothing more, hand back jobs that have not started.
     pub stopping: CancellationToken,
     /// The grace period ran out: stop running jobs and hand them back.

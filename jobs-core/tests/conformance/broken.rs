@@ -207,8 +207,8 @@ impl Backend for Broken {
     fn reserves(&self) -> bool {
         self.inner.reserves()
     }
-    async fn promote(&self, p: PromoteParams) -> Result<Vec<bool>, Error> {
-        self.inner.promote(p).await
+    async fn hold_places(&self, p: PlacesParams) -> Result<(), Error> {
+        self.inner.hold_places(p).await
     }
     async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
         self.inner.progress(p).await

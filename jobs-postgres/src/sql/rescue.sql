@@ -3,8 +3,13 @@
 -- ($3, a JSON object: kind, message, chain), then the job is pending again, keeping its run_at
 -- and so its place among the ready jobs, or dead when out of attempts. $4 channel. The jobs
 -- that become dead and are workflow steps apply their step's `on_dead` effects in the same
--- statement (see effects.sql); the steps those make ready wake listeners too.
-WITH lapsed AS (
+-- statement (see effects.sql); the steps those make ready wake listeners too. The gone
+-- workers' places under limits go with their jobs.
+WITH unplaced AS (
+    -- The places under limits that the gone workers' promoted jobs held (migration 0018).
+    DELETE FROM {schema}.flow_places WHERE worker = ANY ($5)
+),
+lapsed AS (
     SELECT id
     FROM {schema}.jobs
     WHERE status = 'running'

@@ -137,7 +137,6 @@ async fn the_hot_paths_functions_never_compile_their_plans_with_jit() {
          int4, int8, text, uuid[], uuid[])",
         "fetch_unkeyed_one(text, timestamptz, int8, text, timestamptz, text[], int4[], int4, \
          int4, int8, text, uuid[], uuid[], int8)",
-        "promote_leases(uuid[], uuid[])",
         "renew_leases(uuid[], uuid[], timestamptz, timestamptz)",
     ];
     let with_jit: Vec<String> = sqlx::query_scalar(

@@ -86,7 +86,7 @@ async fn a_schema_at_migration_8_holding_jobs_is_upgraded_for_workflows() {
     later.run_at = t0() + chrono::Duration::days(1);
     let ids = put(&backend, vec![new_job("e", "h"), later], t0()).await;
     // Back to what migrations 1 to 8 made, with the two jobs still stored (less the limited
-    // fetches of migrations 10 and 11, which they create again).
+    // fetches of migrations 10 and 11, which they create again, and the places of 18).
     sqlx::raw_sql(&format!(
         "SET search_path TO \"{schema}\";
          DROP FUNCTION fetch_limited(text[], timestamptz, int8, text, timestamptz, text[],
@@ -94,6 +94,7 @@ async fn a_schema_at_migration_8_holding_jobs_is_upgraded_for_workflows() {
          DROP FUNCTION fetch_unkeyed(text[], timestamptz, int8, text, timestamptz, text[],
              int4[], int4[], int8[], bool[], text, int4[], uuid[], uuid[]);
          ALTER TABLE flow_started DROP COLUMN pruned_at;
+         DROP TABLE flow_places;
          DROP INDEX jobs_waiting;
          ALTER TABLE jobs DROP COLUMN step, DROP COLUMN inputs;
          ALTER TABLE jobs DROP CONSTRAINT jobs_status_check;
@@ -118,7 +119,7 @@ async fn a_schema_at_migration_8_holding_jobs_is_upgraded_for_workflows() {
     assert_eq!(backend.schema_version().await.unwrap(), Some(8));
 
     backend.migrate().await.expect("upgrade");
-    assert_eq!(backend.schema_version().await.unwrap(), Some(17));
+    assert_eq!(backend.schema_version().await.unwrap(), Some(18));
     for (id, status) in [(ids[0], JobStatus::Pending), (ids[1], JobStatus::Scheduled)] {
         let old = read(&backend, id).await.expect("kept");
         assert_eq!(old.status, status);

@@ -110,13 +110,23 @@ local function keyed_waiting()
 end
 
 -- How many running jobs hold reserved leases: leased beyond the queue's concurrency
--- (`FetchParams::reserve`), they count for no limit until promoted. Each is in `reserved`,
--- scored by its lease's expiry as in `running`, until it is promoted or leaves running; one
--- whose expiry passed is dropped (should a script of an earlier release have ended it), which
--- counts it again: never more than the limit runs.
+-- (`FetchParams::reserve`), they count for no limit while they run. Each is in `reserved`,
+-- scored by its lease's expiry as in `running`, until it leaves running; one whose expiry
+-- passed is dropped (should a script of an earlier release have ended it), which counts it
+-- again: never more than the limit runs.
 local function reserved_count()
   redis.call('ZREMRANGEBYSCORE', RESERVED, '-inf', '(' .. NOW_S)
   return redis.call('ZCARD', RESERVED)
+end
+
+-- The places under the concurrency that the workers' promoted jobs hold (reserved jobs handed
+-- the place of an ended job): `places`, worker -> n, set by places.lua.
+local function places_count()
+  local n = 0
+  for _, v in ipairs(redis.call('HVALS', PLACES)) do
+    n = n + tonumber(v)
+  end
+  return n
 end
 
 -- Whether a fetch under `flow` reserves leases beyond the queue's concurrency: asked to, with a
@@ -130,6 +140,7 @@ local function queue_room(limit, flow)
   local room = limit
   if flow and flow.concurrency then
     local running = redis.call('ZCARD', RUNNING) - left_out().total - reserved_count()
+      + places_count()
     room = math.min(room, flow.concurrency - running)
   end
   if flow and flow.rate then

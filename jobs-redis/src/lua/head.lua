@@ -29,6 +29,8 @@
 --   cron       hash, schedule -> last tick stored (microseconds)
 --   limits     hash, `md` -> the queue's max depth (absent: unbounded)
 --   krun       hash, key -> running jobs of the key (jobs with key limits only)
+--   reserved   zset, score lease expiry, member id: running jobs leased beyond the concurrency
+--   places     hash, worker -> places its promoted jobs hold under the concurrency
 --   starts     zset, score start time, member fetch token prefix:n: the queue's starts
 --   kstarts:<key>  zset, as starts, of one key (jobs whose key limits have a rate)
 --   th:<key>   string, `until:id`: the job holding a throttle key, and until when
@@ -48,6 +50,7 @@ local UNIQUE = BASE .. 'unique'
 local CRON = BASE .. 'cron'
 local KRUN = BASE .. 'krun'
 local RESERVED = BASE .. 'reserved'
+local PLACES = BASE .. 'places'
 local TAG = BASE .. 'tag:'
 
 -- Values longer than this (Redis' default hash-max-listpack-value) would turn a job's hash from

@@ -1,14 +1,15 @@
 -- Rescues up to ARGV[4] running jobs whose lease expired before now, or (when ARGV[6..] name
--- gone workers) that those workers hold, whatever their leases, recording for the attempt the
--- error report ARGV[5] (JSON, written by jobs-core): pending again at their own run_at, so
--- they keep their place among the ready jobs, or dead when no attempt is left. Returns their
--- ids.
+-- gone workers) that those workers hold, whatever their leases, dropping the places their
+-- promoted jobs held; it records for the attempt the error report ARGV[5] (JSON, written by
+-- jobs-core): pending again at their own run_at, so they keep their place among the ready
+-- jobs, or dead when no attempt is left. Returns their ids.
 local limit = tonumber(ARGV[4])
 local expired
 if #ARGV >= 6 then
   local gone = {}
   for i = 6, #ARGV do
     gone[ARGV[i]] = true
+    redis.call('HDEL', PLACES, ARGV[i])
   end
   expired = {}
   for _, id in ipairs(redis.call('ZRANGE', RUNNING, 0, -1)) do

@@ -380,9 +380,10 @@ async fn bounded_queues_refuse_split_and_spread_batches_whole() {
     );
 }
 
-/// A reserved lease is stored apart from the queue's running count until promoted, keeps its
-/// place when renewed, and is forgotten by every way out of running, so that no concurrency
-/// is left counting less than what runs; one whose expiry passed unrenewed counts again.
+/// A reserved lease is stored apart from the queue's running count while its job runs (once
+/// promoted, its worker's place counts instead), keeps its place when renewed, and is
+/// forgotten by every way out of running, so that no concurrency is left counting less than
+/// what runs; one whose expiry passed unrenewed counts again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_way_out_of_running_forgets_a_reserved_lease() {
     let b = single_backend().await;
@@ -411,11 +412,19 @@ async fn every_way_out_of_running_forgets_a_reserved_lease() {
     });
     assert_eq!(renewed.await.unwrap(), [true]);
     assert_eq!(reserved(&p, "res").await, 1, "renewed, still reserved");
-    let promoted = b.promote(jobs_core::PromoteParams {
-        items: vec![first[1].lease()],
-    });
-    assert_eq!(promoted.await.unwrap(), [true]);
-    assert_eq!(reserved(&p, "res").await, 0, "promoted: counted");
+    let places = |places| {
+        b.hold_places(jobs_core::PlacesParams {
+            worker: "reserving".into(),
+            queue: "res".into(),
+            places,
+        })
+    };
+    places(1).await.unwrap();
+    assert_eq!(
+        reserved(&p, "res").await,
+        1,
+        "promoted: counted as its worker's place, and kept out of the running count"
+    );
 
     let mut now = at(100);
     for way in WAYS_OUT {
@@ -423,13 +432,15 @@ async fn every_way_out_of_running_forgets_a_reserved_lease() {
         let leased = reserving(now).await;
         let kinds: Vec<bool> = leased.iter().map(|j| j.reserved).collect();
         assert_eq!(kinds, [true], "the limit is full: reserved only");
-        assert_eq!(reserved(&p, "res").await, 1);
+        assert_eq!(reserved(&p, "res").await, 2);
         take_out(&b, way, &leased[0], now).await;
-        assert_eq!(reserved(&p, "res").await, 0, "{way:?}");
+        assert_eq!(reserved(&p, "res").await, 1, "{way:?}");
     }
 
     // A reserved lease whose expiry passed unrenewed (not rescued yet) counts again.
     take_out(&b, WayOut::Complete, &first[1], now).await;
+    places(0).await.unwrap();
+    assert_eq!(reserved(&p, "res").await, 0);
     let pair = reserving(now).await;
     let kinds: Vec<bool> = pair.iter().map(|j| j.reserved).collect();
     assert_eq!(kinds, [false, true]);

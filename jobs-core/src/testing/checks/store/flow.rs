@@ -47,6 +47,17 @@ async fn fetch_flowing(b: &AnyBackend, limit: usize, now: Timestamp) -> Vec<JobI
     leased.iter().map(|j| j.record.id).collect()
 }
 
+/// Sets the places `worker`'s promoted jobs hold under `QUEUE`'s limit.
+async fn hold(b: &AnyBackend, worker: &str, places: u32) {
+    b.hold_places(PlacesParams {
+        worker: worker.to_string(),
+        queue: QUEUE.to_string(),
+        places,
+    })
+    .await
+    .expect("hold places");
+}
+
 /// A job of `QUEUE` sharing `limits` with the other jobs of `key`.
 fn keyed(key: &str, concurrency: Option<u32>, rate: Option<Rate>) -> NewJob {
     let mut job = new_job("keyed");
@@ -114,9 +125,9 @@ pub async fn flow_stores_limits_per_queue(b: AnyBackend) {
 
 /// On a backend that reserves: a fetch of a queue with a concurrency leases within it first,
 /// then reserves the next ready jobs, in order, up to its `reserve` plus the jobs it leased
-/// within the limit and its `limit` in all. No limit counts a reserved lease until it is
-/// promoted; a promoted one counts as any running job; a lease no longer held is not promoted;
-/// a queue with a rate reserves nothing.
+/// within the limit and its `limit` in all. No limit counts a reserved lease; the places a
+/// worker's promoted jobs hold count as running jobs, until it gives them up or a rescue of
+/// its jobs as a gone worker drops them; a queue with a rate reserves nothing.
 pub async fn fetch_reserves_beyond_a_queues_concurrency(b: AnyBackend) {
     if !b.reserves() {
         return;
@@ -151,28 +162,40 @@ pub async fn fetch_reserves_beyond_a_queues_concurrency(b: AnyBackend) {
     );
 
     assert!(complete(&b, &leased[0], "null", t0()).await);
-    let promoted = b.promote(PromoteParams {
-        items: vec![leased[2].lease()],
-    });
-    assert_eq!(promoted.await.expect("promote"), [true]);
+    hold(&b, "checker", 1).await;
     assert_eq!(
         fetch_flowing(&b, 5, t0()).await,
         [],
-        "the promoted job counts in the place of the completed one"
+        "the place the completed job handed on to a reserved one counts in its stead"
     );
     assert!(complete(&b, &leased[1], "null", t0()).await);
     assert_eq!(
         fetch_flowing(&b, 5, t0()).await,
         [ids[5]],
-        "one place left: two reserved jobs still count for nothing"
+        "one place left: the other reserved jobs still count for nothing"
+    );
+    hold(&b, "checker", 0).await;
+    assert_eq!(
+        fetch_flowing(&b, 5, t0()).await,
+        [ids[6]],
+        "a place given up is free"
     );
 
-    let stale = LeaseRef {
-        id: leased[3].record.id,
-        token: leased[0].token,
-    };
-    let promoted = b.promote(PromoteParams { items: vec![stale] });
-    assert_eq!(promoted.await.expect("promote"), [false], "not its lease");
+    hold(&b, "other", 1).await;
+    hold(&b, "checker", 1).await;
+    b.rescue(RescueParams {
+        target: RescueTarget::Workers(vec!["checker".into()]),
+        now: t0(),
+        limit: 100,
+        error: ErrorReport::worker_gone(),
+    })
+    .await
+    .expect("rescue");
+    assert_eq!(
+        fetch_flowing(&b, 5, t0()).await.len(),
+        1,
+        "the rescue of a gone worker drops its places; another worker's place still counts"
+    );
 
     limit(
         &b,

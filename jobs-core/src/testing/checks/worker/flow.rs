@@ -59,21 +59,25 @@ pub async fn worker_holds_a_queues_concurrency_across_workers(b: AnyBackend) {
     assert_eq!(overlap.max(), 3);
 }
 
-/// One worker of two slots (and two more of prefetch) under a queue's concurrency of two runs
-/// two jobs at once, never more, jobs that finish through a completion hook included (they hand
-/// no place on: their commit must land first). On a backend that reserves, it meanwhile holds
-/// leases beyond the limit (the store counts more running jobs than the limit allows), which
-/// start only in the places of ended jobs.
+/// Two workers of two slots each (and more of prefetch) under a queue's concurrency of two run
+/// two jobs at once between them, never more, jobs that finish through a completion hook
+/// included (they hand no place on: their commit must land first). On a backend that reserves,
+/// they meanwhile hold leases beyond the limit (the store counts more running jobs than the
+/// limit allows), which start only in the places of ended jobs, counted as the places of their
+/// worker, which the other one sees. Once stopped, they hold no place.
 pub async fn worker_hands_places_under_a_queues_concurrency_on(b: AnyBackend) {
     let limits = QueueLimits::default().concurrency(2);
     b.set_queue_limits(QUEUE, limits).await.expect("limits");
     let overlap = Overlap::default();
-    let running = Running::start(
-        worker(&b)
-            .concurrency(2)
-            .register::<Overlaps>()
-            .state(overlap.clone()),
-    );
+    let start = || {
+        Running::start(
+            worker(&b)
+                .concurrency(2)
+                .register::<Overlaps>()
+                .state(overlap.clone()),
+        )
+    };
+    let workers = [start(), start()];
     let jobs: Vec<Enqueue<Overlaps>> = (0..24)
         .map(|i| {
             let commit_ms = if i % 4 == 3 { 5 } else { 0 };
@@ -105,7 +109,9 @@ pub async fn worker_hands_places_under_a_queues_concurrency_on(b: AnyBackend) {
         assert_eq!(attempt, 1, "a reserved job spends its first attempt, once");
     }
     let most_leased = sampler.await.expect("sampler");
-    running.stop().await.expect("worker");
+    for running in workers {
+        running.stop().await.expect("worker");
+    }
     assert_eq!(overlap.max(), 2, "two at once, as the limit allows");
     if b.reserves() {
         assert!(
@@ -113,6 +119,32 @@ pub async fn worker_hands_places_under_a_queues_concurrency_on(b: AnyBackend) {
             "leases held beyond the limit (at most {most_leased} running in the store)"
         );
     }
+
+    let more: Vec<Enqueue<Overlaps>> = (0..3)
+        .map(|_| {
+            Overlaps {
+                ms: 0,
+                commit_ms: 0,
+            }
+            .into()
+        })
+        .collect();
+    Overlaps::enqueue_many(&b, more).await.expect("enqueue");
+    let leased = b
+        .fetch(FetchParams {
+            ended: Vec::new(),
+            known: None,
+            queues: vec![QUEUE.into()],
+            limit: 3,
+            worker: "after".into(),
+            lease_for: Duration::from_secs(5),
+            now: chrono::Utc::now(),
+            flow: b.flow(FlowParams {}).await.expect("flow"),
+            reserve: 0,
+        })
+        .await
+        .expect("fetch");
+    assert_eq!(leased.len(), 2, "the stopped workers hold no place");
 }
 
 /// Jobs of one key with a concurrency of one run one at a time, though twelve slots are free.
