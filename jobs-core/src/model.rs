@@ -287,8 +287,9 @@ pub struct LeasedJob {
     /// The token of this lease.
     pub token: LeaseToken,
     /// Leased beyond its queue's concurrency limit (see
-    /// [`FetchParams::reserve`](crate::FetchParams::reserve)): no limit counts it until it is
-    /// [promoted](crate::Backend::promote), and the worker starts it only then.
+    /// [`FetchParams::reserve`](crate::FetchParams::reserve)): no limit counts it. The worker
+    /// starts it only in the place of an ended job, which its worker's places then count (see
+    /// [`Backend::hold_places`](crate::Backend::hold_places)).
     pub reserved: bool,
 }
 
