@@ -81,10 +81,10 @@ pub struct FetchParams {
     /// How many leases beyond the concurrency limit of the fetch's one queue a backend that
     /// [`reserves`](Backend::reserves) may hand out as *reserved* ([`LeasedJob::reserved`]),
     /// besides the jobs the limit has room for; at most this many plus the limited jobs it
-    /// leases, and at most `limit` in all. No limit counts a reserved lease until it is
-    /// [promoted](Backend::promote): the worker starts a reserved job only in the place of one
-    /// of its own limited jobs that ended, so it holds leases beyond the limit (prefetch)
-    /// while no more run than the limit allows. A fetch of several queues, or of a queue with
+    /// leases, and at most `limit` in all. No limit counts a reserved lease: the worker starts
+    /// a reserved job only in the place of one of its own limited jobs that ended, and counts
+    /// that place as its own ([`hold_places`](Backend::hold_places)), so it holds leases beyond
+    /// the limit (prefetch) while no more run than the limit allows. A fetch of several queues, or of a queue with
     /// a rate or keyed jobs, reserves nothing. 0: none.
     pub reserve: usize,
 }

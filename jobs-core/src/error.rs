@@ -76,7 +76,8 @@ pub enum Error {
     #[error("lease on job {0} was lost; the write was refused")]
     LeaseLost(JobId),
     /// The queue holds as many waiting jobs as its `max_depth` allows: nothing of the enqueue
-    /// was stored (a service answers 429 or 503; see [`Enqueue::wait_for_room`](crate::Enqueue::wait_for_room)).
+    /// was stored (a service answers 429 or 503; or waits for room with
+    /// [`Enqueue::enqueue_within`](crate::Enqueue::enqueue_within)).
     #[error("queue `{queue}` is full: it holds its maximum of {max_depth} waiting jobs")]
     QueueFull {
         /// The queue.
