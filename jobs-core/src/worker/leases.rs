@@ -1,7 +1,7 @@
 //! The leases a worker holds: its running and prefetched jobs, each with its context.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -21,6 +21,9 @@ pub(crate) struct Leases {
     wake_at: AtomicU64,
     /// Fires when `freed` reaches `wake_at`.
     reached: Notify,
+    /// A job was ever handed a place ([`Leases::hand_on`]): until then no job holds one, and
+    /// [`Leases::places`] need not look.
+    handed: AtomicBool,
 }
 
 /// One held job.
@@ -89,6 +92,7 @@ impl Leases {
         if let Some(h) = held.get_mut(&next) {
             h.reserved = false;
             h.promoted = true;
+            self.handed.store(true, SeqCst);
         }
     }
 
@@ -96,6 +100,9 @@ impl Leases {
     /// left out): those that run, and those that ended but commit through a completion hook.
     pub(super) fn places(&self) -> HashMap<String, u32> {
         let mut places = HashMap::new();
+        if !self.handed.load(SeqCst) {
+            return places;
+        }
         for h in self.held().values().filter(|h| h.promoted && h.counts()) {
             *places.entry(h.ctx.queue().to_string()).or_default() += 1;
         }
