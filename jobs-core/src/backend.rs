@@ -567,7 +567,8 @@ pub trait Backend: Send + Sync + 'static {
     /// Records a worker's heartbeat.
     async fn heartbeat(&self, params: HeartbeatParams) -> Result<(), Error>;
 
-    /// Forgets a worker, and its liveness.
+    /// Forgets a worker, its liveness, and the places under limits its promoted jobs held (see
+    /// [`hold_places`](Backend::hold_places)).
     async fn deregister(&self, params: DeregisterParams) -> Result<(), Error>;
 
     /// Holds the worker's liveness: registers the worker as one whose death the store will

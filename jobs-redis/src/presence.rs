@@ -7,8 +7,8 @@
 use chrono::DateTime;
 use futures_util::future::try_join_all;
 use jobs_core::{
-    DeregisterParams, Error, HeartbeatParams, SaveSchedulesParams, ScheduleInfo, StoredSchedule,
-    WorkerInfo, WorkersParams,
+    DeregisterParams, Error, HeartbeatParams, PlacesParams, SaveSchedulesParams, ScheduleInfo,
+    StoredSchedule, WorkerInfo, WorkersParams,
 };
 use serde::{Deserialize, Serialize};
 
@@ -43,10 +43,21 @@ impl RedisBackend {
         self.run::<()>(&inv).await
     }
 
+    /// Forgets a worker, its liveness, and then its places under the limits of every queue
+    /// (each in its queue's slot).
     pub(crate) async fn forget_worker(&self, p: DeregisterParams) -> Result<(), Error> {
         let mut inv = self.global_invocation(&SCRIPTS.deregister, None);
         inv.arg(&p.worker);
-        self.run::<()>(&inv).await
+        self.run::<()>(&inv).await?;
+        for queue in self.all_queues().await? {
+            self.store_places(PlacesParams {
+                worker: p.worker.clone(),
+                queue,
+                places: 0,
+            })
+            .await?;
+        }
+        Ok(())
     }
 
     pub(crate) async fn read_workers(&self, p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {

@@ -911,6 +911,7 @@ impl Backend for MemoryBackend {
         let mut store = self.store();
         store.workers.remove(&p.worker);
         store.liveness.remove(&p.worker);
+        store.reserved.drop_places(std::slice::from_ref(&p.worker));
         Ok(())
     }
 

@@ -1,5 +1,8 @@
--- Forgets a worker that stopped or is gone, and its liveness. $1 id.
+-- Forgets a worker that stopped or is gone, its liveness, and its places under limits. $1 id.
 WITH unlisted AS (
     DELETE FROM {schema}.liveness WHERE worker = $1
+),
+unplaced AS (
+    DELETE FROM {schema}.flow_places WHERE worker = $1
 )
 DELETE FROM {schema}.workers WHERE id = $1

@@ -126,8 +126,8 @@ pub async fn flow_stores_limits_per_queue(b: AnyBackend) {
 /// On a backend that reserves: a fetch of a queue with a concurrency leases within it first,
 /// then reserves the next ready jobs, in order, up to its `reserve` plus the jobs it leased
 /// within the limit and its `limit` in all. No limit counts a reserved lease; the places a
-/// worker's promoted jobs hold count as running jobs, until it gives them up or a rescue of
-/// its jobs as a gone worker drops them; a queue with a rate reserves nothing.
+/// worker's promoted jobs hold count as running jobs, until it gives them up, deregisters, or
+/// a rescue of its jobs as a gone worker drops them; a queue with a rate reserves nothing.
 pub async fn fetch_reserves_beyond_a_queues_concurrency(b: AnyBackend) {
     if !b.reserves() {
         return;
@@ -195,6 +195,16 @@ pub async fn fetch_reserves_beyond_a_queues_concurrency(b: AnyBackend) {
         fetch_flowing(&b, 5, t0()).await.len(),
         1,
         "the rescue of a gone worker drops its places; another worker's place still counts"
+    );
+    b.deregister(DeregisterParams {
+        worker: "other".into(),
+    })
+    .await
+    .expect("deregister");
+    assert_eq!(
+        fetch_flowing(&b, 5, t0()).await.len(),
+        1,
+        "a worker that stopped holds no place"
     );
 
     limit(
