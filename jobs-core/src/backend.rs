@@ -84,8 +84,8 @@ pub struct FetchParams {
     /// leases, and at most `limit` in all. No limit counts a reserved lease: the worker starts
     /// a reserved job only in the place of one of its own limited jobs that ended, and counts
     /// that place as its own ([`hold_places`](Backend::hold_places)), so it holds leases beyond
-    /// the limit (prefetch) while no more run than the limit allows. A fetch of several queues, or of a queue with
-    /// a rate or keyed jobs, reserves nothing. 0: none.
+    /// the limit (prefetch) while no more run than the limit allows. A fetch of several
+    /// queues, or of a queue with a rate or keyed jobs, reserves nothing. 0: none.
     pub reserve: usize,
 }
 
@@ -514,8 +514,9 @@ pub trait Backend: Send + Sync + 'static {
     /// is counted here instead, with no write per job. A worker raises its places *before* it
     /// writes the outcome of the ended job whose place it handed on, so a limit counts one of
     /// the two at every moment (both, for a moment: never neither), and lowers them once its
-    /// promoted jobs end. A rescue of a worker's jobs
-    /// ([`RescueTarget::Workers`]) drops its places.
+    /// promoted jobs end. A rescue of a worker's jobs ([`RescueTarget::Workers`]), its
+    /// [`deregister`](Backend::deregister), and a [`heartbeat`](Backend::heartbeat) that finds
+    /// its heartbeat expired drop its places (a live worker tells them again at each beat).
     async fn hold_places(&self, params: PlacesParams) -> Result<(), Error> {
         let _ = params;
         Err(Error::backend("this backend hands out no reserved leases"))
@@ -564,7 +565,8 @@ pub trait Backend: Send + Sync + 'static {
     /// `params.since` and are still retained: the queue's recent throughput.
     async fn finished_since(&self, params: FinishedParams) -> Result<u64, Error>;
 
-    /// Records a worker's heartbeat.
+    /// Records a worker's heartbeat, and forgets the workers whose heartbeat expired, with
+    /// their places under limits.
     async fn heartbeat(&self, params: HeartbeatParams) -> Result<(), Error>;
 
     /// Forgets a worker, its liveness, and the places under limits its promoted jobs held (see

@@ -71,7 +71,9 @@
 //!   each rated queue's running total of its own log rows (so a fetch reads one row, not the
 //!   window); `coalesce_keys`,
 //!   the throttle and debounce keys `(queue, mode, key)` with the job holding each (and a
-//!   throttle window's end). In `jobs`, `key_limits` (`jsonb`, the job's own key limits) and
+//!   throttle window's end); `flow_places` (migration 0018), the places under a queue's
+//!   concurrency that each worker's promoted jobs hold (`queue, worker, places`), which every
+//!   running count adds. In `jobs`, `key_limits` (`jsonb`, the job's own key limits) and
 //!   `flow_counted`, set by every fetch that counts a concurrency, a queue's or a key's (and,
 //!   for the running jobs, by setting a concurrency): `jobs_flow_running (queue, key_limits->>'key')` over the counted
 //!   leased rows is what a limited fetch counts. The plain fetch takes no job with key limits

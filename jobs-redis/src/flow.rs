@@ -107,9 +107,29 @@ impl RedisBackend {
     /// queue's `places` hash (see places.lua).
     pub(crate) async fn store_places(&self, p: PlacesParams) -> Result<(), Error> {
         let mut inv = self.timeless_invocation(&SCRIPTS.places, &p.queue);
-        inv.arg(&p.worker).arg(p.places);
+        inv.arg(p.places).arg(&p.worker);
         let _: i64 = self.run(&inv).await?;
         Ok(())
+    }
+
+    /// Drops the places of `workers` under the concurrency of every queue, one call per queue
+    /// (each in its own slot), going on past a queue that fails: the first error is returned.
+    pub(crate) async fn drop_places(&self, workers: &[String]) -> Result<(), Error> {
+        if workers.is_empty() {
+            return Ok(());
+        }
+        let mut failed = None;
+        for queue in self.all_queues().await? {
+            let mut inv = self.timeless_invocation(&SCRIPTS.places, &queue);
+            inv.arg(0);
+            for worker in workers {
+                inv.arg(worker);
+            }
+            if let Err(e) = self.run::<i64>(&inv).await {
+                failed.get_or_insert(e);
+            }
+        }
+        failed.map_or(Ok(()), Err)
     }
 
     /// Stores a queue's limits: its max depth in its own slot first (enqueues obey it from

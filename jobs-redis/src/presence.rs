@@ -7,8 +7,8 @@
 use chrono::DateTime;
 use futures_util::future::try_join_all;
 use jobs_core::{
-    DeregisterParams, Error, HeartbeatParams, PlacesParams, SaveSchedulesParams, ScheduleInfo,
-    StoredSchedule, WorkerInfo, WorkersParams,
+    DeregisterParams, Error, HeartbeatParams, SaveSchedulesParams, ScheduleInfo, StoredSchedule,
+    WorkerInfo, WorkersParams,
 };
 use serde::{Deserialize, Serialize};
 
@@ -40,24 +40,18 @@ impl RedisBackend {
         inv.arg(&worker.id)
             .arg(micros(p.expires_at))
             .arg(serde_json::to_string(&worker)?);
-        self.run::<()>(&inv).await
+        let forgotten: Vec<String> = self.run(&inv).await?;
+        self.drop_places(&forgotten).await
     }
 
-    /// Forgets a worker, its liveness, and then its places under the limits of every queue
-    /// (each in its queue's slot).
+    /// Forgets a worker's places under the limits of every queue (each in its queue's slot),
+    /// then the worker and its liveness: should the places fail, the worker can still be seen
+    /// gone, and a rescue drops them.
     pub(crate) async fn forget_worker(&self, p: DeregisterParams) -> Result<(), Error> {
+        self.drop_places(std::slice::from_ref(&p.worker)).await?;
         let mut inv = self.global_invocation(&SCRIPTS.deregister, None);
         inv.arg(&p.worker);
-        self.run::<()>(&inv).await?;
-        for queue in self.all_queues().await? {
-            self.store_places(PlacesParams {
-                worker: p.worker.clone(),
-                queue,
-                places: 0,
-            })
-            .await?;
-        }
-        Ok(())
+        self.run::<()>(&inv).await
     }
 
     pub(crate) async fn read_workers(&self, p: WorkersParams) -> Result<Vec<WorkerInfo>, Error> {

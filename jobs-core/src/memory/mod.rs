@@ -898,9 +898,16 @@ impl Backend for MemoryBackend {
         let mut worker = p.worker;
         worker.last_seen = p.now;
         let mut store = self.store();
-        store
+        let expired: Vec<String> = store
             .workers
-            .retain(|_, (_, expires_at)| *expires_at >= p.now);
+            .iter()
+            .filter(|(_, (_, expires_at))| *expires_at < p.now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &expired {
+            store.workers.remove(id);
+        }
+        store.reserved.drop_places(&expired);
         store
             .workers
             .insert(worker.id.clone(), (worker, p.expires_at));

@@ -53,7 +53,7 @@ impl Reserved {
             .map_or(0, |w| w.values().map(|n| u64::from(*n)).sum())
     }
 
-    /// Drops the places of `workers`, which are gone or stopped.
+    /// Drops the places of `workers`, which are gone, stopped, or no longer heard from.
     pub(super) fn drop_places(&mut self, workers: &[String]) {
         for held in self.places.values_mut() {
             held.retain(|worker, _| !workers.contains(worker));

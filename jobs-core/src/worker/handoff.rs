@@ -8,8 +8,9 @@
 //! that job hands it its place under the limit at once, in the worker (the reserved job then
 //! waits for its turn to run as any other), and it counts among the worker's places (see
 //! [`places`](super::places)), which the sink tells the store of before it writes the ended
-//! job's outcome, so the limit counts one of the two at every moment. A job that ends while a fetch that reserves is under way keeps its place (its
-//! outcome waits) until that fetch is back, and hands it to one of the fetch's reserved jobs.
+//! job's outcome, so the limit counts one of the two at every moment. A job that ends while a
+//! fetch that reserves is under way keeps its place (its outcome waits) until that fetch is
+//! back, and hands it to one of the fetch's reserved jobs.
 //!
 //! A job handed a place hands it on in turn when it ends, so the reserved jobs waiting in line
 //! are served one after another as long as one of the worker's jobs of the queue holds a place;

@@ -98,8 +98,10 @@ impl Presence {
             expires_at: clock::later(now, self.every * BEATS_PER_LIFE),
             now,
         };
-        if let Err(e) = shared.backend.heartbeat(params).await {
-            tracing::warn!(error = %e, "could not record the worker's heartbeat");
+        match shared.backend.heartbeat(params).await {
+            // The store forgets the places of a worker whose heartbeat expired: tell them again.
+            Ok(()) => shared.places.tell(shared, true).await,
+            Err(e) => tracing::warn!(error = %e, "could not record the worker's heartbeat"),
         }
     }
 

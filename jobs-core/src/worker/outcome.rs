@@ -192,7 +192,7 @@ impl Flusher {
             })
             .collect();
         release(&shared, releases).await;
-        shared.places.tell(&shared).await;
+        shared.places.tell(&shared, false).await;
     }
 }
 
@@ -222,7 +222,7 @@ impl Batch {
     }
 
     async fn write(self, shared: &Shared) {
-        shared.places.tell(shared).await;
+        shared.places.tell(shared, false).await;
         complete(shared, self.completions, self.completed).await;
         fail(shared, self.failures, self.failed).await;
         release(shared, self.releases).await;

@@ -12,6 +12,9 @@
 //! of the ended job that handed its place on), and the fetch loop before each fetch (so a place
 //! given up is free for the worker's own fetch). One at a time: each reads the count under the
 //! lock it writes under, so the last write is never older than the last read.
+//!
+//! The store drops a worker's places when its heartbeat expires (a worker that died unseen
+//! leaves none behind for good), so each heartbeat tells them again, changed or not.
 
 use std::collections::HashMap;
 
@@ -28,11 +31,12 @@ pub(crate) struct Places {
 }
 
 impl Places {
-    /// Tells the store of every queue whose places changed since it last heard: as many as the
-    /// worker's promoted jobs hold now. Should a write fail, the limit counts the places it
-    /// heard of before until the next one (too few only while a rise is not written: one of
-    /// the jobs that handed its place on may then run beside one job too many).
-    pub(super) async fn tell(&self, shared: &Shared) {
+    /// Tells the store of every queue whose places changed since it last heard (every queue
+    /// with places, when `again`): as many as the worker's promoted jobs hold now. Should a
+    /// write fail, the limit counts the places it heard of before until the next one (too few
+    /// only while a rise is not written: one of the jobs that handed its place on may then run
+    /// beside one job too many).
+    pub(super) async fn tell(&self, shared: &Shared, again: bool) {
         let mut told = self.told.lock().await;
         let held = shared.leases.places();
         if told.is_empty() && held.is_empty() {
@@ -40,7 +44,7 @@ impl Places {
         }
         let mut changed: Vec<(String, u32)> = held
             .iter()
-            .filter(|(queue, n)| told.get(*queue) != Some(n))
+            .filter(|(queue, n)| again || told.get(*queue) != Some(n))
             .map(|(queue, n)| (queue.clone(), *n))
             .collect();
         changed.extend(

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::future::Future;
 
+use super::presence::{beat, worker_info};
 use super::*;
 
 /// Runs the racers at once, each on a task of its own; their outputs in order.
@@ -126,8 +127,9 @@ pub async fn flow_stores_limits_per_queue(b: AnyBackend) {
 /// On a backend that reserves: a fetch of a queue with a concurrency leases within it first,
 /// then reserves the next ready jobs, in order, up to its `reserve` plus the jobs it leased
 /// within the limit and its `limit` in all. No limit counts a reserved lease; the places a
-/// worker's promoted jobs hold count as running jobs, until it gives them up, deregisters, or
-/// a rescue of its jobs as a gone worker drops them; a queue with a rate reserves nothing.
+/// worker's promoted jobs hold count as running jobs, until it gives them up, deregisters, its
+/// heartbeat expires, or a rescue of its jobs as a gone worker drops them; a queue with a rate
+/// reserves nothing.
 pub async fn fetch_reserves_beyond_a_queues_concurrency(b: AnyBackend) {
     if !b.reserves() {
         return;
@@ -205,6 +207,21 @@ pub async fn fetch_reserves_beyond_a_queues_concurrency(b: AnyBackend) {
         fetch_flowing(&b, 5, t0()).await.len(),
         1,
         "a worker that stopped holds no place"
+    );
+
+    limit(&b, QUEUE, QueueLimits::default().concurrency(3)).await;
+    beat(&b, worker_info("stale", t0()), t0(), at(1_000)).await;
+    hold(&b, "stale", 1).await;
+    assert_eq!(
+        fetch_flowing(&b, 5, t0()).await,
+        [],
+        "two running and a place: three, the limit"
+    );
+    beat(&b, worker_info("beating", t0()), at(2_000), at(5_000)).await;
+    assert_eq!(
+        fetch_flowing(&b, 5, t0()).await.len(),
+        1,
+        "a worker whose heartbeat expired is forgotten with its places"
     );
 
     limit(

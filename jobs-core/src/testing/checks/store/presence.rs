@@ -12,7 +12,8 @@ fn schedule(name: &str, expression: &str, timezone: &str) -> ScheduleInfo {
     }
 }
 
-fn worker_info(id: &str, started_at: Timestamp) -> WorkerInfo {
+/// A worker's description, as its heartbeats record it.
+pub(super) fn worker_info(id: &str, started_at: Timestamp) -> WorkerInfo {
     WorkerInfo {
         id: id.into(),
         host: "conformance-host".into(),
@@ -26,7 +27,13 @@ fn worker_info(id: &str, started_at: Timestamp) -> WorkerInfo {
     }
 }
 
-async fn beat(b: &AnyBackend, worker: WorkerInfo, now: Timestamp, expires_at: Timestamp) {
+/// Records `worker`'s heartbeat at `now`, lasting until `expires_at`.
+pub(super) async fn beat(
+    b: &AnyBackend,
+    worker: WorkerInfo,
+    now: Timestamp,
+    expires_at: Timestamp,
+) {
     let params = HeartbeatParams {
         worker,
         expires_at,
