@@ -100,7 +100,7 @@ impl Presence {
         };
         match shared.backend.heartbeat(params).await {
             // The store forgets the places of a worker whose heartbeat expired: tell them again.
-            Ok(()) => shared.places.tell(shared, true).await,
+            Ok(()) => shared.tell_places(true).await,
             Err(e) => tracing::warn!(error = %e, "could not record the worker's heartbeat"),
         }
     }

@@ -6,7 +6,7 @@
 //! (`renew`, `maintenance` with `rescue` and `gone`, `queue_state`, `cron`, `heartbeat`) and one task per leased job (`execute`), which
 //! hands each attempt's outcome to the one sink that writes it (`outcome`); a reserved job waits
 //! in `handoff` for an ended job's place, which `places` counts. They share `shared`, `leases`,
-//! `handoff`, `places`, `gate` and `events`, which depend on none of them; `metrics` holds the metric handles
+//! `handoff`, `places`, `retry`, `gate` and `events`, which depend on none of them; `metrics` holds the metric handles
 //! they record through (feature `metrics`; empty without it).
 
 mod config;
@@ -27,6 +27,7 @@ mod queue_state;
 mod rate;
 mod renew;
 mod rescue;
+mod retry;
 mod room;
 mod run;
 mod shared;

@@ -26,7 +26,8 @@ use crate::{Error, JobError};
 use crate::event::{EventKind, JobEvent};
 
 use super::events::call;
-use super::shared::{with_retries, Shared};
+use super::retry::with_retries;
+use super::shared::Shared;
 
 /// The most writes of one kind in one call.
 const BATCH: usize = 512;
@@ -192,7 +193,7 @@ impl Flusher {
             })
             .collect();
         release(&shared, releases).await;
-        shared.places.tell(&shared, false).await;
+        shared.tell_places(false).await;
     }
 }
 
@@ -222,7 +223,7 @@ impl Batch {
     }
 
     async fn write(self, shared: &Shared) {
-        shared.places.tell(shared, false).await;
+        shared.tell_places(false).await;
         complete(shared, self.completions, self.completed).await;
         fail(shared, self.failures, self.failed).await;
         release(shared, self.releases).await;

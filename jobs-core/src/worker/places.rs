@@ -20,9 +20,11 @@ use std::collections::HashMap;
 
 use tokio::sync::Mutex;
 
+use crate::any::AnyBackend;
 use crate::backend::{Backend as _, PlacesParams};
 
-use super::shared::{with_retries, Shared};
+use super::leases::Leases;
+use super::retry::with_retries;
 
 /// The places the store last heard of, per queue.
 #[derive(Default)]
@@ -36,9 +38,15 @@ impl Places {
     /// write fail, the limit counts the places it heard of before until the next one (too few
     /// only while a rise is not written: one of the jobs that handed its place on may then run
     /// beside one job too many).
-    pub(super) async fn tell(&self, shared: &Shared, again: bool) {
+    pub(super) async fn tell(
+        &self,
+        backend: &AnyBackend,
+        leases: &Leases,
+        worker: &str,
+        again: bool,
+    ) {
         let mut told = self.told.lock().await;
-        let held = shared.leases.places();
+        let held = leases.places();
         if told.is_empty() && held.is_empty() {
             return;
         }
@@ -54,11 +62,11 @@ impl Places {
         );
         for (queue, places) in changed {
             let params = PlacesParams {
-                worker: shared.worker.clone(),
+                worker: worker.to_owned(),
                 queue: queue.clone(),
                 places,
             };
-            match with_retries(|| shared.backend.hold_places(params.clone())).await {
+            match with_retries(|| backend.hold_places(params.clone())).await {
                 Ok(()) if places == 0 => {
                     told.remove(&queue);
                 }

@@ -276,7 +276,7 @@ impl Worker {
             }
             let ended = if capped {
                 // The places its promoted jobs gave up are free for this fetch too.
-                shared.places.tell(shared, false).await;
+                shared.tell_places(false).await;
                 shared.leases.ended()
             } else {
                 Vec::new()

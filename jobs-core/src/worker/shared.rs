@@ -3,7 +3,6 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +15,6 @@ use crate::clock::Clock;
 use crate::model::Timestamp;
 use crate::registry::JobType;
 use crate::state::StateMap;
-use crate::Error;
 
 use super::events::Hooks;
 use super::handoff::Handoffs;
@@ -90,24 +88,13 @@ impl Retries {
     }
 }
 
-/// Runs a backend write up to three times, pausing 50 ms then 250 ms between tries.
-pub(crate) async fn with_retries<T, F, Fut>(mut write: F) -> Result<T, Error>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, Error>>,
-{
-    let mut pauses = [Duration::from_millis(50), Duration::from_millis(250)].into_iter();
-    loop {
-        match write().await {
-            Ok(value) => return Ok(value),
-            Err(e) => match pauses.next() {
-                Some(pause) => {
-                    tracing::debug!(error = %e, "backend write failed; retrying");
-                    tokio::time::sleep(pause).await;
-                }
-                None => return Err(e),
-            },
-        }
+impl Shared {
+    /// Tells the store of the places its promoted jobs hold, where they changed (all of them
+    /// when `again`): see [`Places::tell`].
+    pub(super) async fn tell_places(&self, again: bool) {
+        self.places
+            .tell(&self.backend, &self.leases, &self.worker, again)
+            .await;
     }
 }
 
