@@ -1,6 +1,6 @@
 -- The effects of the workflow steps a statement just ended (spliced for {effects} into
 -- fail.sql and rescue.sql, in the same statement as the write that ended them; the completion's
--- copy is in the `complete_jobs` function of migration 0012, which a change here must follow).
+-- copy is in the `complete_jobs` function of migration 0019, which a change here must follow).
 -- The statement first defines `ended`: one row per ended job that has effects to apply (a
 -- non-empty list), with `effects` (the JSON array of its step's `on_complete` or `on_dead`),
 -- `result` (its result as the text it was written in, NULL unless it completed), `ord` (its
