@@ -113,6 +113,10 @@ impl Shop {
                     effect text NOT NULL,
                     at timestamptz NOT NULL DEFAULT now())"
             ),
+            // `GET /orders/{id}` reads an order's effects: without this, a scan of them all.
+            format!(
+                "CREATE INDEX IF NOT EXISTS order_effects_order ON {schema}.order_effects (order_id)"
+            ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {schema}.payments (
                     idempotency_key text PRIMARY KEY,
