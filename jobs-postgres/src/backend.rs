@@ -21,7 +21,7 @@ use jobs_core::{
     JobTypesParams, PublishTypesParams, PublishedType, StoredVersion, StoredVersionsParams,
 };
 use sqlx::PgPool;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
 use crate::enqueue::Wake;
 use crate::error::db;
@@ -67,6 +67,10 @@ struct Inner {
     /// The LISTEN task of job events, started by the first `events`.
     hearing: Mutex<Option<Listening>>,
     publisher: Publisher,
+    /// The handlers' completion transactions that may be open at once (see
+    /// [`transaction`](crate::transaction)): the pool's size less one, at least one; shared by
+    /// the backends [`schema`](PgBackend::schema) makes of this one.
+    transactions: Arc<Semaphore>,
     /// Tells bare pools and connections this backend's schema.
     _registration: Registration,
 }
@@ -86,9 +90,22 @@ impl PgBackend {
         Self::with(pool, schema)
     }
 
-    /// A backend over `pool` in `schema`, registered so that bare pools and connections know
-    /// its schema (see [the rule](crate#enqueueing-in-a-transaction)).
+    /// A backend over `pool` in `schema`, whose handlers may hold all but one of the pool's
+    /// connections in their completion transactions (see [`transaction`](crate::transaction)).
     pub(crate) fn with(pool: PgPool, schema: Schema) -> Self {
+        let open = pool
+            .options()
+            .get_max_connections()
+            .saturating_sub(1)
+            .max(1);
+        let transactions = Arc::new(Semaphore::new(open as usize));
+        Self::with_transactions(pool, schema, transactions)
+    }
+
+    /// A backend over `pool` in `schema`, registered so that bare pools and connections know
+    /// its schema (see [the rule](crate#enqueueing-in-a-transaction)), its handlers' completion
+    /// transactions held back by `transactions`.
+    fn with_transactions(pool: PgPool, schema: Schema, transactions: Arc<Semaphore>) -> Self {
         let sql = Arc::new(Sql::new(schema));
         PgBackend {
             inner: Arc::new(Inner {
@@ -100,6 +117,7 @@ impl PgBackend {
                 listening: Mutex::new(None),
                 events: Arc::default(),
                 hearing: Mutex::new(None),
+                transactions,
             }),
             durable_completions: false,
         }
@@ -121,8 +139,11 @@ impl PgBackend {
     /// ```
     pub fn schema(self, name: &str) -> Result<Self, Error> {
         let schema = Schema::new(name)?;
-        Ok(Self::with(self.inner.pool.clone(), schema)
-            .durable_completions(self.durable_completions))
+        let (pool, transactions) = (&self.inner.pool, &self.inner.transactions);
+        Ok(
+            Self::with_transactions(pool.clone(), schema, transactions.clone())
+                .durable_completions(self.durable_completions),
+        )
     }
 
     /// Whether the worker's batched completions commit synchronously (default `false`; the
@@ -206,6 +227,17 @@ impl PgBackend {
 
     pub(crate) fn sql(&self) -> &Arc<Sql> {
         &self.inner.sql
+    }
+
+    /// Waits until a handler may open a completion transaction; it may until the permit is
+    /// dropped.
+    pub(crate) async fn transaction_permit(&self) -> OwnedSemaphorePermit {
+        self.inner
+            .transactions
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed")
     }
 }
 

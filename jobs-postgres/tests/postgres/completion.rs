@@ -194,3 +194,79 @@ async fn a_step_completed_in_its_transaction_wakes_the_next_steps_queue() {
     assert_eq!(steps, [JobStatus::Completed, JobStatus::Pending]);
     assert_eq!(shipments(&backend, 4).await, 1);
 }
+
+/// The orders whose `HoldOpen` handler started, once per start.
+static HOLD_STARTS: std::sync::Mutex<Vec<i64>> = std::sync::Mutex::new(Vec::new());
+
+/// Holds its transaction open for well over its lease before it records its shipment.
+#[job(crate = "jobs_core", queue = "hold", attempts = 1)]
+async fn hold_open(order: i64, ctx: JobContext) -> Result<i64, JobError> {
+    HOLD_STARTS.lock().unwrap().push(order);
+    let mut tx = jobs_postgres::transaction(&ctx).await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let backend = ctx.backend().postgres()?;
+    sqlx::query(&format!(
+        "INSERT INTO \"{}\".shipments (order_id) VALUES ($1)",
+        backend.schema_name()
+    ))
+    .bind(order)
+    .execute(&mut *tx)
+    .await?;
+    Ok(order)
+}
+
+/// Two workers, each on a pool of two connections with more handlers than that, whose
+/// handlers hold their transactions open for longer than the lease: each worker keeps a
+/// connection to renew its leases with, so every job completes once, none given up as lost
+/// (without the held-back connection, every lease lapsed and every job ended dead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_holding_transactions_leave_the_worker_a_connection_to_renew_with() {
+    let first = with_shipments().await;
+    let schema = first.schema_name().to_string();
+    let orders = 100..104;
+    let mut handles = Vec::new();
+    for order in orders.clone() {
+        handles.push(HoldOpen::new(order).enqueue(&first).await.expect("enqueue"));
+    }
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(2)
+            .connect(&crate::support::url())
+            .await
+            .expect("a pool");
+        let backend = PgBackend::from_pool(pool).schema(&schema).expect("schema");
+        let worker = Worker::new(backend)
+            .queues(["hold"])
+            .cron(false)
+            .concurrency(4)
+            .lease(Duration::from_millis(600));
+        let mut stopped = stopped.clone();
+        runs.push(tokio::spawn(worker.run_until(async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        })));
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    for handle in &handles {
+        let status = loop {
+            let status = handle.status(&first).await.expect("status");
+            if status.is_finished() || tokio::time::Instant::now() > deadline {
+                break status;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let record = first.read(jobs_core::ReadParams { id: handle.id() }).await;
+        assert_eq!(status, JobStatus::Completed, "{record:?}");
+    }
+    let _ = stop.send(true);
+    for run in runs {
+        run.await.expect("worker task").expect("worker");
+    }
+    let starts = HOLD_STARTS.lock().unwrap().clone();
+    for order in orders {
+        let started = starts.iter().filter(|s| **s == order).count();
+        assert_eq!(started, 1, "order {order} started {started} times");
+        assert_eq!(shipments(&first, order).await, 1, "order {order}");
+    }
+}
