@@ -76,6 +76,15 @@ async fn run_ship(order: i64, then: Then) -> (PgBackend, JobStatus) {
         .enqueue(&backend)
         .await
         .expect("enqueue");
+    let status = run_to_end(&backend, &handle).await;
+    (backend, status)
+}
+
+/// Runs a worker of the `ship` queue until the job of `handle` has ended; its status.
+async fn run_to_end<J: jobs_core::Job>(
+    backend: &PgBackend,
+    handle: &jobs_core::JobHandle<J>,
+) -> JobStatus {
     let worker = Worker::new(backend.clone()).queues(["ship"]).cron(false);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(worker.run_until(async {
@@ -83,7 +92,7 @@ async fn run_ship(order: i64, then: Then) -> (PgBackend, JobStatus) {
     }));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let status = loop {
-        let status = handle.status(&backend).await.expect("status");
+        let status = handle.status(backend).await.expect("status");
         if status.is_finished() {
             break status;
         }
@@ -94,7 +103,7 @@ async fn run_ship(order: i64, then: Then) -> (PgBackend, JobStatus) {
     tokio::time::sleep(Duration::from_millis(50)).await;
     let _ = stop.send(());
     running.await.expect("worker task").expect("worker");
-    (backend, status)
+    status
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,6 +202,57 @@ async fn a_step_completed_in_its_transaction_wakes_the_next_steps_queue() {
     let steps: Vec<JobStatus> = status.steps.iter().map(|s| s.job.status).collect();
     assert_eq!(steps, [JobStatus::Completed, JobStatus::Pending]);
     assert_eq!(shipments(&backend, 4).await, 1);
+}
+
+/// Records a shipment in a first transaction, gives it up, and records the next order's in a
+/// second.
+#[job(crate = "jobs_core", queue = "ship", attempts = 1)]
+async fn ship_again(order: i64, ctx: JobContext) -> Result<i64, JobError> {
+    let backend = ctx.backend().postgres()?;
+    let insert = format!(
+        "INSERT INTO \"{}\".shipments (order_id) VALUES ($1)",
+        backend.schema_name()
+    );
+    let mut first = jobs_postgres::transaction(&ctx).await?;
+    sqlx::query(&insert)
+        .bind(order)
+        .execute(&mut *first)
+        .await?;
+    drop(first);
+    let mut second = jobs_postgres::transaction(&ctx).await?;
+    sqlx::query(&insert)
+        .bind(order + 1)
+        .execute(&mut *second)
+        .await?;
+    Ok(order)
+}
+
+/// A second transaction of one attempt replaces the first, whose writes roll back; on a pool
+/// of two, where a handler may hold one transaction at a time, it takes the first one's place
+/// rather than wait for it (without that, the handler waited on itself for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_transaction_replaces_the_first_and_takes_its_place() {
+    let shared = with_shipments().await;
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&crate::support::url())
+        .await
+        .expect("a pool");
+    let backend = PgBackend::from_pool(pool)
+        .schema(shared.schema_name())
+        .expect("schema");
+    let handle = ShipAgain::new(20).enqueue(&backend).await.expect("enqueue");
+    assert_eq!(run_to_end(&backend, &handle).await, JobStatus::Completed);
+    assert_eq!(
+        shipments(&backend, 20).await,
+        0,
+        "the first transaction's write"
+    );
+    assert_eq!(
+        shipments(&backend, 21).await,
+        1,
+        "the second transaction's write"
+    );
 }
 
 /// The orders whose `HoldOpen` handler started, once per start.
