@@ -170,9 +170,6 @@ pub trait BackendContext {
     fn backend(&self) -> &AnyBackend;
     /// Has the worker finish this job through `hook` instead of its own completion write.
     fn set_completion_hook(&self, hook: Box<dyn CompletionHook>);
-    /// Drops the hook set before, if any, and what it holds: the worker finishes the job with
-    /// its own completion write again, unless a hook is set anew.
-    fn drop_completion_hook(&self);
 }
 
 impl BackendContext for JobContext {
@@ -186,10 +183,6 @@ impl BackendContext for JobContext {
 
     fn set_completion_hook(&self, hook: Box<dyn CompletionHook>) {
         *self.inner.hook.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
-    }
-
-    fn drop_completion_hook(&self) {
-        drop(self.take_completion_hook());
     }
 }
 

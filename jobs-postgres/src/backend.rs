@@ -21,12 +21,13 @@ use jobs_core::{
     JobTypesParams, PublishTypesParams, PublishedType, StoredVersion, StoredVersionsParams,
 };
 use sqlx::PgPool;
-use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Mutex;
 
 use crate::enqueue::Wake;
 use crate::error::db;
 use crate::listen::{self, Listening};
 use crate::pools::{self, Registration};
+use crate::renewals::Renewals;
 use crate::schema::{Schema, DEFAULT_SCHEMA};
 use crate::sql::Sql;
 use crate::{
@@ -67,10 +68,8 @@ struct Inner {
     /// The LISTEN task of job events, started by the first `events`.
     hearing: Mutex<Option<Listening>>,
     publisher: Publisher,
-    /// The handlers' completion transactions that may be open at once (see
-    /// [`transaction`](crate::transaction)): the pool's size less one, at least one; shared by
-    /// the backends [`schema`](PgBackend::schema) makes of this one.
-    transactions: Arc<Semaphore>,
+    /// The connection lease renewals take, beside the pool.
+    renewals: Arc<Renewals>,
     /// Tells bare pools and connections this backend's schema.
     _registration: Registration,
 }
@@ -90,22 +89,16 @@ impl PgBackend {
         Self::with(pool, schema)
     }
 
-    /// A backend over `pool` in `schema`, whose handlers may hold all but one of the pool's
-    /// connections in their completion transactions (see [`transaction`](crate::transaction)).
+    /// A backend over `pool` in `schema`, with a connection of its own for lease renewals.
     pub(crate) fn with(pool: PgPool, schema: Schema) -> Self {
-        let open = pool
-            .options()
-            .get_max_connections()
-            .saturating_sub(1)
-            .max(1);
-        let transactions = Arc::new(Semaphore::new(open as usize));
-        Self::with_transactions(pool, schema, transactions)
+        let renewals = Arc::new(Renewals::beside(&pool));
+        Self::with_renewals(pool, schema, renewals)
     }
 
     /// A backend over `pool` in `schema`, registered so that bare pools and connections know
-    /// its schema (see [the rule](crate#enqueueing-in-a-transaction)), its handlers' completion
-    /// transactions held back by `transactions`.
-    fn with_transactions(pool: PgPool, schema: Schema, transactions: Arc<Semaphore>) -> Self {
+    /// its schema (see [the rule](crate#enqueueing-in-a-transaction)), renewing leases on
+    /// `renewals`.
+    fn with_renewals(pool: PgPool, schema: Schema, renewals: Arc<Renewals>) -> Self {
         let sql = Arc::new(Sql::new(schema));
         PgBackend {
             inner: Arc::new(Inner {
@@ -117,7 +110,7 @@ impl PgBackend {
                 listening: Mutex::new(None),
                 events: Arc::default(),
                 hearing: Mutex::new(None),
-                transactions,
+                renewals,
             }),
             durable_completions: false,
         }
@@ -139,11 +132,9 @@ impl PgBackend {
     /// ```
     pub fn schema(self, name: &str) -> Result<Self, Error> {
         let schema = Schema::new(name)?;
-        let (pool, transactions) = (&self.inner.pool, &self.inner.transactions);
-        Ok(
-            Self::with_transactions(pool.clone(), schema, transactions.clone())
-                .durable_completions(self.durable_completions),
-        )
+        let (pool, renewals) = (&self.inner.pool, &self.inner.renewals);
+        Ok(Self::with_renewals(pool.clone(), schema, renewals.clone())
+            .durable_completions(self.durable_completions))
     }
 
     /// Whether the worker's batched completions commit synchronously (default `false`; the
@@ -228,17 +219,6 @@ impl PgBackend {
     pub(crate) fn sql(&self) -> &Arc<Sql> {
         &self.inner.sql
     }
-
-    /// Waits until a handler may open a completion transaction; it may until the permit is
-    /// dropped.
-    pub(crate) async fn transaction_permit(&self) -> OwnedSemaphorePermit {
-        self.inner
-            .transactions
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed")
-    }
 }
 
 impl fmt::Debug for PgBackend {
@@ -289,7 +269,7 @@ impl Backend for PgBackend {
     }
 
     async fn renew(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
-        writes::renew(&self.inner.sql, &self.inner.pool, p).await
+        writes::renew(&self.inner.sql, self.inner.renewals.pool(), p).await
     }
 
     fn reserves(&self) -> bool {

@@ -153,24 +153,30 @@ impl PgBackend {
             })?
             .map_err(unreachable)?;
         probe.close().await.map_err(unreachable)?;
-        let pool = PgPoolOptions::new()
+        let pool = pool_options()
             .max_connections(settings.pool_size)
             .acquire_timeout(settings.acquire_timeout)
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for >= PING_IF_IDLE_FOR {
-                        conn.ping().await?;
-                    }
-                    Ok(true)
-                })
-            })
             .connect_lazy_with(settings.driver);
         let backend = PgBackend::with(pool, settings.schema)
             .durable_completions(settings.durable_completions);
         backend.migrate().await?;
         Ok(backend)
     }
+}
+
+/// What the pools a backend opens have in common: a connection is pinged before it is handed
+/// out only when it was idle for [`PING_IF_IDLE_FOR`].
+pub(crate) fn pool_options() -> PgPoolOptions {
+    PgPoolOptions::new()
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_IF_IDLE_FOR {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
 }
 
 /// The URL with its password, if any, replaced by `***`.

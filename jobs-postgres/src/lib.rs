@@ -11,8 +11,10 @@
 //! - A worker holds a session advisory lock on a connection of its own (outside the pool,
 //!   `application_name` `jobs-liveness:<schema>`) that PostgreSQL drops when the worker's
 //!   process dies; the other workers try the locks of the listed workers every 200 ms and
-//!   rescue a gone worker's jobs at once, without waiting for its leases. So each worker
-//!   process uses its pool, one listener connection and one liveness connection per worker.
+//!   rescue a gone worker's jobs at once, without waiting for its leases. Its leases are
+//!   renewed on another connection of their own, so that handlers holding every pooled
+//!   connection never hold up a renewal. So each worker process uses its pool, one listener
+//!   connection, one renewal connection, and one liveness connection per worker.
 //! - Jobs can be enqueued inside the caller's transaction ([`EnqueueTransaction`]; see
 //!   [below](#enqueueing-in-a-transaction)), and a handler can make its own writes commit
 //!   together with its job's completion ([`transaction`]).
@@ -43,7 +45,7 @@
 //! | option | default | meaning |
 //! | --- | --- | --- |
 //! | `schema` | `jobs` | the schema of the job tables (a plain lowercase identifier), created and migrated by `connect` |
-//! | `pool_size` | `10` | the most connections the backend's pool opens (at least 1); handlers' [`transaction`]s hold all but one at most |
+//! | `pool_size` | `10` | the most connections the backend's pool opens (at least 1); lease renewals take one more of their own |
 //! | `connect_timeout` | `10s` | how long `connect` waits for the server to answer (a duration with its unit: `2s`, `500ms`); a refused connection fails at once |
 //! | `acquire_timeout` | `10s` | how long an operation waits for a pooled connection, opening it included |
 //! | `durable_completions` | `false` | `true`: the worker's batched completions commit synchronously, so an acknowledged completion survives a server crash; `false`: they do not wait for the WAL flush, and a crash can roll the last ones back, running those jobs again (see [`PgBackend::durable_completions`]) |
@@ -121,6 +123,7 @@ mod producer;
 mod queues;
 mod reads;
 mod record;
+mod renewals;
 pub mod schema;
 mod select;
 mod sql;

@@ -9,7 +9,7 @@ use jobs_core::{
     BackendContext as _, CompleteParams, Completion, CompletionHook, Error, JobContext, Timestamp,
 };
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
-use tokio::sync::{Mutex, OwnedMutexGuard, OwnedSemaphorePermit};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::error::db;
 use crate::sql::Sql;
@@ -57,12 +57,6 @@ impl DerefMut for JobTransaction {
 /// Call it once per attempt: a second call begins a new transaction and the first one's writes
 /// roll back. Fails with [`Error::Invalid`] when the job did not come from a [`PgBackend`].
 ///
-/// The handlers of a backend hold at most its pool's size less one of these at once (at least
-/// one): a handler beyond that waits here for one to end. The connection left over is the
-/// worker's, to renew the leases of the jobs running meanwhile: were every connection held by
-/// a handler's transaction, none could be renewed, and a transaction held open longer than the
-/// lease would see its job given up as lost (and run again elsewhere) while it ran.
-///
 /// ```no_run
 /// use jobs_core::{JobContext, JobError};
 ///
@@ -79,10 +73,6 @@ pub async fn transaction(ctx: &JobContext) -> Result<JobTransaction, Error> {
     let backend = ctx.backend().downcast_ref::<PgBackend>().ok_or_else(|| {
         Error::Invalid("jobs_postgres::transaction needs a job run from a PgBackend".to_string())
     })?;
-    // A transaction this attempt began before is given up (it rolls back once the handler has
-    // dropped it too), and its place is free first.
-    ctx.drop_completion_hook();
-    let permit = backend.transaction_permit().await;
     let tx = backend.pool().begin().await.map_err(db)?;
     let slot: Slot = Arc::new(Mutex::new(Some(tx)));
     let guard = slot.clone().try_lock_owned().expect("a new mutex is free");
@@ -90,7 +80,6 @@ pub async fn transaction(ctx: &JobContext) -> Result<JobTransaction, Error> {
         slot,
         sql: backend.sql().clone(),
         pool: backend.pool().clone(),
-        _permit: permit,
     }));
     Ok(JobTransaction { guard })
 }
@@ -102,9 +91,6 @@ struct CompleteInTransaction {
     slot: Slot,
     sql: Arc<Sql>,
     pool: PgPool,
-    /// The transaction's place among those the backend's handlers may hold, given back when
-    /// the hook is dropped: once it has committed or rolled back, or with the attempt.
-    _permit: OwnedSemaphorePermit,
 }
 
 #[async_trait]

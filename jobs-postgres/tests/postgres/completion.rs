@@ -227,20 +227,10 @@ async fn ship_again(order: i64, ctx: JobContext) -> Result<i64, JobError> {
     Ok(order)
 }
 
-/// A second transaction of one attempt replaces the first, whose writes roll back; on a pool
-/// of two, where a handler may hold one transaction at a time, it takes the first one's place
-/// rather than wait for it (without that, the handler waited on itself for good).
+/// A second transaction of one attempt replaces the first, whose writes roll back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_transaction_replaces_the_first_and_takes_its_place() {
-    let shared = with_shipments().await;
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(2)
-        .connect(&crate::support::url())
-        .await
-        .expect("a pool");
-    let backend = PgBackend::from_pool(pool)
-        .schema(shared.schema_name())
-        .expect("schema");
+async fn a_second_transaction_replaces_the_first() {
+    let backend = with_shipments().await;
     let handle = ShipAgain::new(20).enqueue(&backend).await.expect("enqueue");
     assert_eq!(run_to_end(&backend, &handle).await, JobStatus::Completed);
     assert_eq!(
@@ -258,13 +248,21 @@ async fn a_second_transaction_replaces_the_first_and_takes_its_place() {
 /// The orders whose `HoldOpen` handler started, once per start.
 static HOLD_STARTS: std::sync::Mutex<Vec<i64>> = std::sync::Mutex::new(Vec::new());
 
-/// Holds its transaction open for well over its lease before it records its shipment.
+/// Holds a pooled connection for well over its lease (its transaction open, or a long query
+/// when `in_query`) before it records its shipment.
 #[job(crate = "jobs_core", queue = "hold", attempts = 1)]
-async fn hold_open(order: i64, ctx: JobContext) -> Result<i64, JobError> {
+async fn hold_open(order: i64, in_query: bool, ctx: JobContext) -> Result<i64, JobError> {
     HOLD_STARTS.lock().unwrap().push(order);
-    let mut tx = jobs_postgres::transaction(&ctx).await?;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
     let backend = ctx.backend().postgres()?;
+    if in_query {
+        sqlx::query("SELECT pg_sleep(1.5)")
+            .execute(backend.pool())
+            .await?;
+    }
+    let mut tx = jobs_postgres::transaction(&ctx).await?;
+    if !in_query {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
     sqlx::query(&format!(
         "INSERT INTO \"{}\".shipments (order_id) VALUES ($1)",
         backend.schema_name()
@@ -276,17 +274,20 @@ async fn hold_open(order: i64, ctx: JobContext) -> Result<i64, JobError> {
 }
 
 /// Two workers, each on a pool of two connections with more handlers than that, whose
-/// handlers hold their transactions open for longer than the lease: each worker keeps a
-/// connection to renew its leases with, so every job completes once, none given up as lost
-/// (without the held-back connection, every lease lapsed and every job ended dead).
+/// handlers hold pooled connections for longer than the lease (in a transaction kept open, or
+/// a long query): the leases are renewed on a connection of their own meanwhile, so every job
+/// completes once, none given up as lost (renewed through the pool, every lease lapsed and
+/// every job ended dead).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn handlers_holding_transactions_leave_the_worker_a_connection_to_renew_with() {
+async fn leases_are_renewed_while_handlers_hold_every_pooled_connection() {
     let first = with_shipments().await;
     let schema = first.schema_name().to_string();
     let orders = 100..104;
     let mut handles = Vec::new();
     for order in orders.clone() {
-        handles.push(HoldOpen::new(order).enqueue(&first).await.expect("enqueue"));
+        let in_query = order % 2 == 1;
+        let job = HoldOpen::new(order, in_query);
+        handles.push(job.enqueue(&first).await.expect("enqueue"));
     }
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut runs = Vec::new();
