@@ -28,13 +28,7 @@ enum Then {
 async fn ship(order: i64, then: Then, ctx: JobContext) -> Result<i64, JobError> {
     let mut tx = jobs_postgres::transaction(&ctx).await?;
     let backend = ctx.backend().postgres()?;
-    sqlx::query(&format!(
-        "INSERT INTO \"{}\".shipments (order_id) VALUES ($1)",
-        backend.schema_name()
-    ))
-    .bind(order)
-    .execute(&mut *tx)
-    .await?;
+    record_shipment(&mut tx, backend, order).await?;
     match then {
         Then::Succeed => Ok(order),
         Then::Fail => Err(JobError::fatal("carrier refused the parcel")),
@@ -43,6 +37,22 @@ async fn ship(order: i64, then: Then, ctx: JobContext) -> Result<i64, JobError> 
             Ok(order)
         }
     }
+}
+
+/// Records a shipment of `order` in the handler's transaction.
+async fn record_shipment(
+    tx: &mut jobs_postgres::JobTransaction,
+    backend: &PgBackend,
+    order: i64,
+) -> Result<(), JobError> {
+    sqlx::query(&format!(
+        "INSERT INTO \"{}\".shipments (order_id) VALUES ($1)",
+        backend.schema_name()
+    ))
+    .bind(order)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 async fn shipments(backend: &PgBackend, order: i64) -> i64 {
@@ -209,21 +219,11 @@ async fn a_step_completed_in_its_transaction_wakes_the_next_steps_queue() {
 #[job(crate = "jobs_core", queue = "ship", attempts = 1)]
 async fn ship_again(order: i64, ctx: JobContext) -> Result<i64, JobError> {
     let backend = ctx.backend().postgres()?;
-    let insert = format!(
-        "INSERT INTO \"{}\".shipments (order_id) VALUES ($1)",
-        backend.schema_name()
-    );
     let mut first = jobs_postgres::transaction(&ctx).await?;
-    sqlx::query(&insert)
-        .bind(order)
-        .execute(&mut *first)
-        .await?;
+    record_shipment(&mut first, backend, order).await?;
     drop(first);
     let mut second = jobs_postgres::transaction(&ctx).await?;
-    sqlx::query(&insert)
-        .bind(order + 1)
-        .execute(&mut *second)
-        .await?;
+    record_shipment(&mut second, backend, order + 1).await?;
     Ok(order)
 }
 
@@ -263,13 +263,7 @@ async fn hold_open(order: i64, in_query: bool, ctx: JobContext) -> Result<i64, J
     if !in_query {
         tokio::time::sleep(Duration::from_millis(1500)).await;
     }
-    sqlx::query(&format!(
-        "INSERT INTO \"{}\".shipments (order_id) VALUES ($1)",
-        backend.schema_name()
-    ))
-    .bind(order)
-    .execute(&mut *tx)
-    .await?;
+    record_shipment(&mut tx, backend, order).await?;
     Ok(order)
 }
 
