@@ -129,11 +129,12 @@
 //! functions of the schema whose plans are generic from the first call and never scan `jobs`
 //! sequentially: `complete_jobs` (migration 0012; 0019 runs the effects of steps apart),
 //! `fetch_ready`, the fetch of several queues (0014, which also saves the planning that
-//! statement cost on every call), and `renew_leases` (0015); `fetch_limited` and `fetch_unkeyed` were already so, and `fetch_unkeyed_one`, the
-//! limited fetch of one queue (0016), is too. None of these functions uses JIT (0016): a plan
-//! whose estimate crossed `jit_above_cost` would compile its expressions on every call, about
-//! 100 ms, for a statement that runs in one. The tag index keeps no GIN
-//! pending list (0013), which every tag lookup, such as reading a workflow, read whole.
+//! statement cost on every call), and `renew_leases` (0015); `fetch_limited` and
+//! `fetch_unkeyed` were already so, and `fetch_unkeyed_one`, the limited fetch of one queue
+//! (0016), is too. None of these functions uses JIT (0016): a plan whose estimate crossed
+//! `jit_above_cost` would compile its expressions on every call, about 100 ms, for a statement
+//! that runs in one. The tag index keeps no GIN pending list (0013), which every tag lookup,
+//! such as reading a workflow, read whole.
 //!
 //! Time is always a parameter (`now`), never the server's `now()`, so tests control it.
 //! Wake-ups go through `pg_notify` on a channel named like the schema, with the queue name as

@@ -898,15 +898,14 @@ impl Backend for MemoryBackend {
         let mut worker = p.worker;
         worker.last_seen = p.now;
         let mut store = self.store();
-        let expired: Vec<String> = store
-            .workers
-            .iter()
-            .filter(|(_, (_, expires_at))| *expires_at < p.now)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &expired {
-            store.workers.remove(id);
-        }
+        let mut expired = Vec::new();
+        store.workers.retain(|id, (_, expires_at)| {
+            let live = *expires_at >= p.now;
+            if !live {
+                expired.push(id.clone());
+            }
+            live
+        });
         store.reserved.drop_places(&expired);
         store
             .workers

@@ -3,11 +3,12 @@
 //! records itself and its schedules in the store.
 //!
 //! `run` drives it all: it starts from the checks of `start`, spawns the background tasks
-//! (`renew`, `maintenance` with `rescue` and `gone`, `queue_state`, `cron`, `heartbeat`) and one task per leased job (`execute`), which
-//! hands each attempt's outcome to the one sink that writes it (`outcome`); a reserved job waits
-//! in `handoff` for an ended job's place, which `places` counts. They share `shared`, `leases`,
-//! `handoff`, `places`, `retry`, `gate` and `events`, which depend on none of them; `metrics` holds the metric handles
-//! they record through (feature `metrics`; empty without it).
+//! (`renew`, `maintenance` with `rescue` and `gone`, `queue_state`, `cron`, `heartbeat`) and
+//! one task per leased job (`execute`), which hands each attempt's outcome to the one sink that
+//! writes it (`outcome`); a reserved job waits in `handoff` for an ended job's place, which
+//! `places` counts. They share `shared`, `leases`, `handoff`, `places`, `retry`, `gate` and
+//! `events`, which depend on none of them; `metrics` holds the metric handles they record
+//! through (feature `metrics`; empty without it).
 
 mod config;
 mod cron;
