@@ -6,6 +6,13 @@
 //! worker with SIGKILL a third of the way through and starts another, and prints the latency
 //! of `POST /orders`. It places 200 orders from 20 clients (after one untimed warm-up order
 //! each); `ORDERS_LOAD=1000` places 1,000.
+//!
+//! By default each client sends its next order as soon as it has the answer to the last: the
+//! machine runs flat out, and a POST's latency is mostly its wait behind the other clients'
+//! (with 20 in flight, 20 / throughput). `ORDERS_RATE=400` sends the orders at that many a
+//! second instead, order `i` due at `i / rate`, each timed from when it was due (so a slow
+//! answer that holds up its client's next order counts against that order as well): the
+//! latency a POST has at that rate.
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -209,6 +216,9 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orders_complete_once_each_while_the_worker_is_killed() {
     let n: usize = std::env::var("ORDERS_LOAD").map_or(200, |v| v.parse().expect("a number"));
+    let rate: Option<f64> = std::env::var("ORDERS_RATE")
+        .ok()
+        .map(|v| v.parse().expect("orders a second"));
     const CLIENTS: usize = 20;
     const ALONE: usize = 50;
     let postgres = postgres();
@@ -254,9 +264,12 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
         })
     };
     let warm = Arc::new(tokio::sync::Barrier::new(CLIENTS));
+    // When the timed orders begin: set by the first client past the warm-up.
+    let begun = Arc::new(std::sync::OnceLock::new());
     let clients: Vec<_> = (0..CLIENTS)
         .map(|c| {
-            let (addr, placed, warm) = (addr.clone(), placed.clone(), warm.clone());
+            let (addr, placed, warm, begun) =
+                (addr.clone(), placed.clone(), warm.clone(), begun.clone());
             tokio::spawn(async move {
                 let client = http();
                 // Warm up first, untimed, all clients at once: each client's connection opens,
@@ -266,6 +279,7 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
                 assert_eq!(status, 202, "{body}");
                 let warm_up = body["order"].as_str().expect("an order id").to_string();
                 warm.wait().await;
+                let begun = *begun.get_or_init(Instant::now);
                 let mut mine = Vec::new();
                 for i in (c..n).step_by(CLIENTS) {
                     let card = if i % 50 == 7 {
@@ -274,7 +288,14 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
                         GOOD_CARD
                     };
                     let key = format!("load-{i}");
-                    let started = Instant::now();
+                    let started = match rate {
+                        Some(rate) => {
+                            let due = begun + Duration::from_secs_f64(i as f64 / rate);
+                            tokio::time::sleep_until(due.into()).await;
+                            due
+                        }
+                        None => Instant::now(),
+                    };
                     let (status, location, replayed, body) =
                         place(&client, &addr, 1 + (i % 3) as u32, card, Some(&key)).await;
                     let took = started.elapsed();
@@ -370,9 +391,10 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
         .get(0);
     assert_eq!(payments, completed, "one payment per paid order");
     assert_eq!(compensated, (0..n).filter(|i| i % 50 == 7).count());
+    let pace = rate.map_or("as fast as they are answered".into(), |r| format!("at {r}/s"));
     eprintln!(
-        "orders load: {ALONE} orders from one client, then {n} from {CLIENTS} clients with the \
-         worker killed once; {completed} completed, {compensated} compensated, 0 side effects \
+        "orders load: {ALONE} orders from one client, then {n} from {CLIENTS} clients {pace} \
+         with the worker killed once; {completed} completed, {compensated} compensated, 0 side effects \
          twice; POST /orders alone p50 {:.2} ms, p99 {:.2} ms; under load p50 {:.2} ms, p99 \
          {:.2} ms, max {:.2} ms; of those, the {} sent in the {:.0} ms no worker ran: p50 \
          {:.2} ms, p99 {:.2} ms",
