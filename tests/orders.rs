@@ -12,7 +12,8 @@
 //! (with 20 in flight, 20 / throughput). `ORDERS_RATE=400` sends the orders at that many a
 //! second instead, order `i` due at `i / rate`, each timed from when it was due (so a slow
 //! answer that holds up its client's next order counts against that order as well): the
-//! latency a POST has at that rate.
+//! latency a POST has at that rate. `ORDERS_WORKER_POOL=2` sizes the worker's connection pool
+//! (docs/orders.md, "Latency").
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -204,6 +205,17 @@ fn isolated(prefix: &str) -> String {
     format!("{prefix}_{}", jobs::JobId::new().0.simple())
 }
 
+/// Checkpoints, so that the server has WAL segments recycled for the load's 35 MB of WAL. A
+/// server that has not yet written that much since its last checkpoint makes each new 16 MB
+/// segment by writing zeros while every commit waits (40 ms here, twice a load), where one in
+/// a steady state of writing renames a segment it no longer needs. Best effort: a role that may
+/// not checkpoint measures with the segments the server has.
+async fn settle_wal(pool: &sqlx::PgPool) {
+    if let Err(e) = sqlx::query("CHECKPOINT").execute(pool).await {
+        eprintln!("no checkpoint before the load ({e}): new WAL segments may stall commits");
+    }
+}
+
 /// The `p` quantile of `sorted` in ms (NaN when it is empty).
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -225,8 +237,15 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
     let (jobs_schema, app_schema) = (isolated("jobs_test_orders"), isolated("shop_test"));
     let url = format!("{postgres}?schema={jobs_schema}");
     let web = Orders::start("web", &url, &app_schema);
-    let worker = Orders::start("worker", &url, &app_schema);
+    // The worker's pool, when `ORDERS_WORKER_POOL` sizes it (the web server's keeps the default).
+    let worker_url = match std::env::var("ORDERS_WORKER_POOL") {
+        Ok(size) => format!("{url}&pool_size={size}"),
+        Err(_) => url.clone(),
+    };
+    let worker = Orders::start("worker", &worker_url, &app_schema);
     let addr = web.addr().to_string();
+    let pool = sqlx::PgPool::connect(&postgres).await.expect("PostgreSQL");
+    settle_wal(&pool).await;
     // First one client alone: the time a POST takes without waiting for others.
     let alone_client = http();
     let mut alone = Vec::with_capacity(ALONE);
@@ -244,7 +263,7 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
     let t0 = Instant::now();
     let killed = {
         // A third of the way through, the worker dies without a word, and another starts.
-        let (placed, url, app_schema) = (placed.clone(), url.clone(), app_schema.clone());
+        let (placed, url, app_schema) = (placed.clone(), worker_url.clone(), app_schema.clone());
         tokio::spawn(async move {
             while placed.load(Ordering::SeqCst) < n / 3 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -346,7 +365,6 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
         .collect();
     let views = ended(&http(), &addr, &ids).await;
 
-    let pool = sqlx::PgPool::connect(&postgres).await.expect("PostgreSQL");
     let stored: i64 = sqlx::query(&format!("SELECT count(*) FROM {app_schema}.orders"))
         .fetch_one(&pool)
         .await
@@ -391,10 +409,13 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
         .get(0);
     assert_eq!(payments, completed, "one payment per paid order");
     assert_eq!(compensated, (0..n).filter(|i| i % 50 == 7).count());
-    let pace = rate.map_or("as fast as they are answered".into(), |r| format!("at {r}/s"));
+    let pace = rate.map_or("as fast as they are answered".into(), |r| {
+        format!("at {r}/s")
+    });
+    let worker_pool = std::env::var("ORDERS_WORKER_POOL").unwrap_or_else(|_| "the default".into());
     eprintln!(
         "orders load: {ALONE} orders from one client, then {n} from {CLIENTS} clients {pace} \
-         with the worker killed once; {completed} completed, {compensated} compensated, 0 side effects \
+         with the worker (pool: {worker_pool}) killed once; {completed} completed, {compensated} compensated, 0 side effects \
          twice; POST /orders alone p50 {:.2} ms, p99 {:.2} ms; under load p50 {:.2} ms, p99 \
          {:.2} ms, max {:.2} ms; of those, the {} sent in the {:.0} ms no worker ran: p50 \
          {:.2} ms, p99 {:.2} ms",

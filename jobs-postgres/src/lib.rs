@@ -45,7 +45,7 @@
 //! | option | default | meaning |
 //! | --- | --- | --- |
 //! | `schema` | `jobs` | the schema of the job tables (a plain lowercase identifier), created and migrated by `connect` |
-//! | `pool_size` | `10` | the most connections the backend's pool opens (at least 1); lease renewals take one more of their own |
+//! | `pool_size` | `10` | the most connections the backend's pool opens (at least 1); lease renewals take one more of their own; a worker sharing cores with a web server does better with 2 (docs/orders.md in the repository) |
 //! | `connect_timeout` | `10s` | how long `connect` waits for the server to answer (a duration with its unit: `2s`, `500ms`); a refused connection fails at once |
 //! | `acquire_timeout` | `10s` | how long an operation waits for a pooled connection, opening it included |
 //! | `durable_completions` | `false` | `true`: the worker's batched completions commit synchronously, so an acknowledged completion survives a server crash; `false`: they do not wait for the WAL flush, and a crash can roll the last ones back, running those jobs again (see [`PgBackend::durable_completions`]) |
