@@ -245,7 +245,11 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
     let worker = Orders::start("worker", &worker_url, &app_schema);
     let addr = web.addr().to_string();
     let pool = sqlx::PgPool::connect(&postgres).await.expect("PostgreSQL");
-    settle_wal(&pool).await;
+    if std::env::var_os("ORDERS_LOAD").is_some() {
+        // A measured load (CI's short one checks what happens, not how fast: its tests run
+        // beside it, and a checkpoint's writes would only slow them).
+        settle_wal(&pool).await;
+    }
     // First one client alone: the time a POST takes without waiting for others.
     let alone_client = http();
     let mut alone = Vec::with_capacity(ALONE);
