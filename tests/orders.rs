@@ -238,9 +238,10 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
     let url = format!("{postgres}?schema={jobs_schema}");
     let web = Orders::start("web", &url, &app_schema);
     // The worker's pool, when `ORDERS_WORKER_POOL` sizes it (the web server's keeps the default).
-    let worker_url = match std::env::var("ORDERS_WORKER_POOL") {
-        Ok(size) => format!("{url}&pool_size={size}"),
-        Err(_) => url.clone(),
+    let worker_pool = std::env::var("ORDERS_WORKER_POOL").ok();
+    let worker_url = match &worker_pool {
+        Some(size) => format!("{url}&pool_size={size}"),
+        None => url.clone(),
     };
     let worker = Orders::start("worker", &worker_url, &app_schema);
     let addr = web.addr().to_string();
@@ -267,7 +268,8 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
     let t0 = Instant::now();
     let killed = {
         // A third of the way through, the worker dies without a word, and another starts.
-        let (placed, url, app_schema) = (placed.clone(), worker_url.clone(), app_schema.clone());
+        let (placed, worker_url, app_schema) =
+            (placed.clone(), worker_url.clone(), app_schema.clone());
         tokio::spawn(async move {
             while placed.load(Ordering::SeqCst) < n / 3 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -279,10 +281,11 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
                 .await
                 .expect("the kill");
             tokio::time::sleep(Duration::from_millis(300)).await;
-            let second =
-                tokio::task::spawn_blocking(move || Orders::start("worker", &url, &app_schema))
-                    .await
-                    .expect("the second worker");
+            let second = tokio::task::spawn_blocking(move || {
+                Orders::start("worker", &worker_url, &app_schema)
+            })
+            .await
+            .expect("the second worker");
             (second, down..t0.elapsed())
         })
     };
@@ -416,13 +419,13 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
     let pace = rate.map_or("as fast as they are answered".into(), |r| {
         format!("at {r}/s")
     });
-    let worker_pool = std::env::var("ORDERS_WORKER_POOL").unwrap_or_else(|_| "the default".into());
+    let worker_pool = worker_pool.unwrap_or_else(|| "the default".into());
     eprintln!(
         "orders load: {ALONE} orders from one client, then {n} from {CLIENTS} clients {pace} \
-         with the worker (pool: {worker_pool}) killed once; {completed} completed, {compensated} compensated, 0 side effects \
-         twice; POST /orders alone p50 {:.2} ms, p99 {:.2} ms; under load p50 {:.2} ms, p99 \
-         {:.2} ms, max {:.2} ms; of those, the {} sent in the {:.0} ms no worker ran: p50 \
-         {:.2} ms, p99 {:.2} ms",
+         with the worker (pool: {worker_pool}) killed once; {completed} completed, \
+         {compensated} compensated, 0 side effects twice; POST /orders alone p50 {:.2} ms, \
+         p99 {:.2} ms; under load p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; of those, the {} \
+         sent in the {:.0} ms no worker ran: p50 {:.2} ms, p99 {:.2} ms",
         percentile(&alone, 0.50),
         percentile(&alone, 0.99),
         percentile(&latencies, 0.50),
