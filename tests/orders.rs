@@ -5,7 +5,8 @@
 //! The load test runs the web server and the worker as two processes on PostgreSQL, kills the
 //! worker with SIGKILL a third of the way through and starts another, and prints the latency
 //! of `POST /orders`. It places 200 orders from 20 clients (after one untimed warm-up order
-//! each); `ORDERS_LOAD=1000` places 1,000.
+//! each); `ORDERS_LOAD=1000` places 1,000. A second load of 100 runs the worker on a pool of 2
+//! connections, as the guide recommends beside a web server.
 //!
 //! By default each client sends its next order as soon as it has the answer to the last: the
 //! machine runs flat out, and a POST's latency is mostly its wait behind the other clients'
@@ -225,30 +226,68 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1_000.0
 }
 
+/// How a load is placed: `n` orders, sent as fast as they are answered or at `rate` a second,
+/// with the worker's pool at `worker_pool` connections or the default; `measured` checkpoints
+/// first (see [`settle_wal`]).
+struct Load {
+    n: usize,
+    rate: Option<f64>,
+    worker_pool: Option<u32>,
+    measured: bool,
+}
+
+/// The load `ORDERS_LOAD`, `ORDERS_RATE` and `ORDERS_WORKER_POOL` ask for (200 orders, flat
+/// out, the default pool, unmeasured, when none is set).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orders_complete_once_each_while_the_worker_is_killed() {
-    let n: usize = std::env::var("ORDERS_LOAD").map_or(200, |v| v.parse().expect("a number"));
-    let rate: Option<f64> = std::env::var("ORDERS_RATE")
-        .ok()
-        .map(|v| v.parse().expect("orders a second"));
+    let var = |name: &str| std::env::var(name).ok();
+    place_under_load(Load {
+        n: var("ORDERS_LOAD").map_or(200, |v| v.parse().expect("a number of orders")),
+        rate: var("ORDERS_RATE").map(|v| v.parse().expect("orders a second")),
+        worker_pool: var("ORDERS_WORKER_POOL").map(|v| v.parse().expect("a pool size")),
+        measured: var("ORDERS_LOAD").is_some(),
+    })
+    .await;
+}
+
+/// The same with the worker's pool at 2 connections (docs/orders.md, "Latency"): its handlers
+/// wait for one another's connections, and still every order completes once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_worker_pool_completes_every_order_once() {
+    place_under_load(Load {
+        n: 100,
+        rate: None,
+        worker_pool: Some(2),
+        measured: false,
+    })
+    .await;
+}
+
+/// Places `load` while the worker is killed once, then checks every order and effect.
+async fn place_under_load(load: Load) {
+    let Load {
+        n,
+        rate,
+        worker_pool,
+        measured,
+    } = load;
     const CLIENTS: usize = 20;
     const ALONE: usize = 50;
     let postgres = postgres();
     let (jobs_schema, app_schema) = (isolated("jobs_test_orders"), isolated("shop_test"));
     let url = format!("{postgres}?schema={jobs_schema}");
     let web = Orders::start("web", &url, &app_schema);
-    // The worker's pool, when `ORDERS_WORKER_POOL` sizes it (the web server's keeps the default).
-    let worker_pool = std::env::var("ORDERS_WORKER_POOL").ok();
-    let worker_url = match &worker_pool {
+    // The web server's pool keeps the default.
+    let worker_url = match worker_pool {
         Some(size) => format!("{url}&pool_size={size}"),
         None => url.clone(),
     };
     let worker = Orders::start("worker", &worker_url, &app_schema);
     let addr = web.addr().to_string();
     let pool = sqlx::PgPool::connect(&postgres).await.expect("PostgreSQL");
-    if std::env::var_os("ORDERS_LOAD").is_some() {
-        // A measured load (CI's short one checks what happens, not how fast: its tests run
-        // beside it, and a checkpoint's writes would only slow them).
+    if measured {
+        // Not for CI's short loads, which check what happens, not how fast: a checkpoint's
+        // writes would only slow the tests running beside them.
         settle_wal(&pool).await;
     }
     // First one client alone: the time a POST takes without waiting for others.
@@ -419,7 +458,7 @@ async fn orders_complete_once_each_while_the_worker_is_killed() {
     let pace = rate.map_or("as fast as they are answered".into(), |r| {
         format!("at {r}/s")
     });
-    let worker_pool = worker_pool.unwrap_or_else(|| "the default".into());
+    let worker_pool = worker_pool.map_or("the default".into(), |size| size.to_string());
     eprintln!(
         "orders load: {ALONE} orders from one client, then {n} from {CLIENTS} clients {pace} \
          with the worker (pool: {worker_pool}) killed once; {completed} completed, \
