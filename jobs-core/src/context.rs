@@ -10,7 +10,7 @@ use crate::any::AnyBackend;
 use crate::backend::{Backend, Completion, LeaseRef, ProgressParams};
 use crate::clock::{Clock, SystemClock};
 use crate::event::{EventKind, JobEvent};
-use crate::model::{JobId, LeasedJob, Timestamp};
+use crate::model::{JobId, JobRecord, LeaseToken, LeasedJob, Timestamp};
 use crate::Error;
 
 /// Finishes a job in place of the worker's own completion write, e.g. inside a database
@@ -34,12 +34,10 @@ pub struct JobContext {
 }
 
 struct Inner {
-    id: JobId,
-    name: String,
-    queue: String,
-    attempt: u32,
-    max_attempts: u32,
-    lease: LeaseRef,
+    /// The leased job, as it was fetched: the worker runs it from here, so that a job's record
+    /// is held once, not copied into its context.
+    record: JobRecord,
+    token: LeaseToken,
     backend: AnyBackend,
     cancel: CancellationToken,
     hook: Mutex<Option<Box<dyn CompletionHook>>>,
@@ -49,15 +47,15 @@ impl JobContext {
     /// The context of a job leased from `backend` (backend SPI: the worker makes contexts).
     #[doc(hidden)]
     pub fn new(backend: AnyBackend, job: &LeasedJob) -> Self {
-        let record = &job.record;
+        Self::of(backend, job.clone())
+    }
+
+    /// The context of `job`, which it keeps.
+    pub(crate) fn of(backend: AnyBackend, job: LeasedJob) -> Self {
         JobContext {
             inner: Arc::new(Inner {
-                id: record.id,
-                name: record.name.clone(),
-                queue: record.queue.clone(),
-                attempt: record.attempt,
-                max_attempts: record.max_attempts,
-                lease: job.lease(),
+                record: job.record,
+                token: job.token,
                 backend,
                 cancel: CancellationToken::new(),
                 hook: Mutex::new(None),
@@ -65,34 +63,39 @@ impl JobContext {
         }
     }
 
+    /// The job as it was leased.
+    pub(crate) fn record(&self) -> &JobRecord {
+        &self.inner.record
+    }
+
     /// The job's id.
     pub fn id(&self) -> JobId {
-        self.inner.id
+        self.inner.record.id
     }
 
     /// The job's stored name.
     pub fn name(&self) -> &str {
-        &self.inner.name
+        &self.inner.record.name
     }
 
     /// The job's queue.
     pub fn queue(&self) -> &str {
-        &self.inner.queue
+        &self.inner.record.queue
     }
 
     /// This attempt's number, from 1.
     pub fn attempt(&self) -> u32 {
-        self.inner.attempt
+        self.inner.record.attempt
     }
 
     /// How many attempts the job has in all.
     pub fn max_attempts(&self) -> u32 {
-        self.inner.max_attempts
+        self.inner.record.max_attempts
     }
 
     /// Whether a failure now makes the job dead.
     pub fn is_last_attempt(&self) -> bool {
-        self.inner.attempt >= self.inner.max_attempts
+        self.attempt() >= self.max_attempts()
     }
 
     /// Records progress (percent, capped at 100), readable by id from any process.
@@ -100,7 +103,7 @@ impl JobContext {
     /// Fails with [`Error::LeaseLost`] when this worker no longer holds the job.
     pub async fn progress(&self, percent: u8) -> Result<(), Error> {
         let params = ProgressParams {
-            lease: self.inner.lease,
+            lease: self.lease(),
             progress: percent.min(100),
             now: SystemClock.now(),
         };
@@ -110,18 +113,11 @@ impl JobContext {
                 return Ok(());
             }
             let kind = EventKind::Progress(params.progress);
-            let event = JobEvent::new(
-                self.inner.id,
-                &self.inner.name,
-                &self.inner.queue,
-                kind,
-                self.inner.attempt,
-                params.now,
-            );
+            let event = JobEvent::of(&self.inner.record, kind, params.now);
             backend.publish(vec![event]);
             Ok(())
         } else {
-            Err(Error::LeaseLost(self.inner.id))
+            Err(Error::LeaseLost(self.id()))
         }
     }
 
@@ -174,7 +170,10 @@ pub trait BackendContext {
 
 impl BackendContext for JobContext {
     fn lease(&self) -> LeaseRef {
-        self.inner.lease
+        LeaseRef {
+            id: self.inner.record.id,
+            token: self.inner.token,
+        }
     }
 
     fn backend(&self) -> &AnyBackend {
@@ -189,10 +188,10 @@ impl BackendContext for JobContext {
 impl fmt::Debug for JobContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JobContext")
-            .field("id", &self.inner.id)
-            .field("name", &self.inner.name)
-            .field("queue", &self.inner.queue)
-            .field("attempt", &self.inner.attempt)
+            .field("id", &self.id())
+            .field("name", &self.name())
+            .field("queue", &self.queue())
+            .field("attempt", &self.attempt())
             .finish()
     }
 }

@@ -6,9 +6,23 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// A job's id: a UUIDv7, so ids sort by creation time and can be made by the client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct JobId(pub Uuid);
+
+/// The UUID's byte order, compared as one big-endian integer rather than byte by byte: the
+/// memory store's indexes compare ids on every step of every job.
+impl Ord for JobId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.as_u128().cmp(&other.0.as_u128())
+    }
+}
+
+impl PartialOrd for JobId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 impl JobId {
     /// A new id, ordered after every id this process made before.
@@ -54,5 +68,25 @@ impl LeaseToken {
 impl Default for LeaseToken {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_order_as_their_bytes() {
+        let mut ids: Vec<JobId> = (0..200).map(|_| JobId(Uuid::new_v4())).collect();
+        ids.extend((0..50).map(|_| JobId::new()));
+        for a in &ids {
+            for b in &ids {
+                assert_eq!(
+                    a.cmp(b),
+                    a.0.as_bytes().cmp(b.0.as_bytes()),
+                    "{a} against {b}"
+                );
+            }
+        }
     }
 }

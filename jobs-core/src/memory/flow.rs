@@ -2,8 +2,9 @@
 //! that throttled and debounced jobs hold, and the running jobs a fetch leaves out of its
 //! counts.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use super::HashMap;
 use crate::flow::{Coalesce, QueueLimits, Rate};
 use crate::model::{JobId, JobRecord, Timestamp};
 

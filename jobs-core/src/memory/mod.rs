@@ -5,7 +5,7 @@
 //! everything when the process ends.
 
 use std::any::Any;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -29,6 +29,11 @@ use crate::Error;
 mod flow;
 mod reserved;
 mod steps;
+
+/// The store's hash maps: foldhash, not SipHash, for the ids and queue names that every step of
+/// every job looks up.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 
 use flow::{Flow, Scope, Uncounted};
 use reserved::Reserved;
@@ -395,7 +400,7 @@ impl Store {
     /// The running jobs of the leases in `ended` that still stand, each once.
     fn uncounted(&self, ended: &[EndedLease]) -> Uncounted {
         let mut uncounted = Uncounted::default();
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         for e in ended.iter().filter(|e| seen.insert(e.lease.id)) {
             if let Some(r) = self.leased(&e.lease) {
                 uncounted.leave_out(r);
@@ -447,7 +452,7 @@ impl Store {
         let Some(set) = idx.waiting.get(queue) else {
             return Vec::new();
         };
-        let mut granted: HashMap<&str, u32> = HashMap::new();
+        let mut granted: HashMap<&str, u32> = HashMap::default();
         let mut held_back = 0;
         let mut picked = Vec::new();
         for key in set {
@@ -472,7 +477,7 @@ impl Store {
 
     /// Records the starts of the jobs just leased, for the rate limits that count them.
     fn count_starts(&mut self, leased: &[LeasedJob], flow: &[QueueFlow], now: Timestamp) {
-        let mut starts: HashMap<Scope, u32> = HashMap::new();
+        let mut starts: HashMap<Scope, u32> = HashMap::default();
         for job in leased {
             let r = &job.record;
             let queue_rated = flow

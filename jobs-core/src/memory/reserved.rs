@@ -3,9 +3,7 @@
 //! queue's limit that each worker's promoted jobs hold, which every limit counts (see
 //! [`Backend::hold_places`](crate::Backend::hold_places)).
 
-use std::collections::HashMap;
-
-use super::{runs_under, ReadyKey, Store};
+use super::{runs_under, HashMap, ReadyKey, Store};
 use crate::backend::{FetchParams, PlacesParams};
 use crate::model::{JobId, JobRecord, LeaseToken};
 

@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use crate::context::JobContext;
 use crate::error::{ErrorKind, Next};
-use crate::model::{JobRecord, LeasedJob};
+use crate::model::JobRecord;
 use crate::workflow::payload_of;
 use crate::JobError;
 
@@ -36,22 +36,21 @@ pub(crate) enum Start {
 /// Runs one leased job to its recorded outcome. `slot` is held until the end, or until the
 /// handler is done and its place waits for a fetch's reserved jobs.
 ///
-/// Not an `async fn`: the future of one would keep its arguments (the leased job among them)
-/// beside the running state that takes them over, and a task's future is allocated per job.
+/// Not an `async fn`: the future of one would keep its arguments beside the running state that
+/// takes them over, and a task's future is allocated per job.
 pub(crate) fn execute(
     shared: Arc<Shared>,
-    job: LeasedJob,
     ctx: JobContext,
     slot: OwnedSemaphorePermit,
     start: Start,
     sink: Sink,
 ) -> impl Future<Output = ()> + Send {
     let mut slot = Some(slot);
-    let record = job.record;
+    let record = ctx.record();
     // Named and attributed for OpenTelemetry's messaging conventions (see `crate::otel`).
     let span = tracing::info_span!(
         "job",
-        otel.name = format!("process {}", record.queue),
+        otel.name = %format_args!("process {}", record.queue),
         otel.kind = "consumer",
         messaging.system = "jobs",
         messaging.operation.type = "process",
@@ -68,7 +67,8 @@ pub(crate) fn execute(
         crate::otel::restore(&span, traceparent, record.attempt);
     }
     async move {
-        let outcome = run_handler(&shared, &record, &ctx, start).await;
+        let record = ctx.record();
+        let outcome = run_handler(&shared, record, &ctx, start).await;
         let hand = if hands_on(&outcome, &ctx) {
             shared
                 .handoffs
@@ -93,7 +93,7 @@ pub(crate) fn execute(
             shared.leases.finishing(record.id);
             shared.handoffs.trim(&record.queue, &shared.leases);
         }
-        sink.record(&record, &ctx, outcome).await;
+        sink.record(&ctx, outcome).await;
         drop(slot);
     }
     .instrument(span)

@@ -20,7 +20,7 @@ use crate::backoff::random_unit;
 use crate::clock;
 use crate::context::{BackendContext as _, CompletionHook, JobContext};
 use crate::error::Next;
-use crate::model::{JobId, JobRecord, Json};
+use crate::model::{JobId, JobRecord, Json, Timestamp};
 use crate::{Error, JobError};
 
 use crate::event::{EventKind, JobEvent};
@@ -48,7 +48,9 @@ pub(crate) enum Outcome {
 
 /// A write waiting for its batch.
 enum Write {
-    Complete(Completion, JobEvent),
+    /// The job's context and when its handler finished: its completed event, made only when a
+    /// hook or a subscriber is there to be told.
+    Complete(Completion, JobContext, Timestamp),
     /// The event carries the error and the retry time.
     Fail(Failure, JobEvent),
     Release(Release),
@@ -57,7 +59,8 @@ enum Write {
 impl OfJob for Write {
     fn job(&self) -> JobId {
         match self {
-            Write::Complete(_, event) | Write::Fail(_, event) => event.id,
+            Write::Complete(_, ctx, _) => ctx.id(),
+            Write::Fail(_, event) => event.id,
             Write::Release(release) => release.job(),
         }
     }
@@ -83,8 +86,9 @@ impl Sink {
         (Sink { shared, writes }, Flusher { task })
     }
 
-    /// Records what `record`'s attempt, run under `ctx`, ended in.
-    pub(super) async fn record(&self, record: &JobRecord, ctx: &JobContext, outcome: Outcome) {
+    /// Records what the attempt of `ctx`'s job ended in.
+    pub(super) async fn record(&self, ctx: &JobContext, outcome: Outcome) {
+        let record = ctx.record();
         let lease = ctx.lease();
         let send = |write| self.send(write);
         match outcome {
@@ -94,11 +98,11 @@ impl Sink {
                 let completion = Completion { lease, result };
                 match ctx.take_completion_hook() {
                     Some(hook) => self.complete_by(hook, completion, record).await,
-                    None => {
-                        let event =
-                            JobEvent::of(record, EventKind::Completed, self.shared.clock.now());
-                        send(Write::Complete(completion, event))
-                    }
+                    None => send(Write::Complete(
+                        completion,
+                        ctx.clone(),
+                        self.shared.clock.now(),
+                    )),
                 }
             }
             Outcome::Failed(error) => send(self.failure(record, lease, error)),
@@ -201,7 +205,7 @@ impl Flusher {
 #[derive(Default)]
 struct Batch {
     completions: Vec<Completion>,
-    completed: Vec<JobEvent>,
+    completed: Vec<Completed>,
     failures: Vec<Failure>,
     failed: Vec<JobEvent>,
     releases: Vec<Release>,
@@ -210,9 +214,9 @@ struct Batch {
 impl Batch {
     fn push(&mut self, write: Write) {
         match write {
-            Write::Complete(completion, event) => {
+            Write::Complete(completion, ctx, at) => {
                 self.completions.push(completion);
-                self.completed.push(event);
+                self.completed.push(Completed { ctx, at });
             }
             Write::Fail(failure, event) => {
                 self.failures.push(failure);
@@ -250,7 +254,13 @@ async fn flush(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Write>) {
     }
 }
 
-async fn complete(shared: &Shared, items: Vec<Completion>, events: Vec<JobEvent>) {
+/// A completion's job, and when its handler finished.
+struct Completed {
+    ctx: JobContext,
+    at: Timestamp,
+}
+
+async fn complete(shared: &Shared, items: Vec<Completion>, completed: Vec<Completed>) {
     if items.is_empty() {
         return;
     }
@@ -262,12 +272,16 @@ async fn complete(shared: &Shared, items: Vec<Completion>, events: Vec<JobEvent>
     })
     .await;
     let heard = shared.backend.events_heard();
+    let told = heard || !shared.hooks.completed.is_empty();
     let mut accepted = Vec::new();
-    for event in settle(shared, &events, written) {
-        shared.metrics.job(&event.queue, &event.name).completed();
-        call(&shared.hooks.completed, event);
-        if heard {
-            accepted.push(event.clone());
+    for Completed { ctx, at } in settle(shared, &completed, written) {
+        shared.metrics.job(ctx.queue(), ctx.name()).completed();
+        if told {
+            let event = JobEvent::of(ctx.record(), EventKind::Completed, *at);
+            call(&shared.hooks.completed, &event);
+            if heard {
+                accepted.push(event);
+            }
         }
     }
     shared.backend.publish(accepted);
@@ -334,6 +348,12 @@ async fn release(shared: &Shared, items: Vec<Release>) {
 /// What a write was about: one job.
 trait OfJob {
     fn job(&self) -> JobId;
+}
+
+impl OfJob for Completed {
+    fn job(&self) -> JobId {
+        self.ctx.id()
+    }
 }
 
 impl OfJob for JobEvent {

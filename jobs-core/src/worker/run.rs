@@ -300,101 +300,105 @@ impl Worker {
                 reserve,
             };
             let asked = permits.len();
-            let fetched = shared.backend.fetch(params).await;
-            if let Ok(leased) = &fetched {
-                let (waiting, idle) = gate.backlog();
-                window.fetched(asked, leased.len(), waiting, idle);
-            }
-            let leased_now = fetched.as_deref().unwrap_or(&[]);
-            let (contexts, handed) = hold(shared, leased_now, reserving.as_deref());
-            let (mut contexts, mut handed) = (contexts.into_iter(), handed.into_iter());
-            match fetched {
-                Ok(leased) if leased.is_empty() => {
-                    drop(permits);
-                    let mut idle = shared
-                        .retries
-                        .idle_for(shared.clock.now(), self.poll_interval);
-                    if limited {
-                        idle = idle.min(flow_retry);
-                        flow_retry = (flow_retry * 2).min(FLOW_RETRY_MAX);
-                        if let Some(opens) = rated.opens_in(shared.clock.now()) {
-                            idle = idle.min(opens);
-                        }
-                    }
-                    tokio::select! {
-                        _ = wakeup.wait() => {}
-                        _ = shared.retries.scheduled() => {}
-                        _ = states.changed() => {}
-                        _ = shared.leases.freed_to(freed + 1), if limited => {}
-                        _ = tokio::time::sleep(idle) => {}
-                    }
-                }
+            let (leased, failed) = match shared.backend.fetch(params).await {
                 Ok(leased) => {
-                    pause = Duration::from_millis(50);
-                    flow_retry = FLOW_RETRY;
-                    if let Some(flow) = &rates {
-                        rated.record(now, flow, leased.iter().map(|j| j.record.queue.as_str()));
-                    }
-                    if shared.backend.events_heard() {
-                        let now = shared.clock.now();
-                        let started = leased
-                            .iter()
-                            .map(|j| JobEvent::of(&j.record, EventKind::Started, now));
-                        shared.backend.publish(started.collect());
-                    }
-                    let counted = leased.iter().filter(|j| !j.reserved);
-                    let mut turns = gate.admit(counted.map(|j| &j.record)).into_iter();
-                    for (job, slot) in leased.into_iter().zip(permits) {
-                        let ctx = contexts.next().expect("one per job");
-                        let start = if job.reserved {
-                            let handed = handed.next().expect("one per reserved job");
-                            Start::Reserved(handed, gate.clone())
-                        } else {
-                            Start::Turn(turns.next().expect("a turn per job admitted"))
-                        };
-                        jobs.spawn(execute(shared.clone(), job, ctx, slot, start, sink.clone()));
+                    let (waiting, idle) = gate.backlog();
+                    window.fetched(asked, leased.len(), waiting, idle);
+                    (leased, None)
+                }
+                Err(e) => (Vec::new(), Some(e)),
+            };
+            let held = hold(shared, leased, reserving.as_deref());
+            if let Some(e) = failed {
+                drop(permits);
+                tracing::warn!(error = %e, retry_in_ms = pause.as_millis() as u64, "fetch failed");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+                continue;
+            }
+            if held.contexts.is_empty() {
+                drop(permits);
+                let mut idle = shared
+                    .retries
+                    .idle_for(shared.clock.now(), self.poll_interval);
+                if limited {
+                    idle = idle.min(flow_retry);
+                    flow_retry = (flow_retry * 2).min(FLOW_RETRY_MAX);
+                    if let Some(opens) = rated.opens_in(shared.clock.now()) {
+                        idle = idle.min(opens);
                     }
                 }
-                Err(e) => {
-                    drop(permits);
-                    tracing::warn!(error = %e, retry_in_ms = pause.as_millis() as u64, "fetch failed");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(5));
+                tokio::select! {
+                    _ = wakeup.wait() => {}
+                    _ = shared.retries.scheduled() => {}
+                    _ = states.changed() => {}
+                    _ = shared.leases.freed_to(freed + 1), if limited => {}
+                    _ = tokio::time::sleep(idle) => {}
                 }
+                continue;
+            }
+            pause = Duration::from_millis(50);
+            flow_retry = FLOW_RETRY;
+            let Held { contexts, handed } = held;
+            if let Some(flow) = &rates {
+                rated.record(now, flow, contexts.iter().map(|(ctx, _)| ctx.queue()));
+            }
+            if shared.backend.events_heard() {
+                let now = shared.clock.now();
+                let started = contexts
+                    .iter()
+                    .map(|(ctx, _)| JobEvent::of(ctx.record(), EventKind::Started, now));
+                shared.backend.publish(started.collect());
+            }
+            let counted = contexts.iter().filter(|(_, reserved)| !reserved);
+            let mut turns = gate.admit(counted.map(|(ctx, _)| ctx.record())).into_iter();
+            let mut handed = handed.into_iter();
+            for ((ctx, reserved), slot) in contexts.into_iter().zip(permits) {
+                let start = if reserved {
+                    let handed = handed.next().expect("one per reserved job");
+                    Start::Reserved(handed, gate.clone())
+                } else {
+                    Start::Turn(turns.next().expect("a turn per job admitted"))
+                };
+                jobs.spawn(execute(shared.clone(), ctx, slot, start, sink.clone()));
             }
         }
     }
 }
 
+/// The jobs a fetch leased, held: each one's context, and whether it is reserved; and what
+/// each reserved one waits for.
+struct Held {
+    contexts: Vec<(JobContext, bool)>,
+    handed: Vec<Handed>,
+}
+
 /// Holds the jobs a fetch leased, reserved ones included; for a fetch that reserved leases of
 /// `reserving`, hands them the places of that queue's jobs that ended meanwhile (also when it
-/// failed or found nothing, which frees those places). Each job's context, and what each
-/// reserved one waits for.
-fn hold(
-    shared: &Shared,
-    leased: &[LeasedJob],
-    reserving: Option<&str>,
-) -> (Vec<JobContext>, Vec<Handed>) {
+/// failed or found nothing, which frees those places).
+fn hold(shared: &Shared, leased: Vec<LeasedJob>, reserving: Option<&str>) -> Held {
+    let reserved: Vec<LeaseRef> = match reserving {
+        Some(_) => leased
+            .iter()
+            .filter(|j| j.reserved)
+            .map(LeasedJob::lease)
+            .collect(),
+        None => Vec::new(),
+    };
     let contexts = leased
-        .iter()
+        .into_iter()
         .map(|job| {
-            let ctx = JobContext::new(shared.backend.clone(), job);
-            shared.leases.insert(ctx.clone(), job.reserved);
-            ctx
+            let reserved = job.reserved;
+            let ctx = JobContext::of(shared.backend.clone(), job);
+            shared.leases.insert(ctx.clone(), reserved);
+            (ctx, reserved)
         })
         .collect();
     let handed = match reserving {
-        Some(queue) => {
-            let reserved: Vec<LeaseRef> = leased
-                .iter()
-                .filter(|j| j.reserved)
-                .map(LeasedJob::lease)
-                .collect();
-            shared.handoffs.arrived(queue, &reserved, &shared.leases)
-        }
+        Some(queue) => shared.handoffs.arrived(queue, &reserved, &shared.leases),
         None => Vec::new(),
     };
-    (contexts, handed)
+    Held { contexts, handed }
 }
 
 /// The queue a fetch from `open` under `flow` reserves leases of beyond its limit (see
