@@ -2,7 +2,7 @@
 //! backoff or at the handler's chosen time, a snooze, death, a panic, a payload that does not
 //! decode, a timeout; and that a job of a name it does not run is left waiting.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{counter, seen};
@@ -15,9 +15,14 @@ async fn settle() {
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
-/// A worker runs jobs; the typed result and the progress are readable by id.
+/// A worker runs jobs; the typed result and the progress are readable by id, and the completion
+/// hook hears each job once, by its id, name, queue and attempt, after its handler ran.
 pub async fn worker_runs_jobs_and_returns_typed_results(b: AnyBackend) {
-    let (completed, hook) = counter();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let hook = {
+        let heard = heard.clone();
+        move |e: &JobEvent| heard.lock().unwrap().push(e.clone())
+    };
     let running = Running::start(worker(&b).register::<Echo>().on_completed(hook));
     let handles = Echo::enqueue_many(&b, (1..=20).map(|n| Echo { n }))
         .await
@@ -33,7 +38,21 @@ pub async fn worker_runs_jobs_and_returns_typed_results(b: AnyBackend) {
     assert!(r.started_at.is_some() && r.finished_at >= r.started_at);
     assert!(r.errors.is_empty());
     running.stop().await.unwrap();
-    assert_eq!(seen(&completed), 20);
+    let mut heard = heard.lock().unwrap().clone();
+    heard.sort_by_key(|e| e.id);
+    let ids: Vec<JobId> = handles.iter().map(|h| h.id()).collect();
+    assert_eq!(heard.iter().map(|e| e.id).collect::<Vec<_>>(), ids);
+    for e in &heard {
+        assert_eq!(
+            (e.name.as_str(), e.queue.as_str(), e.kind, e.attempt),
+            (Echo::NAME, QUEUE, EventKind::Completed, 1)
+        );
+        assert!(
+            e.at >= r.created_at,
+            "heard at {} before the job existed",
+            e.at
+        );
+    }
 }
 
 /// Retries wait for exactly the backoff (exponential from 1 s: 1 s, then 2 s), on a manual clock.
