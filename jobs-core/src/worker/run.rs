@@ -362,6 +362,9 @@ impl Worker {
                 };
                 jobs.spawn(execute(shared.clone(), ctx, slot, start, sink.clone()));
             }
+            // Let the jobs just spawned start before the next fetch is prepared and sent: on this
+            // thread they would otherwise wait for it (about 35 µs of an idle worker's pickup).
+            tokio::task::yield_now().await;
         }
     }
 }
