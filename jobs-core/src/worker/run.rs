@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, FetchParams, HoldParams, LeaseRef, SubscribeParams};
 use crate::catalog::KnownJob;
-use crate::context::JobContext;
+use crate::context::{BackendContext as _, JobContext};
 use crate::event::{EventKind, JobEvent};
 use crate::flow::QueueFlow;
 use crate::liveness::Liveness;
@@ -380,15 +380,7 @@ struct Held {
 /// `reserving`, hands them the places of that queue's jobs that ended meanwhile (also when it
 /// failed or found nothing, which frees those places).
 fn hold(shared: &Shared, leased: Vec<LeasedJob>, reserving: Option<&str>) -> Held {
-    let reserved: Vec<LeaseRef> = match reserving {
-        Some(_) => leased
-            .iter()
-            .filter(|j| j.reserved)
-            .map(LeasedJob::lease)
-            .collect(),
-        None => Vec::new(),
-    };
-    let contexts = leased
+    let contexts: Vec<(JobContext, bool)> = leased
         .into_iter()
         .map(|job| {
             let reserved = job.reserved;
@@ -398,7 +390,14 @@ fn hold(shared: &Shared, leased: Vec<LeasedJob>, reserving: Option<&str>) -> Hel
         })
         .collect();
     let handed = match reserving {
-        Some(queue) => shared.handoffs.arrived(queue, &reserved, &shared.leases),
+        Some(queue) => {
+            let reserved: Vec<LeaseRef> = contexts
+                .iter()
+                .filter(|(_, reserved)| *reserved)
+                .map(|(ctx, _)| ctx.lease())
+                .collect();
+            shared.handoffs.arrived(queue, &reserved, &shared.leases)
+        }
         None => Vec::new(),
     };
     Held { contexts, handed }
