@@ -118,6 +118,7 @@ async fn load(backend: &AnyBackend, n: u64, dead: bool) {
                 now,
                 flow: Vec::new(),
                 reserve: 0,
+                deliver: 0,
             })
             .await
             .expect("fetch");

@@ -156,6 +156,7 @@ impl Store {
             known: None,
             flow: Vec::new(),
             reserve: 0,
+            deliver: 0,
         };
         let mut got = self.block(self.backend.fetch(params)).expect("fetch");
         assert_eq!(got.len(), 1, "one ready job in {queue}");

@@ -150,6 +150,9 @@ impl Backend for AnyBackend {
     async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
         self.0.subscribe(p).await
     }
+    async fn end_deliveries(&self, p: EndDeliveriesParams) -> Result<(), Error> {
+        self.0.end_deliveries(p).await
+    }
     fn publish(&self, events: Vec<JobEvent>) {
         self.0.publish(events)
     }

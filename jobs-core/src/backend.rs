@@ -87,6 +87,15 @@ pub struct FetchParams {
     /// the limit (prefetch) while no more run than the limit allows. A fetch of several
     /// queues, or of a queue with a rate or keyed jobs, reserves nothing. 0: none.
     pub reserve: usize,
+    /// How many jobs the fetching worker takes straight away should this fetch find nothing:
+    /// it then waits idle on its wake-up subscription (made with the same
+    /// [`worker`](SubscribeParams::worker)). A backend may lease up to this many of the jobs
+    /// that become ready in the fetch's queues from then on to that worker at once, without its
+    /// fetching them, and hand them to its subscription ([`Wakeup::delivered`]); its next
+    /// fetch ends that, and so does [`end_deliveries`](Backend::end_deliveries). Only jobs the
+    /// worker [`known`](Self::known) runs, of a queue without limits and not paused, are
+    /// delivered. 0: none (a backend may always deliver none).
+    pub deliver: usize,
 }
 
 /// A lease whose attempt has ended (see [`FetchParams::ended`]).
@@ -456,6 +465,18 @@ pub struct StoredVersionsParams {
 pub struct SubscribeParams {
     /// The queues whose new ready jobs fire it.
     pub queues: Vec<String>,
+    /// The worker that waits on it, to whom jobs leased straight away are handed (see
+    /// [`FetchParams::deliver`]); `None`: signals only.
+    pub worker: Option<String>,
+}
+
+/// Ends the deliveries to a worker (see [`Backend::end_deliveries`]).
+#[derive(Clone, Debug)]
+pub struct EndDeliveriesParams {
+    /// The worker.
+    pub worker: String,
+    /// The queues it fetched from.
+    pub queues: Vec<String>,
 }
 
 /// A job store. Every backend implements all of it and passes the conformance suite
@@ -606,8 +627,19 @@ pub trait Backend: Send + Sync + 'static {
         params: StoredVersionsParams,
     ) -> Result<Vec<StoredVersion>, Error>;
 
-    /// A signal that fires when jobs may have become ready in one of the queues.
+    /// A signal that fires when jobs may have become ready in one of the queues, or were
+    /// delivered to the subscribing worker (see [`FetchParams::deliver`]).
     async fn subscribe(&self, params: SubscribeParams) -> Result<Wakeup, Error>;
+
+    /// Leases no more jobs straight to `params.worker` (see [`FetchParams::deliver`]), and
+    /// returns once every job already leased to it that way has reached its subscription,
+    /// where the stopping worker finds them to hand back; a delivery lost on the way (the
+    /// subscription's connection dropped) is rescued when its lease lapses. The default does
+    /// nothing, for a backend that delivers none.
+    async fn end_deliveries(&self, params: EndDeliveriesParams) -> Result<(), Error> {
+        let _ = params;
+        Ok(())
+    }
 
     /// Publishes job events to their queues' subscribers in every process, over the store's
     /// own channel. Returns at once: the backend sends them in the background, coalesced, and

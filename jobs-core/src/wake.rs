@@ -1,8 +1,11 @@
-//! Wake-ups: a backend tells idle workers that jobs may be ready, instead of their polling.
+//! Wake-ups: a backend tells idle workers that jobs may be ready, instead of their polling, or
+//! hands an idle worker a job it leased to it straight away (see [`FetchParams::deliver`](crate::FetchParams::deliver)).
 
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::Notify;
+
+use crate::model::LeasedJob;
 
 /// Where a backend's listener hands the messages of a channel: wake-ups ([`WakeHub`]: a
 /// message names a queue) or job events ([`EventHub`](crate::EventHub)).
@@ -19,14 +22,41 @@ pub trait Relay: Send + Sync + 'static {
 /// nothing and the wait that follows it.
 #[derive(Debug)]
 pub struct Wakeup {
-    notify: Arc<Notify>,
+    inbox: Arc<Inbox>,
+}
+
+/// What one subscription receives: signals, and the jobs delivered to its worker.
+#[derive(Debug, Default)]
+struct Inbox {
+    notify: Notify,
+    delivered: Mutex<Vec<LeasedJob>>,
 }
 
 impl Wakeup {
-    /// Returns when jobs may be ready.
+    /// Returns when jobs may be ready, or have been delivered.
     pub async fn wait(&self) {
-        self.notify.notified().await
+        self.inbox.notify.notified().await
     }
+
+    /// Takes the jobs delivered to the subscribing worker so far, leased to it (see
+    /// [`FetchParams::deliver`](crate::FetchParams::deliver)), in the order they came.
+    pub fn delivered(&self) -> Vec<LeasedJob> {
+        std::mem::take(&mut *self.inbox.lock())
+    }
+}
+
+impl Inbox {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<LeasedJob>> {
+        self.delivered.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One subscription as the hub keeps it: its queues, its worker, and its inbox while it lives.
+#[derive(Debug)]
+struct Subscriber {
+    queues: Vec<String>,
+    worker: Option<String>,
+    inbox: Weak<Inbox>,
 }
 
 /// The sending side, kept by a backend: fans each signal out to the subscribers of its queue.
@@ -36,33 +66,41 @@ impl Wakeup {
 /// use jobs_core::WakeHub;
 ///
 /// let hub = WakeHub::default();
-/// let wakeup = hub.subscribe(&["email".to_string()]);
+/// let wakeup = hub.subscribe(&["email".to_string()], None);
 /// hub.notify("email");
 /// wakeup.wait().await; // returns at once: the signal was kept
 /// # });
 /// ```
 #[derive(Debug, Default)]
 pub struct WakeHub {
-    subscribers: Mutex<Vec<(Vec<String>, Weak<Notify>)>>,
+    subscribers: Mutex<Vec<Subscriber>>,
 }
 
 impl WakeHub {
-    /// A new subscription to the given queues.
-    pub fn subscribe(&self, queues: &[String]) -> Wakeup {
-        let notify = Arc::new(Notify::new());
-        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
-        subscribers.retain(|(_, weak)| weak.strong_count() > 0);
-        subscribers.push((queues.to_vec(), Arc::downgrade(&notify)));
-        Wakeup { notify }
+    fn subscribers(&self) -> std::sync::MutexGuard<'_, Vec<Subscriber>> {
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new subscription to the given queues; with a `worker`, jobs delivered to that worker
+    /// ([`deliver`](Self::deliver)) reach it too.
+    pub fn subscribe(&self, queues: &[String], worker: Option<&str>) -> Wakeup {
+        let inbox = Arc::new(Inbox::default());
+        let mut subscribers = self.subscribers();
+        subscribers.retain(|s| s.inbox.strong_count() > 0);
+        subscribers.push(Subscriber {
+            queues: queues.to_vec(),
+            worker: worker.map(str::to_string),
+            inbox: Arc::downgrade(&inbox),
+        });
+        Wakeup { inbox }
     }
 
     /// Wakes every subscriber of `queue`.
     pub fn notify(&self, queue: &str) {
-        let subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
-        for (queues, weak) in subscribers.iter() {
-            if queues.iter().any(|q| q == queue) {
-                if let Some(notify) = weak.upgrade() {
-                    notify.notify_one();
+        for s in self.subscribers().iter() {
+            if s.queues.iter().any(|q| q == queue) {
+                if let Some(inbox) = s.inbox.upgrade() {
+                    inbox.notify.notify_one();
                 }
             }
         }
@@ -70,20 +108,38 @@ impl WakeHub {
 
     /// Wakes every subscriber (after a reconnect, when signals may have been missed).
     pub fn notify_all(&self) {
-        let subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
-        for (_, weak) in subscribers.iter() {
-            if let Some(notify) = weak.upgrade() {
-                notify.notify_one();
+        for s in self.subscribers().iter() {
+            if let Some(inbox) = s.inbox.upgrade() {
+                inbox.notify.notify_one();
             }
+        }
+    }
+
+    /// Hands `job`, leased to `worker`, to that worker's subscription and wakes it; returns the
+    /// job when the worker has none here (it stopped), for the caller to hand back to the
+    /// store.
+    #[must_use = "a job that found no worker must be handed back"]
+    pub fn deliver(&self, worker: &str, job: LeasedJob) -> Option<LeasedJob> {
+        let inbox = self
+            .subscribers()
+            .iter()
+            .filter(|s| s.worker.as_deref() == Some(worker))
+            .find_map(|s| s.inbox.upgrade());
+        match inbox {
+            Some(inbox) => {
+                inbox.lock().push(job);
+                inbox.notify.notify_one();
+                None
+            }
+            None => Some(job),
         }
     }
 
     /// Whether anyone listens to `queue`, so a backend can skip sending signals nobody hears.
     pub fn has_subscribers(&self, queue: &str) -> bool {
-        let subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
-        subscribers
+        self.subscribers()
             .iter()
-            .any(|(queues, weak)| weak.strong_count() > 0 && queues.iter().any(|q| q == queue))
+            .any(|s| s.inbox.strong_count() > 0 && s.queues.iter().any(|q| q == queue))
     }
 }
 
@@ -96,5 +152,72 @@ impl Relay for WakeHub {
     /// Wakes everyone: a missed signal would leave a worker asleep.
     fn missed(&self) {
         self.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{JobId, JobRecord, LeaseToken, NewJob};
+    use crate::Backoff;
+
+    fn leased() -> LeasedJob {
+        let now = chrono::Utc::now();
+        let job = NewJob {
+            id: JobId::new(),
+            name: "x".into(),
+            queue: "q".into(),
+            payload: serde_json::value::RawValue::from_string("{}".into()).unwrap(),
+            version: 1,
+            priority: 0,
+            run_at: now,
+            max_attempts: 1,
+            backoff: Backoff::default(),
+            timeout: None,
+            unique_key: None,
+            tags: Vec::new(),
+            trace_context: None,
+            key_limits: None,
+            coalesce: None,
+            step: None,
+        };
+        LeasedJob {
+            record: JobRecord::new(job, now),
+            token: LeaseToken::new(),
+            reserved: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_delivery_reaches_its_worker_alone_and_wakes_it() {
+        let hub = WakeHub::default();
+        let queues = ["q".to_string()];
+        let first = hub.subscribe(&queues, Some("w1"));
+        let other = hub.subscribe(&queues, Some("w2"));
+        let job = leased();
+        let id = job.record.id;
+        assert!(hub.deliver("w1", job).is_none());
+        first.wait().await; // woken: returns at once
+        let got = first.delivered();
+        assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [id]);
+        assert!(first.delivered().is_empty(), "taken once");
+        assert!(other.delivered().is_empty());
+    }
+
+    #[test]
+    fn a_delivery_to_a_worker_gone_comes_back() {
+        let hub = WakeHub::default();
+        let wakeup = hub.subscribe(&["q".to_string()], Some("w1"));
+        drop(wakeup);
+        let job = leased();
+        let id = job.record.id;
+        let back = hub.deliver("w1", job).expect("nobody to take it");
+        assert_eq!(back.record.id, id);
+        let plain = hub.subscribe(&["q".to_string()], None);
+        assert!(
+            hub.deliver("w1", leased()).is_some(),
+            "a plain subscription takes none"
+        );
+        assert!(plain.delivered().is_empty());
     }
 }

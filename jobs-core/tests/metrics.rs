@@ -278,6 +278,7 @@ async fn rescued_job(seen: &mut Seen) {
             now: SystemClock.now(),
             flow: Vec::new(),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .unwrap();

@@ -380,7 +380,7 @@ impl Backend for PgBackend {
             let hub = self.inner.hub.clone();
             *listening = Some(listen::start(&self.inner.pool, self.inner.sql.channel(), hub).await);
         }
-        Ok(self.inner.hub.subscribe(&p.queues))
+        Ok(self.inner.hub.subscribe(&p.queues, p.worker.as_deref()))
     }
 
     fn publish(&self, events: Vec<JobEvent>) {

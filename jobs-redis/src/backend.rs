@@ -13,6 +13,7 @@ use jobs_core::{
     RenewParams, RescueParams, SaveSchedulesParams, SchedulesParams, StoredSchedule,
     SubscribeParams, Timestamp, WakeHub, Wakeup, WorkerInfo, WorkersParams,
 };
+use jobs_core::{EndDeliveriesParams, Relay};
 use jobs_core::{
     EventHub, EventStream, EventsParams, FinishedParams, FlowParams, JobEvent, PauseParams,
     PausedParams, Publisher, QueueFlow, SetLimitsParams,
@@ -21,8 +22,10 @@ use jobs_core::{
     JobTypesParams, PublishTypesParams, PublishedType, StoredVersion, StoredVersionsParams,
 };
 use redis::{Client, Cmd, FromRedisValue, Script};
+use uuid::Uuid;
 
 use crate::connect::{self, Conn, Connected};
+use crate::deliveries::Deliveries;
 use crate::events;
 use crate::keys::{Keys, DEFAULT_PREFIX};
 use crate::listen::Listener;
@@ -56,6 +59,9 @@ pub(crate) struct Inner {
     wake: Listener<WakeHub>,
     events: Listener<EventHub>,
     publisher: Publisher,
+    /// The relay of the channel on which this instance's idle workers get jobs straight away.
+    deliveries: Arc<Deliveries>,
+    delivery_channel: String,
 }
 
 impl RedisBackend {
@@ -103,18 +109,30 @@ impl RedisBackend {
 
     fn with_keys(conn: Conn, subscribers: Vec<Client>, keys: Keys) -> Self {
         let channel = keys.channel();
-        RedisBackend {
-            inner: Arc::new(Inner {
+        let delivery_channel = keys.deliveries(&Uuid::new_v4().simple().to_string());
+        let inner = Arc::new_cyclic(|inner| {
+            let deliveries = Arc::new(Deliveries::new(inner.clone()));
+            let relay: Arc<dyn Relay> = deliveries.clone();
+            Inner {
                 publisher: events::publisher(conn.clone(), keys.events()),
                 conn,
                 queues: KnownQueues::default(),
-                wake: Listener::new(subscribers.clone(), channel.clone()),
+                wake: Listener::new(subscribers.clone(), channel.clone())
+                    .with(delivery_channel.clone(), relay),
                 events: Listener::new(subscribers.clone(), keys.events()),
                 channel,
                 subscribers,
                 keys,
-            }),
-        }
+                deliveries,
+                delivery_channel,
+            }
+        });
+        RedisBackend { inner }
+    }
+
+    /// The backend of `inner`.
+    pub(crate) fn of(inner: Arc<Inner>) -> Self {
+        RedisBackend { inner }
     }
 
     /// The same connection under another key prefix (default `jobs`, or the URL's `prefix`), so
@@ -136,6 +154,21 @@ impl RedisBackend {
 
     pub(crate) fn inner(&self) -> &Inner {
         &self.inner
+    }
+
+    /// The hub of the workers' wake-ups and deliveries.
+    pub(crate) fn wake_hub(&self) -> &WakeHub {
+        self.inner.wake.hub()
+    }
+
+    /// The relay of this instance's delivery channel.
+    pub(crate) fn deliveries(&self) -> &Deliveries {
+        &self.inner.deliveries
+    }
+
+    /// The channel on which this instance's idle workers get jobs straight away.
+    pub(crate) fn delivery_channel(&self) -> &str {
+        &self.inner.delivery_channel
     }
 
     /// Whether the connection is to a Redis Cluster (each queue in its own slot).
@@ -384,9 +417,13 @@ impl Backend for RedisBackend {
         self.inner
             .queues
             .remember(p.queues.iter().map(String::as_str));
-        let wakeup = self.inner.wake.hub().subscribe(&p.queues);
+        let wakeup = self.wake_hub().subscribe(&p.queues, p.worker.as_deref());
         self.inner.wake.ready().await?;
         Ok(wakeup)
+    }
+
+    async fn end_deliveries(&self, p: EndDeliveriesParams) -> Result<(), Error> {
+        self.end_deliveries_to(p).await
     }
 
     fn publish(&self, events: Vec<JobEvent>) {

@@ -4,9 +4,10 @@
 //! A queue's limits are kept twice, both written by [`set_limits`](RedisBackend::set_limits):
 //! as JSON in the hash `{p}:limits` (queue -> limits), which [`flow`](RedisBackend::read_flow)
 //! reads with the set `{p}:keyed` of the queues that received jobs with key limits, and the
-//! max depth alone in the queue's own hash `{p:q}:limits` (field `md`), which the enqueue
-//! script reads with one `HGET` in the queue's slot, so that a bound holds exactly under
-//! concurrent enqueues from any number of processes.
+//! max depth, and whether a concurrency or a rate is set, in the queue's own hash
+//! `{p:q}:limits` (fields `md` and `lm`), which the enqueue script reads with one `HMGET` in the
+//! queue's slot, so that a bound holds exactly under concurrent enqueues from any number of
+//! processes, and no job of a limited queue goes to an idle worker without a fetch.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -132,16 +133,22 @@ impl RedisBackend {
         failed.map_or(Ok(()), Err)
     }
 
-    /// Stores a queue's limits: its max depth in its own slot first (enqueues obey it from
-    /// then on), then the limits that `flow` reads.
+    /// Stores a queue's limits: in its own slot first, its max depth and whether it has a
+    /// concurrency or a rate (enqueues obey the one and deliver no job to an idle worker for
+    /// the other from then on), then the limits that `flow` reads.
     pub(crate) async fn store_limits(&self, p: SetLimitsParams) -> Result<(), Error> {
         let keys = &self.inner().keys;
         let bound = keys.limits(&p.queue);
-        let max_depth = match p.limits.max_depth {
-            Some(n) => redis::cmd("HSET").arg(&bound).arg("md").arg(n).clone(),
-            None => redis::cmd("DEL").arg(&bound).clone(),
+        let mut own = redis::pipe();
+        match p.limits.max_depth {
+            Some(n) => own.hset(&bound, "md", n),
+            None => own.hdel(&bound, "md"),
         };
-        self.query::<()>(&max_depth).await?;
+        match p.limits.limits_starts() {
+            true => own.hset(&bound, "lm", 1),
+            false => own.hdel(&bound, "lm"),
+        };
+        self.query_pipe::<()>(&own).await?;
         let listed = if p.limits.is_limited() {
             let json = serde_json::to_string(&p.limits).map_err(Error::backend)?;
             redis::cmd("HSET")

@@ -119,6 +119,12 @@ impl Keys {
         format!("{}:wake", self.prefix)
     }
 
+    /// A pub/sub channel on which scripts deliver jobs to the idle workers of one backend
+    /// instance, `id` naming the instance.
+    pub(crate) fn deliveries(&self, id: &str) -> String {
+        format!("{}:deliver:{id}", self.prefix)
+    }
+
     /// The pub/sub channel of job events.
     pub(crate) fn events(&self) -> String {
         format!("{}:events", self.prefix)

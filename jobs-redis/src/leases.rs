@@ -12,8 +12,8 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use futures_util::future::try_join_all;
 use jobs_core::{
-    later, CompleteParams, Error, FailParams, Failure, FetchParams, JobStatus, Lease, LeaseRef,
-    LeaseToken, LeasedJob, ProgressParams, ReleaseParams, RenewParams, Timestamp,
+    later, CompleteParams, Error, FailParams, Failure, FetchParams, JobRecord, JobStatus, Lease,
+    LeaseRef, LeaseToken, LeasedJob, ProgressParams, ReleaseParams, RenewParams, Timestamp,
 };
 use redis::{Cmd, Script};
 use uuid::Uuid;
@@ -64,6 +64,24 @@ fn push_known(inv: &mut Cmd, p: &FetchParams) {
     }
 }
 
+/// The record of job `id` of `queue` that a script just leased under `lease`, as a read of it
+/// would give it back: `stored` holds its hash as it was before the lease. It started at
+/// `started`, or when it was created (an enqueue that leased it straight away).
+pub(crate) fn leased_record(
+    stored: &Stored,
+    id: &str,
+    queue: &str,
+    lease: Lease,
+    started: Option<Timestamp>,
+) -> Result<JobRecord, Error> {
+    let mut record = stored.record(id, queue, PayloadRead::Strict)?;
+    record.status = JobStatus::Running;
+    record.attempt += 1;
+    record.started_at = Some(started.unwrap_or(record.created_at));
+    record.lease = Some(lease);
+    Ok(record)
+}
+
 impl RedisBackend {
     pub(crate) async fn fetch_jobs(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
         let mut queues: Vec<&str> = Vec::with_capacity(p.queues.len());
@@ -80,7 +98,7 @@ impl RedisBackend {
         self.inner().queues.remember(queues.iter().copied());
         let expires = later(p.now, p.lease_for);
         if let [queue] = queues[..] {
-            return self.lease(queue, p.limit, &p, expires).await;
+            return self.lease(queue, p.limit, &p, expires, p.deliver).await;
         }
 
         // Across queues, which live in different slots: look at each queue's head, pick the
@@ -108,7 +126,7 @@ impl RedisBackend {
                     .iter()
                     .enumerate()
                     .filter(|(_, n)| **n > 0)
-                    .map(|(qi, n)| self.lease(queues[qi], *n, &p, expires)),
+                    .map(|(qi, n)| self.lease(queues[qi], *n, &p, expires, 0)),
             )
             .await?;
             let mut all: Vec<LeasedJob> = leased.into_iter().flatten().collect();
@@ -119,7 +137,8 @@ impl RedisBackend {
         }
     }
 
-    /// Leases up to `limit` jobs of one queue. Jobs that do not decode are failed as dead and
+    /// Leases up to `limit` jobs of one queue; finding none, offers the worker's `offer` idle
+    /// places for deliveries (see idle.lua). Jobs that do not decode are failed as dead and
     /// not returned; when a batch held nothing else, the next one is fetched, so that an empty
     /// answer still means an empty queue.
     async fn lease(
@@ -128,9 +147,10 @@ impl RedisBackend {
         limit: usize,
         p: &FetchParams,
         expires: Timestamp,
+        offer: usize,
     ) -> Result<Vec<LeasedJob>, Error> {
         loop {
-            let (leased, failed) = self.lease_once(queue, limit, p, expires).await?;
+            let (leased, failed) = self.lease_once(queue, limit, p, expires, offer).await?;
             if !leased.is_empty() || failed == 0 {
                 return Ok(leased);
             }
@@ -145,6 +165,7 @@ impl RedisBackend {
         limit: usize,
         p: &FetchParams,
         expires: Timestamp,
+        offer: usize,
     ) -> Result<(Vec<LeasedJob>, usize), Error> {
         let mut inv = self.invocation(&SCRIPTS.fetch, queue, p.now);
         let base = token_base(queue);
@@ -152,7 +173,10 @@ impl RedisBackend {
             .arg(&p.worker)
             .arg(limit)
             .arg(token_prefix(base))
-            .arg(fetch_flow(p, queue));
+            .arg(fetch_flow(p, queue))
+            .arg(offer)
+            .arg(self.delivery_channel())
+            .arg(p.lease_for.as_micros() as u64);
         push_known(&mut inv, p);
         type Row = (String, Vec<String>, Option<String>, Vec<String>, bool);
         let rows: Vec<Row> = self.run(&inv).await?;
@@ -169,16 +193,13 @@ impl RedisBackend {
                 errors,
             };
             let token = LeaseToken(Uuid::from_u128(base | index as u128));
-            match stored.record(&id, queue, PayloadRead::Strict) {
-                Ok(mut record) => {
-                    record.status = JobStatus::Running;
-                    record.attempt += 1;
-                    record.started_at = Some(started);
-                    record.lease = Some(Lease {
-                        worker: p.worker.clone(),
-                        token,
-                        expires_at: expires,
-                    });
+            let lease = Lease {
+                worker: p.worker.clone(),
+                token,
+                expires_at: expires,
+            };
+            match leased_record(&stored, &id, queue, lease, Some(started)) {
+                Ok(record) => {
                     leased.push(LeasedJob {
                         record,
                         token,
@@ -204,7 +225,7 @@ impl RedisBackend {
     /// Fails the jobs of a fetch that do not decode, as dead: no attempt can succeed on them.
     /// Should the write itself fail, their leases lapse and a later fetch fails them again;
     /// the rest of the batch runs either way.
-    async fn fail_corrupt(&self, items: Vec<Failure>, now: Timestamp) {
+    pub(crate) async fn fail_corrupt(&self, items: Vec<Failure>, now: Timestamp) {
         let ids: Vec<_> = items.iter().map(|f| f.lease.id).collect();
         if let Err(e) = self.fail_jobs(FailParams { items, now }).await {
             tracing::warn!(?ids, error = %e, "could not fail corrupt jobs; their leases will lapse");

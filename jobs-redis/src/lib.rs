@@ -65,6 +65,7 @@
 mod backend;
 mod catalog;
 mod connect;
+mod deliveries;
 mod enqueue;
 mod events;
 mod flow;

@@ -1,8 +1,10 @@
 //! Pub/sub listeners: one per channel and backend, relaying each message to a hub. Wake-ups:
 //! scripts publish the queue's name on `<prefix>:wake` when they make a job ready (enqueue,
 //! retry, release, rescue, a failure retried at once), and the [`WakeHub`] wakes that queue's
-//! idle workers within a round trip. Job events: publishers send JSON arrays of events on
-//! `<prefix>:events`, and the [`EventHub`](jobs_core::EventHub) hands them to subscribers.
+//! idle workers within a round trip; on the same connection, the backend's own delivery
+//! channel brings the jobs leased straight to its idle workers (see the `deliveries` module).
+//! Job events: publishers send JSON arrays of events on `<prefix>:events`, and the
+//! [`EventHub`](jobs_core::EventHub) hands them to subscribers.
 //!
 //! In a cluster, a `PUBLISH` reaches the subscribers of every node, so a listener subscribes on
 //! any one of them. A listener reconnects by itself, with a growing pause, and then tells its
@@ -32,6 +34,8 @@ pub(crate) struct Listener<H> {
     hub: Arc<H>,
     clients: Vec<Client>,
     channel: String,
+    /// Further channels heard on the same connection, each with its own relay.
+    others: Vec<(String, Arc<dyn Relay>)>,
     started: Mutex<Option<Started>>,
 }
 
@@ -48,8 +52,15 @@ impl<H: Relay + Default> Listener<H> {
             hub: Arc::default(),
             clients,
             channel,
+            others: Vec::new(),
             started: Mutex::new(None),
         }
+    }
+
+    /// Also hears `channel` on the same connection, relaying its messages to `relay`.
+    pub(crate) fn with(mut self, channel: String, relay: Arc<dyn Relay>) -> Self {
+        self.others.push((channel, relay));
+        self
     }
 
     /// The hub messages go to.
@@ -78,33 +89,32 @@ impl<H: Relay + Default> Listener<H> {
             let (ready_tx, ready) = watch::channel(false);
             let (stop, stopped) = oneshot::channel();
             let hub: Arc<dyn Relay> = self.hub.clone();
-            tokio::spawn(listen(
-                self.clients.clone(),
-                self.channel.clone(),
-                hub,
-                ready_tx,
-                stopped,
-            ));
+            let mut channels = vec![(self.channel.clone(), hub)];
+            channels.extend(self.others.iter().cloned());
+            tokio::spawn(listen(self.clients.clone(), channels, ready_tx, stopped));
             Started { ready, _stop: stop }
         });
         started.ready.clone()
     }
 }
 
+/// Channels and the relay of each.
+type Channels = Vec<(String, Arc<dyn Relay>)>;
+
 async fn listen(
     clients: Vec<Client>,
-    channel: String,
-    hub: Arc<dyn Relay>,
+    channels: Channels,
     ready: watch::Sender<bool>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let mut pause = MIN_PAUSE;
     let mut node = 0;
+    let channel = &channels[0].0;
     loop {
         let client = &clients[node % clients.len()];
         tokio::select! {
             _ = &mut stop => return,
-            outcome = listen_once(client, &channel, &*hub, &ready) => match outcome {
+            outcome = listen_once(client, &channels, &ready) => match outcome {
                 Ok(()) => {
                     pause = MIN_PAUSE;
                     tracing::warn!(channel, "subscription lost; reconnecting");
@@ -127,16 +137,18 @@ async fn listen(
 /// Subscribes and relays messages until the connection is lost.
 async fn listen_once(
     client: &Client,
-    channel: &str,
-    hub: &dyn Relay,
+    channels: &Channels,
     ready: &watch::Sender<bool>,
 ) -> redis::RedisResult<()> {
     let mut pubsub = client.get_async_pubsub().await?;
-    pubsub.subscribe(channel).await?;
+    let names: Vec<&str> = channels.iter().map(|(name, _)| name.as_str()).collect();
+    pubsub.subscribe(names).await?;
     let (mut sink, mut messages) = pubsub.split();
     if ready.send_replace(true) {
         // A reconnection: whatever was published meanwhile was missed.
-        hub.missed();
+        for (_, relay) in channels {
+            relay.missed();
+        }
     }
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.reset();
@@ -144,8 +156,12 @@ async fn listen_once(
         tokio::select! {
             message = messages.next() => match message {
                 Some(message) => {
-                    if let Ok(text) = std::str::from_utf8(message.get_payload_bytes()) {
-                        hub.deliver(text);
+                    let relay = channels
+                        .iter()
+                        .find(|(name, _)| name.as_bytes() == message.get_channel_name().as_bytes());
+                    let text = std::str::from_utf8(message.get_payload_bytes());
+                    if let (Some((_, relay)), Ok(text)) = (relay, text) {
+                        relay.deliver(text);
                     }
                 }
                 None => return Ok(()),

@@ -1,15 +1,24 @@
 //! Paused queues: the set `{prefix}:paused` (hash tag `{prefix}`), so that a pause holds for
-//! every worker process and across restarts as durably as the server keeps its data.
+//! every worker process and across restarts as durably as the server keeps its data, and the
+//! field `pz` of the queue's own `limits` hash, which an enqueue reads in the queue's slot.
 
 use jobs_core::{Error, PauseParams};
 
 use crate::RedisBackend;
 
 impl RedisBackend {
+    /// Pauses or resumes a queue: first in its own slot, where an enqueue reads it (a paused
+    /// queue's jobs go to no idle worker straight away), then in the set workers read.
     pub(crate) async fn set_paused(&self, p: PauseParams) -> Result<(), Error> {
+        let keys = &self.inner().keys;
+        let own = keys.limits(&p.queue);
+        let flag = match p.paused {
+            true => redis::cmd("HSET").arg(own).arg("pz").arg(1).clone(),
+            false => redis::cmd("HDEL").arg(own).arg("pz").clone(),
+        };
+        self.query::<()>(&flag).await?;
         let command = if p.paused { "SADD" } else { "SREM" };
-        let key = self.inner().keys.paused();
-        self.query::<()>(redis::cmd(command).arg(key).arg(&p.queue))
+        self.query::<()>(redis::cmd(command).arg(keys.paused()).arg(&p.queue))
             .await
     }
 

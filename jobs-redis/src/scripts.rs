@@ -1,5 +1,5 @@
 //! The Lua scripts, one per state change, each prefixed with `head.lua` (keys, counts, helpers)
-//! and the shared parts it uses: `coalesce.lua`, `store.lua`, `lease.lua`, `effects.lua`,
+//! and the shared parts it uses: `idle.lua`, `coalesce.lua`, `store.lua`, `lease.lua`, `effects.lua`,
 //! `promote.lua`, `known.lua`, `flow.lua`, `states.lua`, `filter.lua`, `presence.lua`. Redis
 //! runs a script's whole text on every call, so the hot scripts (enqueue, fetch, complete) carry
 //! only what they use: each local function defined costs a little on every call.
@@ -43,11 +43,12 @@ macro_rules! scripts {
 }
 
 scripts! {
-    enqueue: "coalesce.lua", "store.lua"; "enqueue.lua",
-    cron: "coalesce.lua", "store.lua"; "cron.lua",
-    fetch: "promote.lua", "known.lua", "flow.lua"; "fetch.lua",
+    enqueue: "idle.lua", "coalesce.lua", "store.lua"; "enqueue.lua",
+    cron: "idle.lua", "coalesce.lua", "store.lua"; "cron.lua",
+    fetch: "idle.lua", "promote.lua", "known.lua", "flow.lua"; "fetch.lua",
+    withdraw: "idle.lua"; "withdraw.lua",
     peek: "promote.lua", "known.lua", "flow.lua"; "peek.lua",
-    enqueue_all: "coalesce.lua", "store.lua"; "enqueue_all.lua",
+    enqueue_all: "idle.lua", "coalesce.lua", "store.lua"; "enqueue_all.lua",
     complete: "lease.lua", "effects.lua"; "complete.lua",
     fail: "lease.lua", "effects.lua", "states.lua"; "fail.lua",
     release: "lease.lua"; "release.lua",
@@ -69,8 +70,9 @@ mod tests {
     use std::collections::BTreeSet;
 
     /// The parts a script may include, in the order `script!` puts them.
-    const PARTS: [(&str, &str); 11] = [
+    const PARTS: [(&str, &str); 12] = [
         ("head.lua", include_str!("lua/head.lua")),
+        ("idle.lua", include_str!("lua/idle.lua")),
         ("coalesce.lua", include_str!("lua/coalesce.lua")),
         ("store.lua", include_str!("lua/store.lua")),
         ("lease.lua", include_str!("lua/lease.lua")),

@@ -9,6 +9,8 @@ mod support;
 
 #[path = "redis/bad_input.rs"]
 mod bad_input;
+#[path = "redis/deliveries.rs"]
+mod deliveries;
 #[path = "redis/flow.rs"]
 mod flow;
 #[path = "redis/layout.rs"]

@@ -157,6 +157,7 @@ async fn load(backend: &AnyBackend, n: usize) {
                 known: None,
                 flow: Vec::new(),
                 reserve: 0,
+                deliver: 0,
             })
             .await
             .expect("fetch");

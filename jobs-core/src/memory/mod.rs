@@ -1025,7 +1025,7 @@ impl Backend for MemoryBackend {
     }
 
     async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
-        Ok(self.hub.subscribe(&p.queues))
+        Ok(self.hub.subscribe(&p.queues, p.worker.as_deref()))
     }
 
     async fn pause(&self, p: PauseParams) -> Result<(), Error> {

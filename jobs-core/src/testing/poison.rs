@@ -62,6 +62,7 @@ where
             now: SystemClock.now(),
             flow: Vec::new(),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .expect("a poison job does not fail the fetch");

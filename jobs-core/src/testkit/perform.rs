@@ -136,6 +136,7 @@ impl<J: Job> Perform<J> {
                 now,
                 flow: Vec::new(),
                 reserve: 0,
+                deliver: 0,
             })
             .await?
             .pop()

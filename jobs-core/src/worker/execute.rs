@@ -33,19 +33,18 @@ pub(crate) enum Start {
     Reserved(Handed, Arc<RunGate>),
 }
 
-/// Runs one leased job to its recorded outcome. `slot` is held until the end, or until the
-/// handler is done and its place waits for a fetch's reserved jobs.
+/// Runs one leased job to its recorded outcome. `slot` (none for a delivered job) is held until
+/// the end, or until the handler is done and its place waits for a fetch's reserved jobs.
 ///
 /// Not an `async fn`: the future of one would keep its arguments beside the running state that
 /// takes them over, and a task's future is allocated per job.
 pub(crate) fn execute(
     shared: Arc<Shared>,
     ctx: JobContext,
-    slot: OwnedSemaphorePermit,
+    mut slot: Option<OwnedSemaphorePermit>,
     start: Start,
     sink: Sink,
 ) -> impl Future<Output = ()> + Send {
-    let mut slot = Some(slot);
     let record = ctx.record();
     // Named and attributed for OpenTelemetry's messaging conventions (see `crate::otel`).
     let span = tracing::info_span!(

@@ -73,6 +73,16 @@ impl RunGate {
         (state.waiting.len(), state.free > 0)
     }
 
+    /// How many jobs could start at once: the free places, none while jobs wait for one.
+    pub(super) fn open_places(&self) -> usize {
+        let state = self.state();
+        if state.waiting.is_empty() {
+            state.free
+        } else {
+            0
+        }
+    }
+
     fn pump(self: &Arc<Self>, state: &mut State) {
         while state.free > 0 {
             let Some((_, tx)) = state.waiting.pop_first() else {

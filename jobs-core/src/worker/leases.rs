@@ -257,6 +257,7 @@ mod tests {
                 now,
                 flow: Vec::new(),
                 reserve: 0,
+                deliver: 0,
             })
             .await
             .unwrap();

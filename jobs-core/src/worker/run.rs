@@ -4,10 +4,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, FetchParams, HoldParams, LeaseRef, SubscribeParams};
+use crate::backend::{
+    Backend, EndDeliveriesParams, FetchParams, HoldParams, LeaseRef, SubscribeParams,
+};
 use crate::catalog::KnownJob;
 use crate::context::{BackendContext as _, JobContext};
 use crate::event::{EventKind, JobEvent};
@@ -61,6 +64,7 @@ impl Worker {
             .backend
             .subscribe(SubscribeParams {
                 queues: plan.queues.clone(),
+                worker: Some(self.id.clone()),
             })
             .await?;
         let liveness = Arc::new(self.hold_liveness().await);
@@ -131,6 +135,7 @@ impl Worker {
         // Graceful shutdown.
         tracing::info!(worker = %self.id, running = jobs.len(), "worker stopping");
         shared.stopping.cancel();
+        end_deliveries(&shared, &queues, &wakeup).await;
         let drained = tokio::time::timeout(self.grace, async {
             while jobs.join_next().await.is_some() {}
         })
@@ -221,7 +226,25 @@ impl Worker {
         known.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         loop {
             while jobs.try_join_next().is_some() {}
-            let mut permits = window.take().await;
+            // Jobs leased straight to this worker while it was idle take no slot: it had their
+            // places free when it offered them (see `FetchParams::deliver`), and it may have
+            // fetched since, which ends the offer but not the deliveries already under way.
+            let delivered = wakeup.delivered();
+            if !delivered.is_empty() {
+                let held = hold(shared, delivered, None);
+                start_held(
+                    shared,
+                    &gate,
+                    held,
+                    std::iter::repeat_with(|| None),
+                    jobs,
+                    sink,
+                );
+            }
+            let mut permits = tokio::select! {
+                permits = window.take() => permits,
+                _ = wakeup.wait() => continue,
+            };
             let (open, flow) = {
                 let state = states.borrow_and_update();
                 let open: Vec<String> = queues
@@ -288,6 +311,9 @@ impl Worker {
             } else {
                 0
             };
+            // An idle worker takes jobs straight away, as many as its handlers are idle; not
+            // where limits hold jobs back, which only a fetch checks.
+            let deliver = if limited { 0 } else { gate.open_places() };
             let params = FetchParams {
                 known: Some(known.clone()),
                 queues: open,
@@ -298,6 +324,7 @@ impl Worker {
                 flow,
                 ended,
                 reserve,
+                deliver,
             };
             let asked = permits.len();
             let (leased, failed) = match shared.backend.fetch(params).await {
@@ -339,33 +366,69 @@ impl Worker {
             }
             pause = Duration::from_millis(50);
             flow_retry = FLOW_RETRY;
-            let Held { contexts, handed } = held;
             if let Some(flow) = &rates {
-                rated.record(now, flow, contexts.iter().map(|(ctx, _)| ctx.queue()));
+                rated.record(now, flow, held.contexts.iter().map(|(ctx, _)| ctx.queue()));
             }
-            if shared.backend.events_heard() {
-                let now = shared.clock.now();
-                let started = contexts
-                    .iter()
-                    .map(|(ctx, _)| JobEvent::of(ctx.record(), EventKind::Started, now));
-                shared.backend.publish(started.collect());
-            }
-            let counted = contexts.iter().filter(|(_, reserved)| !reserved);
-            let mut turns = gate.admit(counted.map(|(ctx, _)| ctx.record())).into_iter();
-            let mut handed = handed.into_iter();
-            for ((ctx, reserved), slot) in contexts.into_iter().zip(permits) {
-                let start = if reserved {
-                    let handed = handed.next().expect("one per reserved job");
-                    Start::Reserved(handed, gate.clone())
-                } else {
-                    Start::Turn(turns.next().expect("a turn per job admitted"))
-                };
-                jobs.spawn(execute(shared.clone(), ctx, slot, start, sink.clone()));
-            }
+            start_held(
+                shared,
+                &gate,
+                held,
+                permits.into_iter().map(Some),
+                jobs,
+                sink,
+            );
             // Let the jobs just spawned start before the next fetch is prepared and sent: on this
             // thread they would otherwise wait for it (about 35 µs of an idle worker's pickup).
             tokio::task::yield_now().await;
         }
+    }
+}
+
+/// Starts held jobs, each in its slot of `slots`: tells their start to whoever listens, then
+/// spawns each one's task, which waits for its turn.
+fn start_held(
+    shared: &Arc<Shared>,
+    gate: &Arc<RunGate>,
+    held: Held,
+    slots: impl Iterator<Item = Option<OwnedSemaphorePermit>>,
+    jobs: &mut JoinSet<()>,
+    sink: &Sink,
+) {
+    let Held { contexts, handed } = held;
+    if shared.backend.events_heard() {
+        let now = shared.clock.now();
+        let started = contexts
+            .iter()
+            .map(|(ctx, _)| JobEvent::of(ctx.record(), EventKind::Started, now));
+        shared.backend.publish(started.collect());
+    }
+    let counted = contexts.iter().filter(|(_, reserved)| !reserved);
+    let mut turns = gate.admit(counted.map(|(ctx, _)| ctx.record())).into_iter();
+    let mut handed = handed.into_iter();
+    for ((ctx, reserved), slot) in contexts.into_iter().zip(slots) {
+        let start = if reserved {
+            let handed = handed.next().expect("one per reserved job");
+            Start::Reserved(handed, gate.clone())
+        } else {
+            Start::Turn(turns.next().expect("a turn per job admitted"))
+        };
+        jobs.spawn(execute(shared.clone(), ctx, slot, start, sink.clone()));
+    }
+}
+
+/// Ends the deliveries to a stopping worker, and holds the jobs delivered that did not start,
+/// so that they are handed back with the rest of its leases.
+async fn end_deliveries(shared: &Shared, queues: &[String], wakeup: &Wakeup) {
+    let params = EndDeliveriesParams {
+        worker: shared.worker.clone(),
+        queues: queues.to_vec(),
+    };
+    if let Err(e) = shared.backend.end_deliveries(params).await {
+        tracing::warn!(error = %e, "could not end the deliveries to this worker; a job delivered from now on is rescued when its lease lapses");
+    }
+    for job in wakeup.delivered() {
+        let ctx = JobContext::of(shared.backend.clone(), job);
+        shared.leases.insert(ctx, false);
     }
 }
 

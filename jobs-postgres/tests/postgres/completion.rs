@@ -152,6 +152,7 @@ async fn transaction_needs_a_postgres_job() {
             now: SystemClock.now(),
             flow: Vec::new(),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .unwrap();
@@ -177,6 +178,7 @@ async fn a_step_completed_in_its_transaction_wakes_the_next_steps_queue() {
     let wakeup = backend
         .subscribe(jobs_core::SubscribeParams {
             queues: vec!["after_ship".into()],
+            worker: None,
         })
         .await
         .expect("subscribe");

@@ -159,6 +159,7 @@ async fn counts_stay_exact_through_every_kind_of_write() {
             now: at(6_000),
             flow: Vec::new(),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .expect("fetch");

@@ -54,6 +54,7 @@ async fn completion_commits_with(backend: &PgBackend) -> Vec<String> {
             now: at(1),
             flow: Vec::new(),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .expect("fetch");

@@ -496,6 +496,7 @@ async fn fetch_queues(
             now: at(now_ms),
             flow,
             reserve: 0,
+            deliver: 0,
         })
         .await
         .expect("fetch")

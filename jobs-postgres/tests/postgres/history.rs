@@ -25,6 +25,7 @@ async fn fetch(backend: &PgBackend, now_ms: i64) -> LeasedJob {
             now: at(now_ms),
             flow: Vec::new(),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .expect("fetch");

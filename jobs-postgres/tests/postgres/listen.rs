@@ -11,7 +11,10 @@ use crate::support::{backend_in, fresh_backend, Record};
 async fn subscribe(backend: &PgBackend, queue: &str) -> Wakeup {
     let queues = vec![queue.to_string()];
     backend
-        .subscribe(SubscribeParams { queues })
+        .subscribe(SubscribeParams {
+            queues,
+            worker: None,
+        })
         .await
         .expect("subscribe")
 }

@@ -190,6 +190,7 @@ pub(crate) async fn fetch_of(
             now: at(now_ms),
             flow,
             reserve: 0,
+            deliver: 0,
         })
         .await
         .expect("fetch")

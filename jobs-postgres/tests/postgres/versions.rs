@@ -49,6 +49,7 @@ async fn fetch_known(backend: &PgBackend, queues: &[&str], known: Vec<KnownJob>)
             now: t0(),
             flow: backend.flow(FlowParams {}).await.expect("flow"),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .expect("fetch")

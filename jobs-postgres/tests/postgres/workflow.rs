@@ -215,6 +215,7 @@ async fn a_step_made_ready_by_a_completion_wakes_its_queue() {
     let wakeup = backend
         .subscribe(SubscribeParams {
             queues: vec!["wb".into()],
+            worker: None,
         })
         .await
         .expect("subscribe");

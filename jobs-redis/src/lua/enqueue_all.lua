@@ -26,6 +26,7 @@ local function use(queue)
   KRUN = BASE .. 'krun'
   TAG = BASE .. 'tag:'
   LIMITS = BASE .. 'limits'
+  IDLE = BASE .. 'idle'
   DEBOUNCE = BASE .. 'debounce'
   deltas = {}
 end

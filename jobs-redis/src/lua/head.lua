@@ -1,5 +1,5 @@
 -- The head of every script (prepended at build time, with the other parts a script needs:
--- store.lua, lease.lua, effects.lua, promote.lua, states.lua, filter.lua, in that order).
+-- idle.lua, store.lua, lease.lua, effects.lua, promote.lua, states.lua, filter.lua, in that order).
 --
 -- A script works on one queue. KEYS[1] is the queue's key base `{prefix:queue}:`; every key a
 -- script touches is that base plus a suffix, so all of them share one hash tag and one cluster
@@ -27,7 +27,9 @@
 --   counts     hash, status code (w s p r c d x) -> number of jobs
 --   unique     hash, unique key -> id of the active job holding it
 --   cron       hash, schedule -> last tick stored (microseconds)
---   limits     hash, `md` -> the queue's max depth (absent: unbounded)
+--   limits     hash, `md` -> the queue's max depth (absent: unbounded); `lm` -> 1 while it has a
+--              concurrency or a rate, `pz` -> 1 while it is paused (no job goes straight to an idle
+--              worker then)
 --   krun       hash, key -> running jobs of the key (jobs with key limits only)
 --   reserved   zset, score lease expiry, member id: running jobs leased beyond the concurrency
 --   places     hash, worker -> places its promoted jobs hold under the concurrency
@@ -35,6 +37,8 @@
 --   kstarts:<key>  zset, as starts, of one key (jobs whose key limits have a rate)
 --   th:<key>   string, `until:id`: the job holding a throttle key, and until when
 --   debounce   hash, debounce key -> the job that took it last (it holds it while waiting)
+--   idle       zset, score until when, member worker: idle workers' offers (see idle.lua)
+--   idle:<worker>  hash, one worker's offer: its places, tokens, lease and the jobs it runs
 local BASE = KEYS[1]
 local CHANNEL, QUEUE, NOW_S = ARGV[1], ARGV[2], ARGV[3]
 local NOW = tonumber(NOW_S)

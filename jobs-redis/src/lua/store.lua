@@ -53,15 +53,40 @@ local function overfills(md, new)
   return (tonumber(c[1]) or 0) + (tonumber(c[2]) or 0) + new > tonumber(md)
 end
 
+-- Leases the job starting at ARGV[s] (its arguments ending at ARGV[last], `tags` its tags),
+-- pending and ready now, straight to an idle worker that runs it, if one offers (see
+-- idle.lua), and publishes it on the worker's delivery channel as a fetch returns a job: its
+-- hash before the lease, and its payload. Whether it did.
+local function deliver(s, last, tags)
+  local worker, token, expiry, channel = take_offer(s, last)
+  if not worker then
+    return false
+  end
+  local id = ARGV[s]
+  write_job(s, last, 'r')
+  redis.call('HSET', job_key(id), 'a', '1', 'st', NOW_S, 'w', worker, 'l', token .. ':' .. expiry)
+  redis.call('ZADD', RUNNING, expiry, id)
+  index_tags(id, tags)
+  redis.call('SET', side_key('p', id), ARGV[s + 2])
+  recount_by('r', 1)
+  local fields = { 's', 'p', 'c', NOW_S, unpack(ARGV, s + 5, last) }
+  redis.call('PUBLISH', channel, cjson.encode({
+    w = worker, q = QUEUE, i = id, t = token, x = expiry, f = fields, p = ARGV[s + 2],
+  }))
+  return true
+end
+
 -- The answer of a call: its code, the max depth ('' if none) and the duplicates.
 local function answer(code, md, held)
   return { code, md or '', held }
 end
 
 -- Stores the job starting at ARGV[s], the only one of its call and without flow (`md` the
--- queue's max depth, nil if none): as `store_jobs`, in the fewest commands (seven in all with
--- the max depth's HGET and the counts, eight with the wake-up, two more for a bounded queue).
-local function store_one(s, md)
+-- queue's max depth, nil if none; `direct`: the queue is neither paused nor limited, so an
+-- idle worker may take the job straight away): as `store_jobs`, in the fewest commands (seven
+-- in all with the limits' HMGET and the counts, eight with the wake-up, two more for a bounded
+-- queue, one more to look for idle workers' offers when the ready set is empty).
+local function store_one(s, md, direct)
   local id = ARGV[s]
   local last, ukey, tags = job_args(s)
   if ukey then
@@ -88,6 +113,9 @@ local function store_one(s, md)
     status = 'w'
   elseif member ~= '' then
     wakes = none_ready()
+    if wakes and direct and deliver(s, last, tags) then
+      return answer('ok', md, {}), false
+    end
     redis.call('ZADD', READY, ARGV[s + 6], member)
   else
     status = 's'
@@ -147,7 +175,8 @@ end
 -- Per job: one HSET; the payloads, the sets' additions and the counts go in one call each.
 local function store_jobs(first, mode, last)
   last = last or #ARGV
-  local md = redis.call('HGET', LIMITS, 'md')
+  -- `lm`: the queue has a concurrency or a rate; `pz`: it is paused (see flow.rs, paused.rs).
+  local md, limited, paused = unpack(redis.call('HMGET', LIMITS, 'md', 'lm', 'pz'))
   if md and mode == 'p' then
     return answer('bounded', md, {}), false
   end
@@ -159,7 +188,7 @@ local function store_jobs(first, mode, last)
     i = i + 5 + tonumber(ARGV[i + 4])
   end
   if #ids == 1 and ARGV[first + 3] == '' and mode ~= 'c' then
-    return store_one(first, md)
+    return store_one(first, md, not limited and not paused)
   end
   local fate, new = fates(starts, ids)
   if overfills(md, new) then

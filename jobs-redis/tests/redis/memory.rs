@@ -85,6 +85,7 @@ async fn a_job_hash_stays_small() {
             lease_for: Duration::from_secs(5),
             now,
             reserve: 0,
+            deliver: 0,
         })
         .await
         .unwrap();

@@ -50,6 +50,7 @@ pub(crate) fn fetch(queues: &[&str], limit: usize, now: Timestamp) -> FetchParam
         lease_for: Duration::from_secs(30),
         now,
         reserve: 0,
+        deliver: 0,
     }
 }
 

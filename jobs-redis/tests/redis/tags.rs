@@ -83,6 +83,7 @@ async fn tag_indexes_hold_only_live_jobs() {
             lease_for: Duration::from_secs(30),
             now: t0(),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .unwrap();

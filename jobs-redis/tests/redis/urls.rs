@@ -109,6 +109,7 @@ async fn options_of_the_url_apply() {
     let wakeup = backend
         .subscribe(SubscribeParams {
             queues: vec!["q".into()],
+            worker: None,
         })
         .await
         .unwrap();
@@ -134,6 +135,7 @@ async fn options_of_the_url_apply() {
             lease_for: Duration::from_secs(30),
             now: t0(),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .unwrap();

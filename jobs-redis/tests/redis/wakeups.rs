@@ -28,6 +28,7 @@ async fn fetch(b: &RedisBackend, limit: usize, now: Timestamp) -> usize {
         lease_for: Duration::from_secs(30),
         now,
         reserve: 0,
+        deliver: 0,
     })
     .await
     .unwrap()

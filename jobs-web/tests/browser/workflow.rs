@@ -60,6 +60,7 @@ pub(crate) async fn follow_a_workflow(kind: Kind) {
             known: None,
             flow: Vec::new(),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .expect("fetch");

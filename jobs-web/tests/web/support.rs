@@ -196,6 +196,7 @@ pub(crate) async fn lease(backend: &AnyBackend, queue: &str, worker: &str) -> Ve
             known: None,
             flow: Vec::new(),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .expect("fetch")

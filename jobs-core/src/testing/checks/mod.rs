@@ -165,6 +165,7 @@ macro_rules! __conformance_checks {
                 worker_listing_lapses_when_the_worker_dies,
                 worker_records_its_cron_schedules,
                 worker_takes_nothing_from_a_paused_queue,
+                worker_takes_jobs_enqueued_while_idle_until_it_stops,
             }
             worker::versions {
                 worker_upgrades_a_job_stored_at_an_older_version,

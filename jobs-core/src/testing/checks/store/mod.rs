@@ -34,6 +34,7 @@ fn fetch_params(queues: &[&str], limit: usize, now: Timestamp) -> FetchParams {
         now,
         flow: Vec::new(),
         reserve: 0,
+        deliver: 0,
     }
 }
 

@@ -141,6 +141,7 @@ pub async fn worker_hands_places_under_a_queues_concurrency_on(b: AnyBackend) {
             now: chrono::Utc::now(),
             flow: b.flow(FlowParams {}).await.expect("flow"),
             reserve: 0,
+            deliver: 0,
         })
         .await
         .expect("fetch");

@@ -23,6 +23,7 @@ pub async fn worker_reruns_jobs_of_a_dead_worker(b: AnyBackend) {
         now: SystemClock.now(),
         flow: Vec::new(),
         reserve: 0,
+        deliver: 0,
     };
     assert_eq!(
         b.fetch(params).await.unwrap().len(),

@@ -288,3 +288,47 @@ pub async fn worker_takes_nothing_from_a_paused_queue(b: AnyBackend) {
     assert_eq!(later.wait(&b).await.unwrap(), 6);
     running.stop().await.unwrap();
 }
+
+/// An idle worker starts each job enqueued while it waits, once (a backend may lease such a job
+/// to it straight away, see `FetchParams::deliver`). Once it is stopping, it takes none: a job
+/// enqueued while its last job finishes within the grace period waits, unattempted, for the
+/// next worker.
+pub async fn worker_takes_jobs_enqueued_while_idle_until_it_stops(b: AnyBackend) {
+    let running = Running::start(
+        worker(&b)
+            .register::<Echo>()
+            .register::<Sleeps>()
+            .concurrency(2)
+            .grace_period(Duration::from_secs(10)),
+    );
+    let mut echoes = Vec::new();
+    for n in 0..5 {
+        // Idle again by the next one.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        echoes.push((n, Echo { n }.enqueue(&b).await.unwrap()));
+    }
+    for (n, handle) in echoes {
+        assert_eq!(handle.wait(&b).await.unwrap(), n * 2);
+        let r = handle.record(&b).await.unwrap();
+        assert_eq!((r.status, r.attempt), (JobStatus::Completed, 1));
+    }
+
+    let sleeps = Sleeps { ms: 800 }.enqueue(&b).await.unwrap();
+    wait_for(&b, sleeps.id(), "the handler started", |r| r.progress == 1).await;
+    // One place idle, and offered while the worker waits.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stopping = tokio::spawn(running.stop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let late = Echo { n: 9 }.enqueue(&b).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = late.record(&b).await.unwrap();
+    assert_eq!(
+        (r.status, r.attempt, r.lease.is_none()),
+        (JobStatus::Pending, 0, true),
+        "a stopping worker took a job"
+    );
+    stopping.await.expect("the worker's task").unwrap();
+    assert_eq!(sleeps.wait(&b).await.unwrap(), 800, "finished within grace");
+    let r = late.record(&b).await.unwrap();
+    assert_eq!((r.status, r.attempt), (JobStatus::Pending, 0));
+}

@@ -1,0 +1,221 @@
+//! Deliveries: jobs that an enqueue leased straight to an idle worker of this backend instance
+//! (see idle.lua and [`FetchParams::deliver`](jobs_core::FetchParams::deliver)), heard on the
+//! instance's own channel and handed to the worker's subscription, so that an idle worker
+//! starts a new job one hop after its enqueue rather than after a wake-up and a fetch.
+//!
+//! A message is the JSON object `{"w": worker, "q": queue, "i": id, "t": token, "x": lease
+//! expiry, "f": the hash before the lease, "p": payload}`, or `{"w", "q"}` alone: the mark with
+//! which withdraw.lua ends a stopping worker's deliveries. A job whose worker has no
+//! subscription here any more is handed back at once; one that does not decode is failed as
+//! dead, as a fetch fails it; one lost on the way (the connection dropped) is rescued when its
+//! lease lapses, as a dead worker's jobs are.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use chrono::DateTime;
+use jobs_core::{
+    EndDeliveriesParams, Error, Failure, Lease, LeaseRef, LeaseToken, LeasedJob, Relay, Release,
+    ReleaseParams,
+};
+use serde::Deserialize;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use crate::backend::Inner;
+use crate::leases::leased_record;
+use crate::record::{parse_id, Stored};
+use crate::scripts::SCRIPTS;
+use crate::RedisBackend;
+
+/// How long a stopping worker waits to hear the end of its deliveries.
+const END_WAIT: Duration = Duration::from_secs(2);
+
+/// One message on the delivery channel.
+#[derive(Deserialize)]
+struct Message {
+    /// The worker.
+    w: String,
+    /// The queue.
+    q: String,
+    /// The job's id; none in the mark that ends the worker's deliveries.
+    i: Option<String>,
+    /// The lease's token, 32 hex digits.
+    #[serde(default)]
+    t: String,
+    /// The lease's expiry, in microseconds since the epoch.
+    #[serde(default)]
+    x: String,
+    /// The job's hash before the lease, as `HGETALL` gives it.
+    #[serde(default)]
+    f: Vec<String>,
+    /// The payload.
+    p: Option<String>,
+}
+
+/// The relay of a backend instance's delivery channel.
+pub(crate) struct Deliveries {
+    backend: Weak<Inner>,
+    /// The ends awaited, by worker and queue.
+    ends: Mutex<HashMap<(String, String), oneshot::Sender<()>>>,
+}
+
+impl Deliveries {
+    /// The relay of the backend that `backend` will point to.
+    pub(crate) fn new(backend: Weak<Inner>) -> Self {
+        Deliveries {
+            backend,
+            ends: Mutex::default(),
+        }
+    }
+
+    fn ends(&self) -> MutexGuard<'_, HashMap<(String, String), oneshot::Sender<()>>> {
+        self.ends.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Hands a delivered job to its worker's subscription; back to the store when the worker
+    /// has none here, failed when it does not decode.
+    fn hand(&self, message: Message, id: &str) {
+        let Some(inner) = self.backend.upgrade() else {
+            return;
+        };
+        let backend = RedisBackend::of(inner);
+        let token = match u128::from_str_radix(&message.t, 16) {
+            Ok(bits) => LeaseToken(Uuid::from_u128(bits)),
+            Err(e) => {
+                tracing::warn!(job = id, error = %e, "a delivered job's token does not parse; the job is rescued when its lease lapses");
+                return;
+            }
+        };
+        match delivered_job(message.w.clone(), &message.q, id, token, &message) {
+            Ok(job) => {
+                if let Some(job) = backend.wake_hub().deliver(&message.w, job) {
+                    tokio::spawn(async move { backend.hand_back(job.lease()).await });
+                }
+            }
+            Err(e) => {
+                let Ok(id) = parse_id(id) else {
+                    tracing::warn!(job = id, error = %e, "a delivered job's id does not parse");
+                    return;
+                };
+                let failure = Failure::undecodable(LeaseRef { id, token }, &e);
+                tokio::spawn(async move {
+                    backend
+                        .fail_corrupt(vec![failure], chrono::Utc::now())
+                        .await
+                });
+            }
+        }
+    }
+}
+
+/// The job of a delivery, leased as the enqueue script wrote it.
+fn delivered_job(
+    worker: String,
+    queue: &str,
+    id: &str,
+    token: LeaseToken,
+    message: &Message,
+) -> Result<LeasedJob, Error> {
+    let expires = message
+        .x
+        .parse::<i64>()
+        .ok()
+        .and_then(DateTime::from_timestamp_micros)
+        .ok_or_else(|| Error::backend(format!("a delivery of job {id} has no expiry")))?;
+    let stored = Stored {
+        fields: message.f.clone(),
+        payload: message.p.clone(),
+        long_result: None,
+        errors: Vec::new(),
+    };
+    let lease = Lease {
+        worker,
+        token,
+        expires_at: expires,
+    };
+    // The enqueue leased it as it stored it: it started when it was created.
+    let record = leased_record(&stored, id, queue, lease, None)?;
+    Ok(LeasedJob {
+        record,
+        token,
+        reserved: false,
+    })
+}
+
+impl Relay for Deliveries {
+    fn deliver(&self, text: &str) {
+        let message: Message = match serde_json::from_str(text) {
+            Ok(message) => message,
+            Err(e) => {
+                tracing::warn!(error = %e, "a delivery does not parse; its job is rescued when its lease lapses");
+                return;
+            }
+        };
+        match message.i.clone() {
+            Some(id) => self.hand(message, &id),
+            None => {
+                if let Some(end) = self.ends().remove(&(message.w, message.q)) {
+                    let _ = end.send(());
+                }
+            }
+        }
+    }
+
+    /// A delivery missed while away is rescued when its lease lapses (the wake-up hub, on the
+    /// same connection, wakes every worker).
+    fn missed(&self) {}
+}
+
+impl RedisBackend {
+    /// Withdraws `p.worker`'s offers in each of its queues and waits until the mark that
+    /// follows its last delivery of each is heard.
+    pub(crate) async fn end_deliveries_to(&self, p: EndDeliveriesParams) -> Result<(), Error> {
+        let mut queues = p.queues;
+        queues.sort_unstable();
+        queues.dedup();
+        let deliveries = self.deliveries();
+        let mut heard = Vec::with_capacity(queues.len());
+        for queue in &queues {
+            let (end, ended) = oneshot::channel();
+            deliveries
+                .ends()
+                .insert((p.worker.clone(), queue.clone()), end);
+            heard.push(ended);
+            let mut inv = self.timeless_invocation(&SCRIPTS.withdraw, queue);
+            inv.arg(&p.worker).arg(self.delivery_channel());
+            if let Err(e) = self.run::<i64>(&inv).await {
+                deliveries
+                    .ends()
+                    .retain(|(worker, _), _| *worker != p.worker);
+                return Err(e);
+            }
+        }
+        let all = futures_util::future::join_all(heard);
+        if tokio::time::timeout(END_WAIT, all).await.is_err() {
+            deliveries
+                .ends()
+                .retain(|(worker, _), _| *worker != p.worker);
+            return Err(Error::backend(format!(
+                "the end of the deliveries to worker {} was not heard within {END_WAIT:?}",
+                p.worker
+            )));
+        }
+        Ok(())
+    }
+
+    /// Hands a delivered job whose worker stopped back to its queue, its attempt unspent.
+    async fn hand_back(&self, lease: LeaseRef) {
+        let params = ReleaseParams {
+            items: vec![Release {
+                lease,
+                run_at: None,
+            }],
+            now: chrono::Utc::now(),
+        };
+        if let Err(e) = self.release_jobs(params).await {
+            tracing::warn!(job = %lease.id, error = %e, "could not hand back a job delivered to a stopped worker; it is rescued when its lease lapses");
+        }
+    }
+}
