@@ -1,5 +1,6 @@
-//! The Redis backend of `jobs`: every state change one atomic Lua script, idle workers woken by
-//! pub/sub, and keys laid out so that the same code runs on one server or a Redis Cluster.
+//! The Redis backend of `jobs`: every state change one atomic Lua script, new jobs leased
+//! straight to idle workers over pub/sub, and keys laid out so that the same code runs on one
+//! server or a Redis Cluster.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), jobs_core::Error> {

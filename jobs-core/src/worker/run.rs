@@ -240,6 +240,8 @@ impl Worker {
                     jobs,
                     sink,
                 );
+                // As after a fetch: they start before the next fetch is prepared.
+                tokio::task::yield_now().await;
             }
             let mut permits = tokio::select! {
                 permits = window.take() => permits,
