@@ -12,7 +12,7 @@ use jobs_core::{
 use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
 
-use crate::support::{self, keys_like, raw_connection, single_backend, t0};
+use crate::support::{self, cluster_backend, keys_like, raw_connection, single_backend, t0};
 
 const QUEUE: &str = "d";
 const WORKER: &str = "idle-worker";
@@ -100,6 +100,25 @@ fn pending_and_unleased(r: &JobRecord) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enqueue_leases_its_job_straight_to_an_idle_worker() {
     let b = single_backend().await;
+    leases_straight_away(&b).await;
+    let mut conn = raw_connection().await;
+    assert_eq!(
+        keys_like(&mut conn, b.key_prefix(), ":d}:idle*").await,
+        Vec::<String>::new(),
+        "the offer is gone with its last place"
+    );
+}
+
+/// On a cluster, the delivery goes out from the queue's node and comes in through whichever
+/// node the backend listens on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_delivers_across_its_nodes() {
+    leases_straight_away(&cluster_backend().await).await;
+}
+
+/// An idle worker offering two places gets the next two jobs enqueued, leased to it, and the
+/// third waits to be fetched.
+async fn leases_straight_away(b: &RedisBackend) {
     let wakeup = subscribe(&b, WORKER).await;
     assert!(fetched(&b, WORKER, 2).await.is_empty());
 
@@ -146,12 +165,6 @@ async fn an_enqueue_leases_its_job_straight_to_an_idle_worker() {
     let third = enqueue(&b, support::job(QUEUE, t0())).await;
     assert!(pending_and_unleased(&read(&b, third).await));
     assert!(delivered(&wakeup).await.is_empty());
-    let mut conn = raw_connection().await;
-    assert_eq!(
-        keys_like(&mut conn, b.key_prefix(), ":d}:idle*").await,
-        Vec::<String>::new(),
-        "the offer is gone with its last place"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
