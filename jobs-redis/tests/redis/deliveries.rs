@@ -119,12 +119,12 @@ async fn a_cluster_delivers_across_its_nodes() {
 /// An idle worker offering two places gets the next two jobs enqueued, leased to it, and the
 /// third waits to be fetched.
 async fn leases_straight_away(b: &RedisBackend) {
-    let wakeup = subscribe(&b, WORKER).await;
-    assert!(fetched(&b, WORKER, 2).await.is_empty());
+    let wakeup = subscribe(b, WORKER).await;
+    assert!(fetched(b, WORKER, 2).await.is_empty());
 
-    let first = enqueue(&b, support::job(QUEUE, t0())).await;
+    let first = enqueue(b, support::job(QUEUE, t0())).await;
     // Leased by the enqueue itself, before the worker heard of it.
-    let stored = read(&b, first).await;
+    let stored = read(b, first).await;
     assert_eq!((stored.status, stored.attempt), (JobStatus::Running, 1));
     assert_eq!(stored.started_at, Some(stored.created_at));
     let lease = stored.lease.clone().expect("leased");
@@ -155,15 +155,15 @@ async fn leases_straight_away(b: &RedisBackend) {
     assert_eq!(done, [true]);
 
     // The second place takes the next job; with none left, the third waits to be fetched.
-    let second = enqueue(&b, support::job(QUEUE, t0())).await;
+    let second = enqueue(b, support::job(QUEUE, t0())).await;
     let got = delivered(&wakeup).await;
     assert_eq!(
         got.iter().map(|j| j.record.id).collect::<Vec<_>>(),
         [second]
     );
     assert_ne!(got[0].token, job.token, "each delivery has its own token");
-    let third = enqueue(&b, support::job(QUEUE, t0())).await;
-    assert!(pending_and_unleased(&read(&b, third).await));
+    let third = enqueue(b, support::job(QUEUE, t0())).await;
+    assert!(pending_and_unleased(&read(b, third).await));
     assert!(delivered(&wakeup).await.is_empty());
 }
 
