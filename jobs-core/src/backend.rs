@@ -91,10 +91,12 @@ pub struct FetchParams {
     /// it then waits idle on its wake-up subscription (made with the same
     /// [`worker`](SubscribeParams::worker)). A backend may lease up to this many of the jobs
     /// that become ready in the fetch's queues from then on to that worker at once, without its
-    /// fetching them, and hand them to its subscription ([`Wakeup::delivered`]); its next
-    /// fetch ends that, and so does [`end_deliveries`](Backend::end_deliveries). Only jobs the
-    /// worker [`known`](Self::known) runs, of a queue without limits and not paused, are
-    /// delivered. 0: none (a backend may always deliver none).
+    /// fetching them, and hand them to its subscription ([`Wakeup::delivered`]); a later fetch
+    /// of the worker that leases jobs, or offers none, ends that, and so does
+    /// [`end_deliveries`](Backend::end_deliveries), while one that finds nothing again offers
+    /// its own count, less the deliveries not yet handed over. Only jobs the worker
+    /// [`known`](Self::known) runs, of a queue without limits and not paused, are delivered. 0:
+    /// none (a backend may always deliver none).
     pub deliver: usize,
 }
 

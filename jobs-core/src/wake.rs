@@ -1,5 +1,6 @@
 //! Wake-ups: a backend tells idle workers that jobs may be ready, instead of their polling, or
-//! hands an idle worker a job it leased to it straight away (see [`FetchParams::deliver`](crate::FetchParams::deliver)).
+//! hands an idle worker a job it leased to it straight away (see
+//! [`FetchParams::deliver`](crate::FetchParams::deliver)).
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -25,11 +26,21 @@ pub struct Wakeup {
     inbox: Arc<Inbox>,
 }
 
-/// What one subscription receives: signals, and the jobs delivered to its worker.
-#[derive(Debug, Default)]
+/// What one subscription receives: signals, and the jobs delivered to its worker (`None` once
+/// closed).
+#[derive(Debug)]
 struct Inbox {
     notify: Notify,
-    delivered: Mutex<Vec<LeasedJob>>,
+    delivered: Mutex<Option<Vec<LeasedJob>>>,
+}
+
+impl Default for Inbox {
+    fn default() -> Self {
+        Inbox {
+            notify: Notify::new(),
+            delivered: Mutex::new(Some(Vec::new())),
+        }
+    }
 }
 
 impl Wakeup {
@@ -41,12 +52,23 @@ impl Wakeup {
     /// Takes the jobs delivered to the subscribing worker so far, leased to it (see
     /// [`FetchParams::deliver`](crate::FetchParams::deliver)), in the order they came.
     pub fn delivered(&self) -> Vec<LeasedJob> {
-        std::mem::take(&mut *self.inbox.lock())
+        self.inbox
+            .lock()
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Takes the jobs delivered so far, as [`delivered`](Self::delivered), and takes no more:
+    /// a job delivered from then on goes back to whoever delivers it (see
+    /// [`WakeHub::deliver`]), for a stopping worker's last look.
+    pub fn close(&self) -> Vec<LeasedJob> {
+        self.inbox.lock().take().unwrap_or_default()
     }
 }
 
 impl Inbox {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<LeasedJob>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Vec<LeasedJob>>> {
         self.delivered.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -116,8 +138,8 @@ impl WakeHub {
     }
 
     /// Hands `job`, leased to `worker`, to that worker's subscription and wakes it; returns the
-    /// job when the worker has none here (it stopped), for the caller to hand back to the
-    /// store.
+    /// job when the worker has none here, or a closed one (it stopped), for the caller to hand
+    /// back to the store.
     #[must_use = "a job that found no worker must be handed back"]
     pub fn deliver(&self, worker: &str, job: LeasedJob) -> Option<LeasedJob> {
         let inbox = self
@@ -125,14 +147,15 @@ impl WakeHub {
             .iter()
             .filter(|s| s.worker.as_deref() == Some(worker))
             .find_map(|s| s.inbox.upgrade());
-        match inbox {
-            Some(inbox) => {
-                inbox.lock().push(job);
-                inbox.notify.notify_one();
-                None
-            }
-            None => Some(job),
+        let Some(inbox) = inbox else {
+            return Some(job);
+        };
+        match inbox.lock().as_mut() {
+            Some(delivered) => delivered.push(job),
+            None => return Some(job),
         }
+        inbox.notify.notify_one();
+        None
     }
 
     /// Whether anyone listens to `queue`, so a backend can skip sending signals nobody hears.
@@ -219,5 +242,18 @@ mod tests {
             "a plain subscription takes none"
         );
         assert!(plain.delivered().is_empty());
+    }
+
+    #[test]
+    fn a_closed_subscription_takes_no_more() {
+        let hub = WakeHub::default();
+        let wakeup = hub.subscribe(&["q".to_string()], Some("w1"));
+        assert!(hub.deliver("w1", leased()).is_none());
+        assert_eq!(wakeup.close().len(), 1, "what came before");
+        assert!(
+            hub.deliver("w1", leased()).is_some(),
+            "back to the deliverer"
+        );
+        assert!(wakeup.delivered().is_empty());
     }
 }

@@ -171,6 +171,12 @@ impl RedisBackend {
         &self.inner.delivery_channel
     }
 
+    /// Whether this instance hears its delivery channel now: while it reconnects, its idle
+    /// workers offer nothing, since a job delivered then would be lost until its lease lapsed.
+    pub(crate) fn hears_deliveries(&self) -> bool {
+        self.inner.wake.is_live()
+    }
+
     /// Whether the connection is to a Redis Cluster (each queue in its own slot).
     pub(crate) fn is_cluster(&self) -> bool {
         matches!(self.inner.conn, Conn::Cluster(_))

@@ -59,6 +59,10 @@ pub(crate) struct Deliveries {
     backend: Weak<Inner>,
     /// The ends awaited, by worker and queue.
     ends: Mutex<HashMap<(String, String), oneshot::Sender<()>>>,
+    /// Per worker, the token prefix of the last delivery heard and how many of that prefix
+    /// (one offer's) were heard: its fetches tell the store, which counts the rest of the
+    /// offer's deliveries as on their way (see fetch.lua).
+    heard: Mutex<HashMap<String, (String, u32)>>,
 }
 
 impl Deliveries {
@@ -67,7 +71,34 @@ impl Deliveries {
         Deliveries {
             backend,
             ends: Mutex::default(),
+            heard: Mutex::default(),
         }
+    }
+
+    /// The token prefix of the last delivery to `worker` heard, and how many of that prefix
+    /// were heard (`""` and 0 when none).
+    pub(crate) fn heard(&self, worker: &str) -> (String, u32) {
+        let heard = self.heard.lock().unwrap_or_else(|e| e.into_inner());
+        heard.get(worker).cloned().unwrap_or_default()
+    }
+
+    /// Counts a delivery to `worker` under `token` (32 hex digits: the offer's 24, then the
+    /// delivery's index) as heard. An offer's deliveries come in the order they were made.
+    fn hear(&self, worker: &str, token: &str) {
+        let (Some(prefix), Some(index)) = (token.get(..24), token.get(24..)) else {
+            return;
+        };
+        let Ok(index) = u32::from_str_radix(index, 16) else {
+            return;
+        };
+        let mut heard = self.heard.lock().unwrap_or_else(|e| e.into_inner());
+        heard.insert(worker.to_string(), (prefix.to_string(), index + 1));
+    }
+
+    /// Forgets what was heard of the deliveries to `worker`, which stopped.
+    fn forget(&self, worker: &str) {
+        let mut heard = self.heard.lock().unwrap_or_else(|e| e.into_inner());
+        heard.remove(worker);
     }
 
     fn ends(&self) -> MutexGuard<'_, HashMap<(String, String), oneshot::Sender<()>>> {
@@ -77,6 +108,7 @@ impl Deliveries {
     /// Hands a delivered job to its worker's subscription; back to the store when the worker
     /// has none here, failed when it does not decode.
     fn hand(&self, message: Message, id: &str) {
+        self.hear(&message.w, &message.t);
         let Some(inner) = self.backend.upgrade() else {
             return;
         };
@@ -193,7 +225,9 @@ impl RedisBackend {
             }
         }
         let all = futures_util::future::join_all(heard);
-        if tokio::time::timeout(END_WAIT, all).await.is_err() {
+        let ended = tokio::time::timeout(END_WAIT, all).await;
+        deliveries.forget(&p.worker);
+        if ended.is_err() {
             deliveries
                 .ends()
                 .retain(|(worker, _), _| *worker != p.worker);

@@ -44,26 +44,32 @@
 //! effects leave their own queue.
 //!
 //! An idle worker takes a new job without fetching it (a worker of one queue; one of several is
-//! woken and fetches, as before). Its fetch that finds nothing offers the worker's idle places:
-//! the sorted set `{p:q}:idle` of workers by how long their offers stand (the lease's length),
-//! and the hash `{p:q}:idle:<worker>` of the places left, the fetch's token prefix, the lease's
-//! length, the worker's delivery channel and the names and versions it runs. An enqueue of one job that finds the ready set empty, in a queue without a
-//! concurrency or a rate and not paused (the fields `lm` and `pz` of `{p:q}:limits`, read with
-//! the max depth in one `HMGET`), looks at the first offers standing: the first whose worker runs
-//! the job takes it, leased as a fetch leases it (running, attempt counted, in the running set)
-//! under the offer's next token, and published on the worker's channel (`<prefix>:deliver:<id>`,
-//! one per backend instance, heard on the wake-up connection) as the job's hash before the lease
-//! and its payload, which the worker decodes as a fetch's answer. So the job starts one hop after
-//! its enqueue, rather than after a wake-up, a fetch and its answer. The worker's next fetch
-//! withdraws the offer, and so does its last place: a worker never holds more jobs than it
-//! offered places for plus what it fetched. A stopping worker withdraws its offers with a script
-//! that then publishes a mark on its channel, and waits for that mark: Redis sends a channel's
-//! messages in order, so by then it holds every job delivered to it, and hands them back with its
-//! other leases. A job whose worker has no subscription left in the backend is handed back at
-//! once; a delivery lost with the connection is rescued when its lease lapses, as a dead
-//! worker's jobs are. Under load the ready set is never empty, so enqueues pay nothing for this:
-//! one `ZRANGEBYSCORE` more only when the set is empty, and nothing per fetch but the offer's
-//! `ZREM`.
+//! woken and fetches, as before). Its fetch that finds nothing offers the worker's idle places: the
+//! sorted set `{p:q}:idle` of workers by how long their offers stand (the lease's length), and the
+//! hash `{p:q}:idle:<worker>` of the places left, the fetch's token prefix, the lease's length, the
+//! worker's delivery channel and the names and versions it runs. An enqueue of one job that finds
+//! the ready set empty, in a queue without a concurrency or a rate and not paused (the fields `lm`
+//! and `pz` of `{p:q}:limits`, read with the max depth in one `HMGET`), looks at the first offers
+//! standing: the first whose worker runs the job takes it, leased as a fetch leases it (running,
+//! attempt counted, in the running set) under the offer's next token, and published on the worker's
+//! channel (`<prefix>:deliver:<id>`, one per backend instance, heard on the wake-up connection) as
+//! the job's hash before the lease and its payload, which the worker decodes as a fetch's answer.
+//! So the job starts one hop after its enqueue, rather than after a wake-up, a fetch and its
+//! answer. The offer's lease runs from the worker's clock at its last fetch at the earliest,
+//! whatever the enqueuing client's clock says. A fetch of the worker that finds nothing again keeps
+//! the offer standing, its places recounted as the worker's idle places less the deliveries made
+//! that the worker has not heard of (its fetch says how many of the offer's it heard), so that no
+//! place counts twice; one that leases jobs withdraws it, and so do a fetch across queues, the
+//! rescue of a gone worker's jobs and the offer's time running out. A payload over 64 KiB is not
+//! delivered (it waits to be fetched), so no delivery fills a subscriber's output buffer, and an
+//! instance offers nothing while its subscription reconnects. A stopping worker withdraws its
+//! offers with a script that then publishes a mark on its channel, and waits for that mark: Redis
+//! sends a channel's messages in order, so by then it holds every job delivered to it, and hands
+//! them back with its other leases. A job whose worker has no subscription left in the backend is
+//! handed back at once; a delivery lost with the connection is rescued when its lease lapses, as a
+//! dead worker's jobs are. Under load the ready set is never empty, so enqueues pay nothing for
+//! this (one `ZRANGEBYSCORE` more only when the set is empty), and a fetch pays an `HMGET` and a
+//! `ZREM` of the worker's offer.
 //!
 //! A job that does not decode (its payload key holds text that is not JSON, say, written by
 //! another program) is decoded per job: the fetch that leases it fails it at once as dead with

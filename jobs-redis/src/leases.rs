@@ -98,7 +98,12 @@ impl RedisBackend {
         self.inner().queues.remember(queues.iter().copied());
         let expires = later(p.now, p.lease_for);
         if let [queue] = queues[..] {
-            return self.lease(queue, p.limit, &p, expires, p.deliver).await;
+            let offer = if self.hears_deliveries() {
+                p.deliver
+            } else {
+                0
+            };
+            return self.lease(queue, p.limit, &p, expires, offer).await;
         }
 
         // Across queues, which live in different slots: look at each queue's head, pick the
@@ -177,6 +182,8 @@ impl RedisBackend {
             .arg(offer)
             .arg(self.delivery_channel())
             .arg(p.lease_for.as_micros() as u64);
+        let (prefix, heard) = self.deliveries().heard(&p.worker);
+        inv.arg(prefix).arg(heard);
         push_known(&mut inv, p);
         type Row = (String, Vec<String>, Option<String>, Vec<String>, bool);
         let rows: Vec<Row> = self.run(&inv).await?;
@@ -236,7 +243,7 @@ impl RedisBackend {
     /// `p` takes.
     async fn peek(&self, queue: &str, p: &FetchParams) -> Result<Vec<(i64, String)>, Error> {
         let mut inv = self.invocation(&SCRIPTS.peek, queue, p.now);
-        inv.arg(p.limit).arg(fetch_flow(p, queue));
+        inv.arg(p.limit).arg(&p.worker).arg(fetch_flow(p, queue));
         push_known(&mut inv, p);
         let flat: Vec<String> = self.run(&inv).await?;
         flat.chunks_exact(2)

@@ -82,6 +82,12 @@ impl<H: Relay + Default> Listener<H> {
         }
     }
 
+    /// Whether the listener is subscribed now (not while it reconnects).
+    pub(crate) fn is_live(&self) -> bool {
+        let started = self.started.lock().unwrap_or_else(|e| e.into_inner());
+        started.as_ref().is_some_and(|s| *s.ready.borrow())
+    }
+
     /// Starts the listener unless it runs; returns its readiness.
     fn start(&self) -> watch::Receiver<bool> {
         let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
@@ -110,11 +116,13 @@ async fn listen(
     let mut pause = MIN_PAUSE;
     let mut node = 0;
     let channel = &channels[0].0;
+    // Subscribed once: a later subscription is a reconnection.
+    let mut before = false;
     loop {
         let client = &clients[node % clients.len()];
         tokio::select! {
             _ = &mut stop => return,
-            outcome = listen_once(client, &channels, &ready) => match outcome {
+            outcome = listen_once(client, &channels, &ready, &mut before) => match outcome {
                 Ok(()) => {
                     pause = MIN_PAUSE;
                     tracing::warn!(channel, "subscription lost; reconnecting");
@@ -126,6 +134,7 @@ async fn listen(
                 }
             },
         }
+        ready.send_replace(false);
         tokio::select! {
             _ = &mut stop => return,
             _ = tokio::time::sleep(pause) => {}
@@ -134,17 +143,20 @@ async fn listen(
     }
 }
 
-/// Subscribes and relays messages until the connection is lost.
+/// Subscribes and relays messages until the connection is lost; `before`: it was subscribed
+/// before (set once it is).
 async fn listen_once(
     client: &Client,
     channels: &Channels,
     ready: &watch::Sender<bool>,
+    before: &mut bool,
 ) -> redis::RedisResult<()> {
     let mut pubsub = client.get_async_pubsub().await?;
     let names: Vec<&str> = channels.iter().map(|(name, _)| name.as_str()).collect();
     pubsub.subscribe(names).await?;
     let (mut sink, mut messages) = pubsub.split();
-    if ready.send_replace(true) {
+    ready.send_replace(true);
+    if std::mem::replace(before, true) {
         // A reconnection: whatever was published meanwhile was missed.
         for (_, relay) in channels {
             relay.missed();

@@ -7,19 +7,26 @@ use jobs_core::{Error, PauseParams};
 use crate::RedisBackend;
 
 impl RedisBackend {
-    /// Pauses or resumes a queue: first in its own slot, where an enqueue reads it (a paused
-    /// queue's jobs go to no idle worker straight away), then in the set workers read.
+    /// Pauses or resumes a queue, in its own slot, where an enqueue reads it (a paused queue's
+    /// jobs go to no idle worker straight away), and in the set workers read: a pause in its
+    /// slot first, a resume there last, so that no job goes straight to a worker that still
+    /// takes the queue for paused.
     pub(crate) async fn set_paused(&self, p: PauseParams) -> Result<(), Error> {
         let keys = &self.inner().keys;
         let own = keys.limits(&p.queue);
-        let flag = match p.paused {
-            true => redis::cmd("HSET").arg(own).arg("pz").arg(1).clone(),
-            false => redis::cmd("HDEL").arg(own).arg("pz").clone(),
+        let (flag, set) = match p.paused {
+            true => (
+                redis::cmd("HSET").arg(own).arg("pz").arg(1).clone(),
+                redis::cmd("SADD").arg(keys.paused()).arg(&p.queue).clone(),
+            ),
+            false => (
+                redis::cmd("HDEL").arg(own).arg("pz").clone(),
+                redis::cmd("SREM").arg(keys.paused()).arg(&p.queue).clone(),
+            ),
         };
-        self.query::<()>(&flag).await?;
-        let command = if p.paused { "SADD" } else { "SREM" };
-        self.query::<()>(redis::cmd(command).arg(keys.paused()).arg(&p.queue))
-            .await
+        let (first, then) = if p.paused { (flag, set) } else { (set, flag) };
+        self.query::<()>(&first).await?;
+        self.query::<()>(&then).await
     }
 
     pub(crate) async fn read_paused(&self) -> Result<Vec<String>, Error> {

@@ -1,8 +1,8 @@
-//! The Lua scripts, one per state change, each prefixed with `head.lua` (keys, counts, helpers)
-//! and the shared parts it uses: `idle.lua`, `coalesce.lua`, `store.lua`, `lease.lua`, `effects.lua`,
-//! `promote.lua`, `known.lua`, `flow.lua`, `states.lua`, `filter.lua`, `presence.lua`. Redis
-//! runs a script's whole text on every call, so the hot scripts (enqueue, fetch, complete) carry
-//! only what they use: each local function defined costs a little on every call.
+//! The Lua scripts, one per state change, each prefixed with `head.lua` (keys, counts, helpers) and
+//! the shared parts it uses: `idle.lua`, `coalesce.lua`, `store.lua`, `lease.lua`, `effects.lua`,
+//! `promote.lua`, `known.lua`, `flow.lua`, `states.lua`, `filter.lua`, `presence.lua`. Redis runs a
+//! script's whole text on every call, so the hot scripts (enqueue, fetch, complete) carry only what
+//! they use: each local function defined costs a little on every call.
 //!
 //! `redis::Script` calls a script by its SHA1 (`EVALSHA`) and loads it only when the server
 //! answers `NOSCRIPT` (a fresh or restarted server; in a cluster, `SCRIPT LOAD` goes to every
@@ -47,7 +47,7 @@ scripts! {
     cron: "idle.lua", "coalesce.lua", "store.lua"; "cron.lua",
     fetch: "idle.lua", "promote.lua", "known.lua", "flow.lua"; "fetch.lua",
     withdraw: "idle.lua"; "withdraw.lua",
-    peek: "promote.lua", "known.lua", "flow.lua"; "peek.lua",
+    peek: "idle.lua", "promote.lua", "known.lua", "flow.lua"; "peek.lua",
     enqueue_all: "idle.lua", "coalesce.lua", "store.lua"; "enqueue_all.lua",
     complete: "lease.lua", "effects.lua"; "complete.lua",
     fail: "lease.lua", "effects.lua", "states.lua"; "fail.lua",
@@ -57,7 +57,7 @@ scripts! {
     progress: "lease.lua"; "progress.lua",
     scan: "filter.lua"; "scan.lua",
     manage: "lease.lua", "effects.lua", "states.lua", "filter.lua"; "manage.lua",
-    rescue: "lease.lua", "effects.lua", "states.lua"; "rescue.lua",
+    rescue: "idle.lua", "lease.lua", "effects.lua", "states.lua"; "rescue.lua",
     prune: "lease.lua", "effects.lua", "states.lua"; "prune.lua",
     heartbeat: "presence.lua"; "heartbeat.lua",
     deregister: "presence.lua"; "deregister.lua",

@@ -226,20 +226,15 @@ impl Worker {
         known.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         loop {
             while jobs.try_join_next().is_some() {}
-            // Jobs leased straight to this worker while it was idle take no slot: it had their
-            // places free when it offered them (see `FetchParams::deliver`), and it may have
-            // fetched since, which ends the offer but not the deliveries already under way.
+            // Jobs leased straight to this worker while it was idle (see
+            // `FetchParams::deliver`) take a free slot each, if there is one: it offered places
+            // its handlers had idle, not slots, and a fetch that took jobs since ended the offer
+            // but not the deliveries under way, which then run beyond the window.
             let delivered = wakeup.delivered();
             if !delivered.is_empty() {
                 let held = hold(shared, delivered, None);
-                start_held(
-                    shared,
-                    &gate,
-                    held,
-                    std::iter::repeat_with(|| None),
-                    jobs,
-                    sink,
-                );
+                let slots = std::iter::repeat_with(|| window.try_slot());
+                start_held(shared, &gate, held, slots, jobs, sink);
                 // As after a fetch: they start before the next fetch is prepared.
                 tokio::task::yield_now().await;
             }
@@ -259,9 +254,12 @@ impl Worker {
             };
             if open.is_empty() {
                 drop(permits);
-                // Every queue is paused: wait for a resume.
-                if states.changed().await.is_err() {
-                    tokio::time::sleep(self.poll_interval).await;
+                // Every queue is paused: wait for a resume (or a delivery made before).
+                tokio::select! {
+                    changed = states.changed() => if changed.is_err() {
+                        tokio::time::sleep(self.poll_interval).await;
+                    },
+                    _ = wakeup.wait() => {}
                 }
                 continue;
             }
@@ -286,6 +284,7 @@ impl Worker {
                 tokio::select! {
                     _ = shared.leases.freed_to(freed + wait.places as u64) => held_off = false,
                     _ = states.changed() => held_off = false,
+                    _ = wakeup.wait() => {}
                     _ = tokio::time::sleep(wait.at_most) => {}
                 }
                 continue;
@@ -341,7 +340,10 @@ impl Worker {
             if let Some(e) = failed {
                 drop(permits);
                 tracing::warn!(error = %e, retry_in_ms = pause.as_millis() as u64, "fetch failed");
-                tokio::time::sleep(pause).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = wakeup.wait() => {}
+                }
                 pause = (pause * 2).min(Duration::from_secs(5));
                 continue;
             }
@@ -428,7 +430,8 @@ async fn end_deliveries(shared: &Shared, queues: &[String], wakeup: &Wakeup) {
     if let Err(e) = shared.backend.end_deliveries(params).await {
         tracing::warn!(error = %e, "could not end the deliveries to this worker; a job delivered from now on is rescued when its lease lapses");
     }
-    for job in wakeup.delivered() {
+    // Closed, so that a delivery too late for this goes back to the store at once.
+    for job in wakeup.close() {
         let ctx = JobContext::of(shared.backend.clone(), job);
         shared.leases.insert(ctx, false);
     }

@@ -81,6 +81,11 @@ impl Window {
         permits
     }
 
+    /// A free slot, if there is one.
+    pub(super) fn try_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.slots.clone().try_acquire_owned().ok()
+    }
+
     /// Adds the free slots to `permits`, up to a fetch's worth.
     pub(super) fn take_free(&self, permits: &mut Vec<OwnedSemaphorePermit>) {
         while permits.len() < MAX_FETCH {

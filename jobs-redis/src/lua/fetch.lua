@@ -3,19 +3,21 @@
 -- ARGV[4] lease expiry, ARGV[5] worker, ARGV[6] limit, ARGV[7] the first 24 hex digits of this
 -- fetch's lease tokens (each job's token ends with its 8-digit index in the batch), ARGV[8] the
 -- queue's limits to enforce ('' when none, see flow.lua), ARGV[9] how many places the worker
--- offers should the fetch find nothing (0: none, see idle.lua), ARGV[10] its delivery channel,
--- ARGV[11] the lease's length in microseconds, ARGV[12..] the jobs the worker runs, as pairs of
--- a name and its newest version (none: every job; jobs of other names, or stored at a newer
--- version, stay where they are).
--- The worker's standing offer is withdrawn first: from this fetch on, it takes jobs itself.
+-- has idle, to offer should the fetch find nothing (0: none, see idle.lua), ARGV[10] its
+-- delivery channel, ARGV[11] the lease's length in microseconds, ARGV[12] and ARGV[13] the
+-- token prefix of the last delivery the worker heard of and how many of that prefix it heard,
+-- ARGV[14..] the jobs the worker runs, as pairs of a name and its newest version (none: every
+-- job; jobs of other names, or stored at a newer version, stay where they are).
+-- A fetch that takes jobs, or offers nothing, withdraws the worker's standing offer; one that
+-- takes nothing makes its places the worker's idle places less the deliveries still on their
+-- way (made, but not heard of), which those places do not count yet.
 -- Returns {id, fields, payload, errors, reserved} per leased job, in order, `fields` being the
 -- hash as HGETALL gave it before the lease: the caller knows what the lease wrote (status
 -- running, one more attempt, started now, the lease itself), so it is not sent back. `reserved`
 -- is 1 for a lease reserved beyond the queue's concurrency (see flow.lua), else 0.
-withdraw(ARGV[5])
 local promoted = promote(1000)
 local flow = read_flow(8)
-local known = known_jobs(12)
+local known = known_jobs(14)
 local asked = tonumber(ARGV[6])
 -- The first `counted` jobs taken count against the limits; a fetch that reserves takes up to
 -- as many more again as its reserve allows, within what it asked for.
@@ -105,10 +107,23 @@ if #out > 0 then
   end
   recount_by('p', -#out)
   recount_by('r', #out)
-elseif tonumber(ARGV[9]) > 0 then
+end
+local places = tonumber(ARGV[9])
+local standing = redis.call('HMGET', offer_key(worker), 't', 'x')
+if #out > 0 or places == 0 then
+  withdraw(worker)
+elseif standing[1] then
+  -- Nothing to take, and an offer stands: it stands on, from now, its places recounted.
+  local on_way = tonumber(standing[2])
+  if standing[1] == ARGV[12] then
+    on_way = on_way - tonumber(ARGV[13])
+  end
+  redis.call('HSET', offer_key(worker), 'n', int(math.max(places - on_way, 0)))
+  prolong(worker, tonumber(ARGV[11]))
+else
   -- Nothing to take: offer the worker's idle places until the lease's length has passed.
   local key = offer_key(worker)
-  local offer = { 'n', ARGV[9], 't', tokens, 'x', '0', 'f', ARGV[11], 'c', ARGV[10] }
+  local offer = { 'n', ARGV[9], 't', tokens, 'x', '0', 'f', ARGV[11], 'c', ARGV[10], 'o', NOW_S }
   if not known then
     offer[#offer + 1] = '*'
     offer[#offer + 1] = '1'
@@ -117,12 +132,9 @@ elseif tonumber(ARGV[9]) > 0 then
     offer[#offer + 1] = '=' .. name
     offer[#offer + 1] = int(version)
   end
-  local lasts = tonumber(ARGV[11])
   redis.call('ZREMRANGEBYSCORE', IDLE, '-inf', '(' .. NOW_S)
-  redis.call('ZADD', IDLE, int(NOW + lasts), worker)
   redis.call('DEL', key)
   bulk('HSET', key, offer, 1000)
-  -- An offer that ran out is dropped from `idle` by the next offer; its hash goes by itself.
-  redis.call('PEXPIRE', key, int(lasts / 1000 + 1000))
+  prolong(worker, tonumber(ARGV[11]))
 end
 return finish(out)

@@ -1,5 +1,6 @@
 -- The head of every script (prepended at build time, with the other parts a script needs:
--- idle.lua, store.lua, lease.lua, effects.lua, promote.lua, states.lua, filter.lua, in that order).
+-- idle.lua, coalesce.lua, store.lua, lease.lua, effects.lua, promote.lua, known.lua, flow.lua,
+-- states.lua, filter.lua, presence.lua, in that order).
 --
 -- A script works on one queue. KEYS[1] is the queue's key base `{prefix:queue}:`; every key a
 -- script touches is that base plus a suffix, so all of them share one hash tag and one cluster

@@ -1,13 +1,15 @@
 -- Promotes due delayed jobs and returns the first ARGV[4] of the ready set with their
 -- priorities, without leasing them (the first step of a fetch across queues); ARGV[5] the
--- queue's limits to enforce ('' when none, see flow.lua), ARGV[6..] the jobs the worker runs,
--- as pairs of a name and its newest version (none: every job), which alone count. Jobs the
--- limits hold back are left out, as the fetch would leave them.
+-- worker, whose offer (see idle.lua) it withdraws: a worker fetching across queues offers
+-- nothing; ARGV[6] the queue's limits to enforce ('' when none, see flow.lua), ARGV[7..] the
+-- jobs the worker runs, as pairs of a name and its newest version (none: every job), which
+-- alone count. Jobs the limits hold back are left out, as the fetch would leave them.
+withdraw(ARGV[5])
 if promote(1000) > 0 then
   wake()
 end
-local flow = read_flow(5)
-local known = known_jobs(6)
+local flow = read_flow(6)
+local known = known_jobs(7)
 local limit = queue_room(tonumber(ARGV[4]), flow)
 if limit < 1 then
   return finish({})

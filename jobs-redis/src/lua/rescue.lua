@@ -2,7 +2,8 @@
 -- gone workers) that those workers hold, whatever their leases, dropping the places their
 -- promoted jobs held; it records for the attempt the error report ARGV[5] (JSON, written by
 -- jobs-core): pending again at their own run_at, so they keep their place among the ready
--- jobs, or dead when no attempt is left. Returns their ids.
+-- jobs, or dead when no attempt is left. A gone worker's offer (see idle.lua) is withdrawn
+-- first. Returns their ids.
 local limit = tonumber(ARGV[4])
 local expired
 if #ARGV >= 6 then
@@ -10,6 +11,8 @@ if #ARGV >= 6 then
   for i = 6, #ARGV do
     gone[ARGV[i]] = true
     redis.call('HDEL', PLACES, ARGV[i])
+    -- No job goes to a gone worker any more, before its jobs are rescued.
+    withdraw(ARGV[i])
   end
   expired = {}
   for _, id in ipairs(redis.call('ZRANGE', RUNNING, 0, -1)) do

@@ -53,6 +53,11 @@ local function overfills(md, new)
   return (tonumber(c[1]) or 0) + (tonumber(c[2]) or 0) + new > tonumber(md)
 end
 
+-- The longest payload sent to an idle worker straight away: a longer one waits to be fetched,
+-- so that no delivery fills the subscribers' output buffer (Redis drops a subscriber whose
+-- buffer passes 8 MB for a minute).
+local DELIVER_MAX = 65536
+
 -- Leases the job starting at ARGV[s] (its arguments ending at ARGV[last], `tags` its tags),
 -- pending and ready now, straight to an idle worker that runs it, if one offers (see
 -- idle.lua), and publishes it on the worker's delivery channel as a fetch returns a job: its
@@ -113,7 +118,7 @@ local function store_one(s, md, direct)
     status = 'w'
   elseif member ~= '' then
     wakes = none_ready()
-    if wakes and direct and deliver(s, last, tags) then
+    if wakes and direct and #ARGV[s + 2] <= DELIVER_MAX and deliver(s, last, tags) then
       return answer('ok', md, {}), false
     end
     redis.call('ZADD', READY, ARGV[s + 6], member)

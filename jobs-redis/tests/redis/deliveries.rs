@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use jobs_core::{
     Backend, CompleteParams, Completion, EndDeliveriesParams, EnqueueParams, ErrorKind,
-    FetchParams, JobId, JobRecord, JobStatus, KnownJob, LeasedJob, NewJob, PauseParams,
-    QueueLimits, ReadParams, SetLimitsParams, SubscribeParams, Timestamp, Wakeup, Worker,
+    ErrorReport, FetchParams, JobId, JobRecord, JobStatus, KnownJob, LeasedJob, NewJob,
+    PauseParams, QueueLimits, ReadParams, RescueParams, RescueTarget, SetLimitsParams,
+    SubscribeParams, Timestamp, Wakeup, Worker,
 };
 use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
@@ -101,11 +102,13 @@ fn pending_and_unleased(r: &JobRecord) -> bool {
 async fn an_enqueue_leases_its_job_straight_to_an_idle_worker() {
     let b = single_backend().await;
     leases_straight_away(&b).await;
+    // A fetch that takes a job withdraws the offer.
+    assert_eq!(fetched(&b, WORKER, 2).await.len(), 1);
     let mut conn = raw_connection().await;
     assert_eq!(
         keys_like(&mut conn, b.key_prefix(), ":d}:idle*").await,
         Vec::<String>::new(),
-        "the offer is gone with its last place"
+        "the offer is withdrawn"
     );
 }
 
@@ -179,6 +182,94 @@ async fn a_fetch_withdraws_its_workers_offer() {
     // Fetching, the worker takes it itself.
     let leased = fetched(&b, WORKER, 4).await;
     assert_eq!(leased.iter().map(|j| j.record.id).collect::<Vec<_>>(), [id]);
+}
+
+/// An offer stands while its worker finds nothing, but its places are recounted: the worker's
+/// idle places less the deliveries it has not heard of yet (here: made to another instance).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offer_counts_the_deliveries_on_their_way() {
+    let b = single_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    let elsewhere = RedisBackend::connect(&support::redis_url())
+        .await
+        .unwrap()
+        .prefix(b.key_prefix())
+        .unwrap();
+    let _listening = subscribe(&elsewhere, "another").await;
+
+    assert!(fetched(&b, WORKER, 2).await.is_empty());
+    let first = enqueue(&b, support::job(QUEUE, t0())).await;
+    assert_eq!(delivered(&wakeup).await.len(), 1);
+    // Through the other instance, which heard nothing: one delivery is on its way, so of the
+    // two places it says are idle, one is offered.
+    assert!(fetched(&elsewhere, WORKER, 2).await.is_empty());
+    let second = enqueue(&b, support::job(QUEUE, t0())).await;
+    let third = enqueue(&b, support::job(QUEUE, t0())).await;
+    assert_eq!(read(&b, second).await.status, JobStatus::Running);
+    assert!(pending_and_unleased(&read(&b, third).await));
+    // Through its own, which heard both: both places are offered again.
+    assert_eq!(delivered(&wakeup).await.len(), 1);
+    let _ = b.fetch(support::fetch(&[QUEUE], 10, t0())).await.unwrap();
+    assert!(fetched(&b, WORKER, 2).await.is_empty());
+    for _ in 0..2 {
+        let id = enqueue(&b, support::job(QUEUE, t0())).await;
+        assert_eq!(read(&b, id).await.status, JobStatus::Running);
+    }
+    assert_eq!(read(&b, first).await.status, JobStatus::Running);
+}
+
+/// A gone worker's offer is withdrawn when its jobs are rescued; a fetch across queues
+/// withdraws the fetching worker's offer (such a worker offers nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rescues_and_fetches_across_queues_withdraw_offers() {
+    let b = single_backend().await;
+    let _wakeup = subscribe(&b, WORKER).await;
+    assert!(fetched(&b, WORKER, 2).await.is_empty());
+    b.rescue(RescueParams {
+        target: RescueTarget::Workers(vec![WORKER.into()]),
+        now: t0(),
+        limit: 100,
+        error: ErrorReport::new(ErrorKind::LeaseLost, "gone"),
+    })
+    .await
+    .unwrap();
+    let id = enqueue(&b, support::job(QUEUE, t0())).await;
+    assert!(
+        pending_and_unleased(&read(&b, id).await),
+        "went to a gone worker"
+    );
+    assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
+
+    assert!(fetched(&b, WORKER, 2).await.is_empty());
+    let across = FetchParams {
+        queues: vec![QUEUE.into(), "e".into()],
+        ..fetch(WORKER, 2)
+    };
+    assert!(b.fetch(across).await.unwrap().is_empty());
+    let id = enqueue(&b, support::job(QUEUE, t0())).await;
+    assert!(
+        pending_and_unleased(&read(&b, id).await),
+        "offered while fetching across"
+    );
+}
+
+/// A payload too long to send over pub/sub waits to be fetched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_payload_is_fetched() {
+    let b = single_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    assert!(fetched(&b, WORKER, 2).await.is_empty());
+    let long = format!(r#"{{"text":"{}"}}"#, "x".repeat(70_000));
+    let id = enqueue(
+        &b,
+        NewJob {
+            payload: RawValue::from_string(long).unwrap(),
+            ..support::job(QUEUE, t0())
+        },
+    )
+    .await;
+    assert!(pending_and_unleased(&read(&b, id).await));
+    assert!(delivered(&wakeup).await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

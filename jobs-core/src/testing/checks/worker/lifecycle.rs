@@ -313,12 +313,12 @@ pub async fn worker_takes_jobs_enqueued_while_idle_until_it_stops(b: AnyBackend)
         assert_eq!((r.status, r.attempt), (JobStatus::Completed, 1));
     }
 
-    let sleeps = Sleeps { ms: 800 }.enqueue(&b).await.unwrap();
+    let sleeps = Sleeps { ms: 1_500 }.enqueue(&b).await.unwrap();
     wait_for(&b, sleeps.id(), "the handler started", |r| r.progress == 1).await;
     // One place idle, and offered while the worker waits.
     tokio::time::sleep(Duration::from_millis(100)).await;
     let stopping = tokio::spawn(running.stop());
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let late = Echo { n: 9 }.enqueue(&b).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let r = late.record(&b).await.unwrap();
@@ -328,7 +328,11 @@ pub async fn worker_takes_jobs_enqueued_while_idle_until_it_stops(b: AnyBackend)
         "a stopping worker took a job"
     );
     stopping.await.expect("the worker's task").unwrap();
-    assert_eq!(sleeps.wait(&b).await.unwrap(), 800, "finished within grace");
+    assert_eq!(
+        sleeps.wait(&b).await.unwrap(),
+        1_500,
+        "finished within grace"
+    );
     let r = late.record(&b).await.unwrap();
     assert_eq!((r.status, r.attempt), (JobStatus::Pending, 0));
 }
