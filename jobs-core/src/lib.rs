@@ -43,6 +43,8 @@ mod error;
 mod event;
 pub mod fates;
 mod filter;
+#[cfg(test)]
+mod fixtures;
 mod flow;
 mod ids;
 mod inject;

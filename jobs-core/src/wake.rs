@@ -181,31 +181,12 @@ impl Relay for WakeHub {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{JobId, JobRecord, LeaseToken, NewJob};
-    use crate::Backoff;
+    use crate::fixtures::record;
+    use crate::model::LeaseToken;
 
     fn leased() -> LeasedJob {
-        let now = chrono::Utc::now();
-        let job = NewJob {
-            id: JobId::new(),
-            name: "x".into(),
-            queue: "q".into(),
-            payload: serde_json::value::RawValue::from_string("{}".into()).unwrap(),
-            version: 1,
-            priority: 0,
-            run_at: now,
-            max_attempts: 1,
-            backoff: Backoff::default(),
-            timeout: None,
-            unique_key: None,
-            tags: Vec::new(),
-            trace_context: None,
-            key_limits: None,
-            coalesce: None,
-            step: None,
-        };
         LeasedJob {
-            record: JobRecord::new(job, now),
+            record: record(0),
             token: LeaseToken::new(),
             reserved: false,
         }

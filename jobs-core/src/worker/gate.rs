@@ -101,33 +101,7 @@ impl RunGate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::NewJob;
-    use crate::Backoff;
-
-    fn record(priority: i16) -> JobRecord {
-        let now = chrono::Utc::now();
-        JobRecord::new(
-            NewJob {
-                id: JobId::new(),
-                name: "x".into(),
-                queue: "q".into(),
-                payload: serde_json::value::RawValue::from_string("{}".into()).unwrap(),
-                version: 1,
-                priority,
-                run_at: now,
-                max_attempts: 1,
-                backoff: Backoff::default(),
-                timeout: None,
-                unique_key: None,
-                tags: Vec::new(),
-                trace_context: None,
-                key_limits: None,
-                coalesce: None,
-                step: None,
-            },
-            now,
-        )
-    }
+    use crate::fixtures::record;
 
     #[test]
     fn permits_follow_priority_not_arrival() {
