@@ -284,7 +284,8 @@ impl Worker {
                 tokio::select! {
                     _ = shared.leases.freed_to(freed + wait.places as u64) => held_off = false,
                     _ = states.changed() => held_off = false,
-                    _ = wakeup.wait() => {}
+                    // A delivery made before the limits came (the top of the loop starts it).
+                    _ = wakeup.wait() => held_off = false,
                     _ = tokio::time::sleep(wait.at_most) => {}
                 }
                 continue;
