@@ -95,10 +95,12 @@ impl Deliveries {
         heard.insert(worker.to_string(), (prefix.to_string(), index + 1));
     }
 
-    /// Forgets what was heard of the deliveries to `worker`, which stopped.
+    /// Forgets `worker`, which stopped: what was heard of its deliveries, and the ends it
+    /// awaits.
     fn forget(&self, worker: &str) {
         let mut heard = self.heard.lock().unwrap_or_else(|e| e.into_inner());
         heard.remove(worker);
+        self.ends().retain(|(w, _), _| w != worker);
     }
 
     fn ends(&self) -> MutexGuard<'_, HashMap<(String, String), oneshot::Sender<()>>> {
@@ -120,7 +122,7 @@ impl Deliveries {
                 return;
             }
         };
-        match delivered_job(message.w.clone(), &message.q, id, token, &message) {
+        match delivered_job(&message, id, token) {
             Ok(job) => {
                 if let Some(job) = backend.wake_hub().deliver(&message.w, job) {
                     tokio::spawn(async move { backend.hand_back(job.lease()).await });
@@ -142,14 +144,8 @@ impl Deliveries {
     }
 }
 
-/// The job of a delivery, leased as the enqueue script wrote it.
-fn delivered_job(
-    worker: String,
-    queue: &str,
-    id: &str,
-    token: LeaseToken,
-    message: &Message,
-) -> Result<LeasedJob, Error> {
+/// The job `id` of a delivery, leased under `token` as the enqueue script wrote it.
+fn delivered_job(message: &Message, id: &str, token: LeaseToken) -> Result<LeasedJob, Error> {
     let expires = message
         .x
         .parse::<i64>()
@@ -163,12 +159,12 @@ fn delivered_job(
         errors: Vec::new(),
     };
     let lease = Lease {
-        worker,
+        worker: message.w.clone(),
         token,
         expires_at: expires,
     };
     // The enqueue leased it as it stored it: it started when it was created.
-    let record = leased_record(&stored, id, queue, lease, None)?;
+    let record = leased_record(&stored, id, &message.q, lease, None)?;
     Ok(LeasedJob {
         record,
         token,
@@ -204,38 +200,34 @@ impl RedisBackend {
     /// Withdraws `p.worker`'s offers in each of its queues and waits until the mark that
     /// follows its last delivery of each is heard.
     pub(crate) async fn end_deliveries_to(&self, p: EndDeliveriesParams) -> Result<(), Error> {
-        let mut queues = p.queues;
+        let ended = self.withdraw_and_hear(&p).await;
+        self.deliveries().forget(&p.worker);
+        ended
+    }
+
+    /// The work of [`end_deliveries_to`](Self::end_deliveries_to), which then forgets the
+    /// worker whatever came of it.
+    async fn withdraw_and_hear(&self, p: &EndDeliveriesParams) -> Result<(), Error> {
+        let mut queues = p.queues.clone();
         queues.sort_unstable();
         queues.dedup();
-        let deliveries = self.deliveries();
         let mut heard = Vec::with_capacity(queues.len());
         for queue in &queues {
             let (end, ended) = oneshot::channel();
-            deliveries
-                .ends()
-                .insert((p.worker.clone(), queue.clone()), end);
+            let key = (p.worker.clone(), queue.clone());
+            self.deliveries().ends().insert(key, end);
             heard.push(ended);
             let mut inv = self.timeless_invocation(&SCRIPTS.withdraw, queue);
             inv.arg(&p.worker).arg(self.delivery_channel());
-            if let Err(e) = self.run::<i64>(&inv).await {
-                deliveries
-                    .ends()
-                    .retain(|(worker, _), _| *worker != p.worker);
-                return Err(e);
-            }
+            self.run::<i64>(&inv).await?;
         }
         let all = futures_util::future::join_all(heard);
-        let ended = tokio::time::timeout(END_WAIT, all).await;
-        deliveries.forget(&p.worker);
-        if ended.is_err() {
-            deliveries
-                .ends()
-                .retain(|(worker, _), _| *worker != p.worker);
-            return Err(Error::backend(format!(
+        tokio::time::timeout(END_WAIT, all).await.map_err(|_| {
+            Error::backend(format!(
                 "the end of the deliveries to worker {} was not heard within {END_WAIT:?}",
                 p.worker
-            )));
-        }
+            ))
+        })?;
         Ok(())
     }
 

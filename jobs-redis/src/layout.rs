@@ -68,8 +68,8 @@
 //! them back with its other leases. A job whose worker has no subscription left in the backend is
 //! handed back at once; a delivery lost with the connection is rescued when its lease lapses, as a
 //! dead worker's jobs are. Under load the ready set is never empty, so enqueues pay nothing for
-//! this (one `ZRANGEBYSCORE` more only when the set is empty), and a fetch pays an `HMGET` and a
-//! `ZREM` of the worker's offer.
+//! this (one `ZRANGEBYSCORE` more only when the set is empty), and a fetch pays an `HMGET` of
+//! the worker's offer.
 //!
 //! A job that does not decode (its payload key holds text that is not JSON, say, written by
 //! another program) is decoded per job: the fetch that leases it fails it at once as dead with

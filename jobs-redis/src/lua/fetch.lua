@@ -110,7 +110,7 @@ if #out > 0 then
 end
 local places = tonumber(ARGV[9])
 local standing = redis.call('HMGET', offer_key(worker), 't', 'x')
-if #out > 0 or places == 0 then
+if standing[1] and (#out > 0 or places == 0) then
   withdraw(worker)
 elseif standing[1] then
   -- Nothing to take, and an offer stands: it stands on, from now, its places recounted.
@@ -120,9 +120,9 @@ elseif standing[1] then
   end
   redis.call('HSET', offer_key(worker), 'n', int(math.max(places - on_way, 0)))
   prolong(worker, tonumber(ARGV[11]))
-else
-  -- Nothing to take: offer the worker's idle places until the lease's length has passed.
-  local key = offer_key(worker)
+elseif #out == 0 and places > 0 then
+  -- Nothing to take and no offer standing: offer the worker's idle places until the lease's
+  -- length has passed.
   local offer = { 'n', ARGV[9], 't', tokens, 'x', '0', 'f', ARGV[11], 'c', ARGV[10], 'o', NOW_S }
   if not known then
     offer[#offer + 1] = '*'
@@ -133,8 +133,7 @@ else
     offer[#offer + 1] = int(version)
   end
   redis.call('ZREMRANGEBYSCORE', IDLE, '-inf', '(' .. NOW_S)
-  redis.call('DEL', key)
-  bulk('HSET', key, offer, 1000)
+  bulk('HSET', offer_key(worker), offer, 1000)
   prolong(worker, tonumber(ARGV[11]))
 end
 return finish(out)

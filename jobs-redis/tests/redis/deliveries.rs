@@ -46,6 +46,14 @@ async fn fetched(b: &RedisBackend, worker: &str, places: usize) -> Vec<LeasedJob
     b.fetch(fetch(worker, places)).await.unwrap()
 }
 
+/// A fetch by [`WORKER`] that finds nothing, and so offers `places` (see [`fetch`]).
+async fn offer(b: &RedisBackend, places: usize) {
+    assert!(
+        fetched(b, WORKER, places).await.is_empty(),
+        "nothing to fetch"
+    );
+}
+
 async fn enqueue(b: &RedisBackend, job: NewJob) -> JobId {
     enqueue_at(b, job, t0()).await
 }
@@ -123,7 +131,7 @@ async fn a_cluster_delivers_across_its_nodes() {
 /// third waits to be fetched.
 async fn leases_straight_away(b: &RedisBackend) {
     let wakeup = subscribe(b, WORKER).await;
-    assert!(fetched(b, WORKER, 2).await.is_empty());
+    offer(b, 2).await;
 
     let first = enqueue(b, support::job(QUEUE, t0())).await;
     // Leased by the enqueue itself, before the worker heard of it.
@@ -174,8 +182,8 @@ async fn leases_straight_away(b: &RedisBackend) {
 async fn a_fetch_withdraws_its_workers_offer() {
     let b = single_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
-    assert!(fetched(&b, WORKER, 4).await.is_empty());
-    assert!(fetched(&b, WORKER, 0).await.is_empty());
+    offer(&b, 4).await;
+    offer(&b, 0).await;
     let id = enqueue(&b, support::job(QUEUE, t0())).await;
     assert!(pending_and_unleased(&read(&b, id).await));
     assert!(delivered(&wakeup).await.is_empty());
@@ -197,7 +205,7 @@ async fn an_offer_counts_the_deliveries_on_their_way() {
         .unwrap();
     let _listening = subscribe(&elsewhere, "another").await;
 
-    assert!(fetched(&b, WORKER, 2).await.is_empty());
+    offer(&b, 2).await;
     let first = enqueue(&b, support::job(QUEUE, t0())).await;
     assert_eq!(delivered(&wakeup).await.len(), 1);
     // Through the other instance, which heard nothing: one delivery is on its way, so of the
@@ -210,7 +218,7 @@ async fn an_offer_counts_the_deliveries_on_their_way() {
     // Through its own, which heard both: both places are offered again.
     assert_eq!(delivered(&wakeup).await.len(), 1);
     let _ = b.fetch(support::fetch(&[QUEUE], 10, t0())).await.unwrap();
-    assert!(fetched(&b, WORKER, 2).await.is_empty());
+    offer(&b, 2).await;
     for _ in 0..2 {
         let id = enqueue(&b, support::job(QUEUE, t0())).await;
         assert_eq!(read(&b, id).await.status, JobStatus::Running);
@@ -224,7 +232,7 @@ async fn an_offer_counts_the_deliveries_on_their_way() {
 async fn rescues_and_fetches_across_queues_withdraw_offers() {
     let b = single_backend().await;
     let _wakeup = subscribe(&b, WORKER).await;
-    assert!(fetched(&b, WORKER, 2).await.is_empty());
+    offer(&b, 2).await;
     b.rescue(RescueParams {
         target: RescueTarget::Workers(vec![WORKER.into()]),
         now: t0(),
@@ -240,7 +248,7 @@ async fn rescues_and_fetches_across_queues_withdraw_offers() {
     );
     assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
 
-    assert!(fetched(&b, WORKER, 2).await.is_empty());
+    offer(&b, 2).await;
     let across = FetchParams {
         queues: vec![QUEUE.into(), "e".into()],
         ..fetch(WORKER, 2)
@@ -258,7 +266,7 @@ async fn rescues_and_fetches_across_queues_withdraw_offers() {
 async fn a_long_payload_is_fetched() {
     let b = single_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
-    assert!(fetched(&b, WORKER, 2).await.is_empty());
+    offer(&b, 2).await;
     let long = format!(r#"{{"text":"{}"}}"#, "x".repeat(70_000));
     let id = enqueue(
         &b,
@@ -278,7 +286,7 @@ async fn no_offer_takes_a_job_it_may_not_run() {
     let wakeup = subscribe(&b, WORKER).await;
 
     // A name the worker does not run, and a version newer than it knows.
-    assert!(fetched(&b, WORKER, 4).await.is_empty());
+    offer(&b, 4).await;
     let other = enqueue(
         &b,
         NewJob {
@@ -313,7 +321,7 @@ async fn a_paused_or_limited_queue_delivers_nothing() {
         paused,
     };
 
-    assert!(fetched(&b, WORKER, 4).await.is_empty());
+    offer(&b, 4).await;
     b.pause(pause(true)).await.unwrap();
     let held = enqueue(&b, support::job(QUEUE, t0())).await;
     assert!(pending_and_unleased(&read(&b, held).await), "paused");
@@ -324,7 +332,7 @@ async fn a_paused_or_limited_queue_delivers_nothing() {
         queue: QUEUE.into(),
         limits,
     };
-    assert!(fetched(&b, WORKER, 4).await.is_empty());
+    offer(&b, 4).await;
     b.set_limits(limits(QueueLimits::default().concurrency(5)))
         .await
         .unwrap();
@@ -337,7 +345,7 @@ async fn a_paused_or_limited_queue_delivers_nothing() {
         .await
         .unwrap();
     assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
-    assert!(fetched(&b, WORKER, 4).await.is_empty());
+    offer(&b, 4).await;
     let id = enqueue(&b, support::job(QUEUE, t0())).await;
     assert_eq!(read(&b, id).await.status, JobStatus::Running);
     assert_eq!(delivered(&wakeup).await.len(), 1);
@@ -347,7 +355,7 @@ async fn a_paused_or_limited_queue_delivers_nothing() {
 async fn ending_the_deliveries_waits_for_those_under_way() {
     let b = single_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
-    assert!(fetched(&b, WORKER, 4).await.is_empty());
+    offer(&b, 4).await;
     let sent = enqueue(&b, support::job(QUEUE, t0())).await;
     b.end_deliveries(EndDeliveriesParams {
         worker: WORKER.into(),
@@ -368,7 +376,7 @@ async fn a_job_delivered_to_a_worker_gone_is_handed_back() {
     drop(subscribe(&b, WORKER).await);
     // Another subscription keeps the listener; the worker's own is gone.
     let _other = subscribe(&b, "another").await;
-    assert!(fetched(&b, WORKER, 1).await.is_empty());
+    offer(&b, 1).await;
     let id = enqueue(&b, support::job(QUEUE, t0())).await;
     wait_until(&b, id, pending_and_unleased).await;
     assert_eq!(fetched(&b, "another", 0).await.len(), 1);
@@ -433,7 +441,7 @@ async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
         "nothing handed to the worker"
     );
 
-    assert!(fetched(&b, WORKER, 1).await.is_empty());
+    offer(&b, 1).await;
     let good = enqueue(&b, support::job(QUEUE, t0())).await;
     let got = delivered(&wakeup).await;
     assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [good]);
