@@ -102,6 +102,12 @@ async fn wait_until(b: &RedisBackend, id: JobId, condition: impl Fn(&JobRecord) 
     panic!("job {id} never got there: {:?}", read(b, id).await);
 }
 
+/// Job `id` waits to be fetched: pending, unattempted, unleased, and not delivered.
+async fn assert_waits(b: &RedisBackend, wakeup: &Wakeup, id: JobId) {
+    assert!(pending_and_unleased(&read(b, id).await));
+    assert!(delivered(wakeup).await.is_empty());
+}
+
 fn pending_and_unleased(r: &JobRecord) -> bool {
     r.status == JobStatus::Pending && r.attempt == 0 && r.lease.is_none()
 }
@@ -174,8 +180,7 @@ async fn leases_straight_away(b: &RedisBackend) {
     );
     assert_ne!(got[0].token, job.token, "each delivery has its own token");
     let third = enqueue(b, support::job(QUEUE, t0())).await;
-    assert!(pending_and_unleased(&read(b, third).await));
-    assert!(delivered(&wakeup).await.is_empty());
+    assert_waits(b, &wakeup, third).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -185,8 +190,7 @@ async fn a_fetch_withdraws_its_workers_offer() {
     offer(&b, 4).await;
     offer(&b, 0).await;
     let id = enqueue(&b, support::job(QUEUE, t0())).await;
-    assert!(pending_and_unleased(&read(&b, id).await));
-    assert!(delivered(&wakeup).await.is_empty());
+    assert_waits(&b, &wakeup, id).await;
     // Fetching, the worker takes it itself.
     let leased = fetched(&b, WORKER, 4).await;
     assert_eq!(leased.iter().map(|j| j.record.id).collect::<Vec<_>>(), [id]);
@@ -276,8 +280,7 @@ async fn a_long_payload_is_fetched() {
         },
     )
     .await;
-    assert!(pending_and_unleased(&read(&b, id).await));
-    assert!(delivered(&wakeup).await.is_empty());
+    assert_waits(&b, &wakeup, id).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -308,8 +311,7 @@ async fn no_offer_takes_a_job_it_may_not_run() {
         ..support::job(QUEUE, t0())
     };
     let newer = enqueue(&b, newer).await;
-    assert!(pending_and_unleased(&read(&b, newer).await));
-    assert!(delivered(&wakeup).await.is_empty());
+    assert_waits(&b, &wakeup, newer).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
