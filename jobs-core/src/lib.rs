@@ -38,6 +38,7 @@ mod catalog;
 mod clock;
 mod context;
 mod cron;
+mod deliveries;
 mod enqueue;
 mod error;
 mod event;
@@ -79,6 +80,7 @@ pub use catalog::{JobTypeInfo, KnownJob, PublishedType, StoredVersion};
 pub use clock::{later, Clock, ManualClock, SystemClock, Timestamp};
 pub use context::{BackendContext, CompletionHook, JobContext};
 pub use cron::Schedule;
+pub use deliveries::{DeliveryLedger, END_WAIT};
 pub use enqueue::{Enqueue, JobExt, JobHandle, Producer, ViaBackend, WAIT_CHECK};
 pub use error::{BoxError, Error, ErrorKind, ErrorReport, JobError, StartProblem};
 pub use event::{

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use jobs_core::{
-    Backend, CompleteParams, CountsParams, CronTickParams, DeregisterParams, EnqueueParams,
+    Backend, CompleteParams, CountsParams, CronTickParams, DeregisterParams, EndDeliveriesParams,
+    EnqueueParams,
     Enqueued, Error, FailParams, FetchParams, GoneParams, HeartbeatParams, HoldParams, JobId,
     JobRecord, LeasedJob, ListParams, Liveness, ManageParams, Managed, ProgressParams, PruneParams,
     QueueCounts, QueueNamesParams, ReadParams, ReleaseParams, RenewParams, RescueParams,
@@ -15,7 +16,7 @@ use jobs_core::{
 };
 use jobs_core::{
     EventHub, EventStream, EventsParams, FinishedParams, FlowParams, JobEvent, PauseParams,
-    PausedParams, PlacesParams, Publisher, QueueFlow, SetLimitsParams,
+    PausedParams, PlacesParams, Publisher, QueueFlow, Relay, SetLimitsParams,
 };
 use jobs_core::{
     JobTypesParams, PublishTypesParams, PublishedType, StoredVersion, StoredVersionsParams,
@@ -26,6 +27,7 @@ use tokio::sync::Mutex;
 use crate::enqueue::Wake;
 use crate::error::db;
 use crate::listen::{self, Listening};
+use crate::offers::Deliveries;
 use crate::pools::{self, Registration};
 use crate::renewals::Renewals;
 use crate::schema::{Schema, DEFAULT_SCHEMA};
@@ -58,11 +60,13 @@ pub struct PgBackend {
     durable_completions: bool,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     pool: PgPool,
     sql: Arc<Sql>,
     hub: Arc<WakeHub>,
-    /// The LISTEN task, started by the first `subscribe`.
+    /// The relay of this instance's delivery channel, and its workers' offers.
+    deliveries: Arc<Deliveries>,
+    /// The LISTEN task of wake-ups and deliveries, started by the first `subscribe`.
     listening: Mutex<Option<Listening>>,
     events: Arc<EventHub>,
     /// The LISTEN task of job events, started by the first `events`.
@@ -101,12 +105,13 @@ impl PgBackend {
     fn with_renewals(pool: PgPool, schema: Schema, renewals: Arc<Renewals>) -> Self {
         let sql = Arc::new(Sql::new(schema));
         PgBackend {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|inner| Inner {
                 _registration: pools::register(&pool, &sql),
                 publisher: events::publisher(pool.clone(), sql.events_channel()),
                 pool,
                 sql,
                 hub: Arc::default(),
+                deliveries: Arc::new(Deliveries::new(inner.clone())),
                 listening: Mutex::new(None),
                 events: Arc::default(),
                 hearing: Mutex::new(None),
@@ -114,6 +119,24 @@ impl PgBackend {
             }),
             durable_completions: false,
         }
+    }
+
+    /// The backend of `inner`, as a delivery's relay finds it.
+    pub(crate) fn of(inner: Arc<Inner>) -> Self {
+        PgBackend {
+            inner,
+            durable_completions: false,
+        }
+    }
+
+    /// The hub of the workers' wake-ups and deliveries.
+    pub(crate) fn wake_hub(&self) -> &WakeHub {
+        &self.inner.hub
+    }
+
+    /// The relay of this instance's delivery channel.
+    pub(crate) fn deliveries(&self) -> &Deliveries {
+        &self.inner.deliveries
     }
 
     /// The same pool, with the tables in schema `name` (default `jobs`).
@@ -247,7 +270,9 @@ impl Backend for PgBackend {
     }
 
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
-        fetch::fetch(&self.inner.sql, &self.inner.pool, p).await
+        let jobs = fetch::fetch(&self.inner.sql, &self.inner.pool, &p).await?;
+        self.offer_or_withdraw(&p, !jobs.is_empty()).await;
+        Ok(jobs)
     }
 
     async fn complete(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
@@ -377,10 +402,19 @@ impl Backend for PgBackend {
     async fn subscribe(&self, p: SubscribeParams) -> Result<Wakeup, Error> {
         let mut listening = self.inner.listening.lock().await;
         if listening.is_none() {
-            let hub = self.inner.hub.clone();
-            *listening = Some(listen::start(&self.inner.pool, self.inner.sql.channel(), hub).await);
+            let deliveries = &self.inner.deliveries;
+            let routes: Vec<(String, Arc<dyn Relay>)> = vec![
+                (self.inner.sql.channel().to_string(), self.inner.hub.clone()),
+                (deliveries.channel().to_string(), deliveries.clone()),
+            ];
+            let live = deliveries.live();
+            *listening = Some(listen::start(&self.inner.pool, routes, live).await);
         }
         Ok(self.inner.hub.subscribe(&p.queues, p.worker.as_deref()))
+    }
+
+    async fn end_deliveries(&self, p: EndDeliveriesParams) -> Result<(), Error> {
+        self.end_deliveries_to(p).await
     }
 
     fn publish(&self, events: Vec<JobEvent>) {
@@ -398,7 +432,8 @@ impl Backend for PgBackend {
         if hearing.is_none() {
             let hub = self.inner.events.clone();
             let channel = self.inner.sql.events_channel();
-            *hearing = Some(listen::start(&self.inner.pool, &channel, hub).await);
+            let routes: Vec<(String, Arc<dyn Relay>)> = vec![(channel, hub)];
+            *hearing = Some(listen::start(&self.inner.pool, routes, Arc::default()).await);
         }
         Ok(self.inner.events.subscribe(p.queues))
     }

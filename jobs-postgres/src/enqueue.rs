@@ -12,6 +12,7 @@ use crate::columns::bind_columns;
 use crate::error::{db, RACE_ROUNDS};
 use crate::guarded;
 use crate::notifier::Turn;
+use crate::offers;
 use crate::record::{int4, millis, step};
 use crate::sql::Sql;
 
@@ -41,6 +42,7 @@ pub(crate) async fn enqueue(
     wake: Wake<'_>,
 ) -> Result<Vec<Enqueued>, Error> {
     let ready = ready_queues(&jobs, now);
+    let deliver = matches!(wake, Wake::Commits(_));
     // Lives until the enqueue ends, then hands the signals over unless the statements sent them.
     let (_turn, in_statement) = match wake {
         Wake::InTransaction => (None, true),
@@ -59,7 +61,9 @@ pub(crate) async fn enqueue(
     if !jobs.iter().any(guarded::needed) {
         let stored = if jobs.iter().all(|j| j.unique_key.is_none()) {
             let wake = if channel.is_some() { &ready[..] } else { &[] };
-            enqueue_plain(sql, conn, &jobs, now, wake).await?.then(|| {
+            enqueue_plain(sql, conn, &jobs, now, wake, deliver)
+                .await?
+                .then(|| {
                 jobs.iter()
                     .map(|j| Enqueued {
                         id: j.id,
@@ -135,17 +139,21 @@ async fn enqueue_unique(
 
 /// Jobs without unique keys: nothing can be a duplicate, so a plain INSERT stores them all
 /// (one row's VALUES for a single job, `unnest` arrays for a batch), and the answer needs no
-/// round trip of its own. The statement notifies the queues `wake`. `false` when a queue of
-/// the batch is bounded: the statement stored nothing.
+/// round trip of its own. The statement notifies the queues `wake`. A single job may go
+/// straight to an idle worker when `deliver` says that its enqueue commits by itself (see
+/// [`offers`](crate::offers)). `false` when a queue of the batch is bounded: the statement
+/// stored nothing.
 async fn enqueue_plain(
     sql: &Sql,
     conn: &mut PgConnection,
     jobs: &[NewJob],
     now: Timestamp,
     wake: &[&str],
+    deliver: bool,
 ) -> Result<bool, Error> {
     let stored = if let [job] = jobs {
-        sqlx::query(&sql.enqueue_one)
+        let record = if deliver { offers::deliverable(job, now)? } else { None };
+        let stored: bool = sqlx::query_scalar(&sql.enqueue_one)
             .bind(job.id.0)
             .bind(job.name.as_str())
             .bind(job.queue.as_str())
@@ -162,10 +170,11 @@ async fn enqueue_plain(
             .bind((!wake.is_empty()).then(|| sql.channel()))
             .bind(int4(job.version))
             .bind(step(job)?)
-            .execute(conn)
+            .bind(record)
+            .fetch_one(conn)
             .await
-            .map_err(db)?
-            .rows_affected()
+            .map_err(db)?;
+        u64::from(stored)
     } else {
         bind_columns(sqlx::query(&sql.enqueue_many), jobs, now)?
             .bind(now)

@@ -21,7 +21,7 @@ use crate::writes;
 pub(crate) async fn fetch(
     sql: &Sql,
     pool: &PgPool,
-    p: FetchParams,
+    p: &FetchParams,
 ) -> Result<Vec<LeasedJob>, Error> {
     if p.limit == 0 || p.queues.is_empty() {
         return Ok(Vec::new());
@@ -30,7 +30,7 @@ pub(crate) async fn fetch(
     queues.sort_unstable();
     queues.dedup();
     loop {
-        let (mut jobs, corrupt) = fetch_once(sql, pool, &queues, &p).await?;
+        let (mut jobs, corrupt) = fetch_once(sql, pool, &queues, p).await?;
         let failed = corrupt.len();
         if failed > 0 {
             fail_corrupt(sql, pool, corrupt, p.now).await;

@@ -116,6 +116,7 @@ mod maintenance;
 mod manage;
 mod migrate;
 mod notifier;
+mod offers;
 mod outbox;
 mod pools;
 mod presence;

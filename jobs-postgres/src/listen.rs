@@ -1,7 +1,10 @@
-//! LISTEN/NOTIFY: one task per channel and backend relays notifications to a hub: wake-ups on
-//! the schema's channel to its [`WakeHub`](jobs_core::WakeHub), job events on its events channel
-//! to its [`EventHub`](jobs_core::EventHub).
+//! LISTEN/NOTIFY: a task per connection relays the notifications of its channels, each to its
+//! own relay: wake-ups on the schema's channel to the backend's [`WakeHub`](jobs_core::WakeHub)
+//! and deliveries on the instance's own channel to its [`Deliveries`](crate::offers), on one
+//! connection; job events on the schema's events channel to its
+//! [`EventHub`](jobs_core::EventHub), on another.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,10 +32,15 @@ impl Drop for Listening {
     }
 }
 
-/// Starts listening on `channel`. Waits for the first `LISTEN` so that no notification sent
-/// after this returns is missed; if it fails, the task keeps trying in the background while
-/// workers poll.
-pub(crate) async fn start(pool: &PgPool, channel: &str, hub: Arc<dyn Relay>) -> Listening {
+/// Channels, each with the relay of its notifications.
+pub(crate) type Routes = Vec<(String, Arc<dyn Relay>)>;
+
+/// Starts listening on the channels of `routes` (the first names the connection). Waits for
+/// the first `LISTEN` so that no notification sent after this returns is missed; if it fails,
+/// the task keeps trying in the background while workers poll. `live` is set while the
+/// channels are heard.
+pub(crate) async fn start(pool: &PgPool, routes: Routes, live: Arc<AtomicBool>) -> Listening {
+    let channel = routes.first().map_or("", |(channel, _)| channel.as_str());
     // A dedicated connection, outside the caller's pool, so it takes none of its slots.
     let options = (*pool.connect_options())
         .clone()
@@ -42,34 +50,42 @@ pub(crate) async fn start(pool: &PgPool, channel: &str, hub: Arc<dyn Relay>) -> 
         .idle_timeout(None)
         .max_lifetime(None)
         .connect_lazy_with(options);
-    let first = match connect(&own, channel).await {
-        Ok(listener) => Some(listener),
+    let first = match connect(&own, &routes).await {
+        Ok(listener) => {
+            live.store(true, Ordering::Release);
+            Some(listener)
+        }
         Err(e) => {
             tracing::warn!(error = %e, channel, "cannot LISTEN yet; retrying in the background");
             None
         }
     };
-    Listening(tokio::spawn(run(own, channel.to_string(), hub, first)))
+    Listening(tokio::spawn(run(own, routes, live, first)))
 }
 
-async fn connect(pool: &PgPool, channel: &str) -> Result<PgListener, sqlx::Error> {
+async fn connect(pool: &PgPool, routes: &Routes) -> Result<PgListener, sqlx::Error> {
     let mut listener = PgListener::connect_with(pool).await?;
-    listener.listen(channel).await?;
+    listener
+        .listen_all(routes.iter().map(|(channel, _)| channel.as_str()))
+        .await?;
     Ok(listener)
 }
 
-/// Forwards notifications; on a lost connection, reconnects with backoff, then tells the hub
-/// that notifications sent meanwhile were missed.
-async fn run(pool: PgPool, channel: String, hub: Arc<dyn Relay>, mut listener: Option<PgListener>) {
+/// Forwards notifications; on a lost connection, reconnects with backoff, then tells every
+/// relay that notifications sent meanwhile were missed.
+async fn run(pool: PgPool, routes: Routes, live: Arc<AtomicBool>, mut listener: Option<PgListener>) {
+    let channel = routes.first().map_or("", |(channel, _)| channel.as_str());
+    let missed = || routes.iter().for_each(|(_, relay)| relay.missed());
     let mut pause = Duration::from_millis(50);
     loop {
         let Some(active) = listener.as_mut() else {
-            match connect(&pool, &channel).await {
+            match connect(&pool, &routes).await {
                 Ok(reconnected) => {
                     tracing::info!(channel, "listening again");
                     listener = Some(reconnected);
+                    live.store(true, Ordering::Release);
                     pause = Duration::from_millis(50);
-                    hub.missed();
+                    missed();
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, channel, retry_in_ms = pause.as_millis() as u64, "cannot LISTEN");
@@ -80,16 +96,23 @@ async fn run(pool: PgPool, channel: String, hub: Arc<dyn Relay>, mut listener: O
             continue;
         };
         match active.try_recv().await {
-            Ok(Some(notification)) => hub.deliver(notification.payload()),
-            // The connection dropped and sqlx re-established it (and its LISTEN).
+            Ok(Some(notification)) => {
+                let heard = notification.channel();
+                if let Some((_, relay)) = routes.iter().find(|(channel, _)| channel == heard) {
+                    relay.deliver(notification.payload());
+                }
+            }
+            // The connection dropped: made again above, where `live` is set once it listens.
             Ok(None) => {
-                tracing::info!(channel, "listener reconnected");
-                hub.missed();
+                tracing::info!(channel, "listener connection dropped");
+                live.store(false, Ordering::Release);
+                listener = None;
             }
             Err(e) => {
                 tracing::warn!(error = %e, channel, "listener connection lost");
+                live.store(false, Ordering::Release);
                 listener = None;
-                hub.missed();
+                missed();
             }
         }
     }

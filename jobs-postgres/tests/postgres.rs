@@ -10,6 +10,8 @@ mod bad_input;
 mod completion;
 #[path = "postgres/counts.rs"]
 mod counts;
+#[path = "postgres/deliveries.rs"]
+mod deliveries;
 #[path = "postgres/durability.rs"]
 mod durability;
 #[path = "postgres/enqueue.rs"]

@@ -10,17 +10,14 @@
 //! dead, as a fetch fails it; one lost on the way (the connection dropped) is rescued when its
 //! lease lapses, as a dead worker's jobs are.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, Weak};
-use std::time::Duration;
+use std::sync::Weak;
 
 use chrono::DateTime;
 use jobs_core::{
-    EndDeliveriesParams, Error, Failure, Lease, LeaseRef, LeaseToken, LeasedJob, Relay, Release,
+    DeliveryLedger, EndDeliveriesParams, Error, Failure, Lease, LeaseRef, LeaseToken, LeasedJob, Relay, Release,
     ReleaseParams,
 };
 use serde::Deserialize;
-use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use crate::backend::Inner;
@@ -28,9 +25,6 @@ use crate::leases::leased_record;
 use crate::record::{parse_id, Stored};
 use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
-
-/// How long a stopping worker waits to hear the end of its deliveries.
-const END_WAIT: Duration = Duration::from_secs(2);
 
 /// One message on the delivery channel.
 #[derive(Deserialize)]
@@ -57,12 +51,9 @@ struct Message {
 /// The relay of a backend instance's delivery channel.
 pub(crate) struct Deliveries {
     backend: Weak<Inner>,
-    /// The ends awaited, by worker and queue.
-    ends: Mutex<HashMap<(String, String), oneshot::Sender<()>>>,
-    /// Per worker, the token prefix of the last delivery heard and how many of that prefix
-    /// (one offer's) were heard: its fetches tell the store, which counts the rest of the
-    /// offer's deliveries as on their way (see fetch.lua).
-    heard: Mutex<HashMap<String, (String, u32)>>,
+    /// What was heard: an offer is a delivery token's first 24 hex digits, and a delivery's
+    /// place in it the rest, from 0 (see fetch.lua).
+    ledger: DeliveryLedger,
 }
 
 impl Deliveries {
@@ -70,41 +61,25 @@ impl Deliveries {
     pub(crate) fn new(backend: Weak<Inner>) -> Self {
         Deliveries {
             backend,
-            ends: Mutex::default(),
-            heard: Mutex::default(),
+            ledger: DeliveryLedger::default(),
         }
     }
 
     /// The token prefix of the last delivery to `worker` heard, and how many of that prefix
     /// were heard (`""` and 0 when none).
     pub(crate) fn heard(&self, worker: &str) -> (String, u32) {
-        let heard = self.heard.lock().unwrap_or_else(|e| e.into_inner());
-        heard.get(worker).cloned().unwrap_or_default()
+        self.ledger.heard(worker)
     }
 
     /// Counts a delivery to `worker` under `token` (32 hex digits: the offer's 24, then the
-    /// delivery's index) as heard. An offer's deliveries come in the order they were made.
+    /// delivery's index) as heard.
     fn hear(&self, worker: &str, token: &str) {
         let (Some(prefix), Some(index)) = (token.get(..24), token.get(24..)) else {
             return;
         };
-        let Ok(index) = u32::from_str_radix(index, 16) else {
-            return;
-        };
-        let mut heard = self.heard.lock().unwrap_or_else(|e| e.into_inner());
-        heard.insert(worker.to_string(), (prefix.to_string(), index + 1));
-    }
-
-    /// Forgets `worker`, which stopped: what was heard of its deliveries, and the ends it
-    /// awaits.
-    fn forget(&self, worker: &str) {
-        let mut heard = self.heard.lock().unwrap_or_else(|e| e.into_inner());
-        heard.remove(worker);
-        self.ends().retain(|(w, _), _| w != worker);
-    }
-
-    fn ends(&self) -> MutexGuard<'_, HashMap<(String, String), oneshot::Sender<()>>> {
-        self.ends.lock().unwrap_or_else(|e| e.into_inner())
+        if let Ok(index) = u32::from_str_radix(index, 16) {
+            self.ledger.hear(worker, prefix, index + 1);
+        }
     }
 
     /// Hands a delivered job to its worker's subscription; back to the store when the worker
@@ -183,11 +158,7 @@ impl Relay for Deliveries {
         };
         match message.i.clone() {
             Some(id) => self.hand(message, &id),
-            None => {
-                if let Some(end) = self.ends().remove(&(message.w, message.q)) {
-                    let _ = end.send(());
-                }
-            }
+            None => self.ledger.end(&message.w, &message.q),
         }
     }
 
@@ -201,7 +172,7 @@ impl RedisBackend {
     /// follows its last delivery of each is heard.
     pub(crate) async fn end_deliveries_to(&self, p: EndDeliveriesParams) -> Result<(), Error> {
         let ended = self.withdraw_and_hear(&p).await;
-        self.deliveries().forget(&p.worker);
+        self.deliveries().ledger.forget(&p.worker);
         ended
     }
 
@@ -211,24 +182,15 @@ impl RedisBackend {
         let mut queues = p.queues.clone();
         queues.sort_unstable();
         queues.dedup();
-        let mut heard = Vec::with_capacity(queues.len());
+        let ledger = &self.deliveries().ledger;
+        let mut ended = Vec::with_capacity(queues.len());
         for queue in &queues {
-            let (end, ended) = oneshot::channel();
-            let key = (p.worker.clone(), queue.clone());
-            self.deliveries().ends().insert(key, end);
-            heard.push(ended);
+            ended.push(ledger.expect_end(&p.worker, queue));
             let mut inv = self.timeless_invocation(&SCRIPTS.withdraw, queue);
             inv.arg(&p.worker).arg(self.delivery_channel());
             self.run::<i64>(&inv).await?;
         }
-        let all = futures_util::future::join_all(heard);
-        tokio::time::timeout(END_WAIT, all).await.map_err(|_| {
-            Error::backend(format!(
-                "the end of the deliveries to worker {} was not heard within {END_WAIT:?}",
-                p.worker
-            ))
-        })?;
-        Ok(())
+        ledger.await_ends(&p.worker, ended).await
     }
 
     /// Hands a delivered job whose worker stopped back to its queue, its attempt unspent.

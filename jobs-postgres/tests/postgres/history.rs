@@ -185,7 +185,8 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
         "SET search_path TO \"{schema}\";
          DROP TABLE workers, schedules, queues, liveness, paused_queues, finished_counts,
              queue_flow, flow_starts, flow_started, coalesce_keys, finished_minutes,
-             finished_horizons, job_types, flow_places;
+             finished_horizons, job_types, flow_places, offers;
+         DROP FUNCTION enqueue_one;
          DROP FUNCTION finished_counts_clear CASCADE;
          DROP FUNCTION finished_minutes_clear CASCADE;
          DROP FUNCTION fetch_limited(text[], timestamptz, int8, text, timestamptz, text[],
@@ -244,7 +245,7 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
     .unwrap();
     assert_eq!(
         versions,
-        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]
     );
     // Migration 5 counted the completed job it found.
     let counts = backend

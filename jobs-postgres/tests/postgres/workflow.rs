@@ -94,7 +94,8 @@ async fn a_schema_at_migration_8_holding_jobs_is_upgraded_for_workflows() {
          DROP FUNCTION fetch_unkeyed(text[], timestamptz, int8, text, timestamptz, text[],
              int4[], int4[], int8[], bool[], text, int4[], uuid[], uuid[]);
          ALTER TABLE flow_started DROP COLUMN pruned_at;
-         DROP TABLE flow_places;
+         DROP TABLE flow_places, offers;
+         DROP FUNCTION enqueue_one;
          DROP INDEX jobs_waiting;
          ALTER TABLE jobs DROP COLUMN step, DROP COLUMN inputs;
          ALTER TABLE jobs DROP CONSTRAINT jobs_status_check;
@@ -119,7 +120,7 @@ async fn a_schema_at_migration_8_holding_jobs_is_upgraded_for_workflows() {
     assert_eq!(backend.schema_version().await.unwrap(), Some(8));
 
     backend.migrate().await.expect("upgrade");
-    assert_eq!(backend.schema_version().await.unwrap(), Some(19));
+    assert_eq!(backend.schema_version().await.unwrap(), Some(20));
     for (id, status) in [(ids[0], JobStatus::Pending), (ids[1], JobStatus::Scheduled)] {
         let old = read(&backend, id).await.expect("kept");
         assert_eq!(old.status, status);

@@ -1,0 +1,575 @@
+//! Deliveries: a fetch of one queue that finds nothing offers its worker's idle places, and an
+//! enqueue of one ready job into a queue with none ready leases the job straight to such a
+//! worker, which hears it on its subscription without a fetch; what no offer may take, and how
+//! a stopping worker ends them.
+
+use std::time::Duration;
+
+use jobs_core::{
+    Backend, EndDeliveriesParams, JobExt, EnqueueParams, ErrorKind, ErrorReport, FetchParams, JobId,
+    JobRecord, JobStatus, KnownJob, LeasedJob, NewJob, PauseParams, QueueLimits, ReadParams,
+    RescueParams, RescueTarget, SetLimitsParams, SubscribeParams, Timestamp, Wakeup, Worker,
+};
+use jobs_postgres::PgBackend;
+use serde_json::value::RawValue;
+
+use crate::support::{self, backend_in, fresh_backend, t0, Record};
+
+const QUEUE: &str = "d";
+const WORKER: &str = "idle-worker";
+
+/// `worker`'s subscription to [`QUEUE`].
+async fn subscribe(b: &PgBackend, worker: &str) -> Wakeup {
+    b.subscribe(SubscribeParams {
+        queues: vec![QUEUE.into()],
+        worker: Some(worker.into()),
+    })
+    .await
+    .unwrap()
+}
+
+/// A job named `layout` at version 1 in [`QUEUE`].
+fn job() -> NewJob {
+    support::new_job("layout", QUEUE)
+}
+
+/// A fetch by `worker` of the jobs named `layout` up to version 1, offering `places`.
+fn fetch(worker: &str, places: usize) -> FetchParams {
+    FetchParams {
+        ended: Vec::new(),
+        known: Some(vec![KnownJob {
+            name: "layout".into(),
+            version: 1,
+        }]),
+        queues: vec![QUEUE.into()],
+        limit: 10,
+        worker: worker.into(),
+        lease_for: Duration::from_secs(60),
+        now: t0(),
+        flow: Vec::new(),
+        reserve: 0,
+        deliver: places,
+    }
+}
+
+/// Fetches for `worker` (offering `places`); the jobs it leased.
+async fn fetched(b: &PgBackend, worker: &str, places: usize) -> Vec<LeasedJob> {
+    b.fetch(fetch(worker, places)).await.unwrap()
+}
+
+/// A fetch by [`WORKER`] that finds nothing, and so offers `places` (see [`fetch`]).
+async fn offer(b: &PgBackend, places: usize) {
+    assert!(
+        fetched(b, WORKER, places).await.is_empty(),
+        "nothing to fetch"
+    );
+}
+
+async fn enqueue(b: &PgBackend, job: NewJob) -> JobId {
+    enqueue_at(b, job, t0()).await
+}
+
+async fn enqueue_at(b: &PgBackend, job: NewJob, now: Timestamp) -> JobId {
+    let id = job.id;
+    b.enqueue(EnqueueParams {
+        jobs: vec![job],
+        now,
+    })
+    .await
+    .unwrap();
+    id
+}
+
+async fn read(b: &PgBackend, id: JobId) -> JobRecord {
+    b.read(ReadParams { id }).await.unwrap().expect("stored")
+}
+
+/// The jobs delivered to `wakeup` once some came, or none within a second. (A wake-up signal
+/// wakes it too.)
+async fn delivered(wakeup: &Wakeup) -> Vec<LeasedJob> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    loop {
+        let got = wakeup.delivered();
+        if !got.is_empty() {
+            return got;
+        }
+        if tokio::time::timeout_at(deadline, wakeup.wait())
+            .await
+            .is_err()
+        {
+            return got;
+        }
+    }
+}
+
+/// Waits until job `id` reads as `condition` says.
+async fn wait_until(b: &PgBackend, id: JobId, condition: impl Fn(&JobRecord) -> bool) {
+    for _ in 0..100 {
+        if condition(&read(b, id).await) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("job {id} never got there: {:?}", read(b, id).await);
+}
+
+/// Job `id` waits to be fetched: pending, unattempted, unleased, and not delivered.
+async fn assert_waits(b: &PgBackend, wakeup: &Wakeup, id: JobId) {
+    assert!(pending_and_unleased(&read(b, id).await));
+    assert!(delivered(wakeup).await.is_empty());
+}
+
+fn pending_and_unleased(r: &JobRecord) -> bool {
+    r.status == JobStatus::Pending && r.attempt == 0 && r.lease.is_none()
+}
+
+/// The offers standing in `b`'s schema: worker and places.
+async fn offers(b: &PgBackend) -> Vec<(String, i32)> {
+    sqlx::query_as(&format!(
+        "SELECT worker, places FROM \"{}\".offers ORDER BY worker",
+        b.schema_name()
+    ))
+    .fetch_all(b.pool())
+    .await
+    .unwrap()
+}
+
+/// An idle worker offering two places gets the next two jobs enqueued, leased to it, and the
+/// third waits to be fetched; a fetch that takes it withdraws the offer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enqueue_leases_its_job_straight_to_an_idle_worker() {
+    let b = fresh_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    offer(&b, 2).await;
+    assert_eq!(offers(&b).await, [(WORKER.to_string(), 2)]);
+
+    let first = enqueue(&b, job()).await;
+    // Leased by the enqueue itself, before the worker heard of it.
+    let stored = read(&b, first).await;
+    assert_eq!((stored.status, stored.attempt), (JobStatus::Running, 1));
+    assert_eq!(stored.started_at, Some(stored.created_at));
+    let lease = stored.lease.clone().expect("leased");
+    assert_eq!(lease.worker, WORKER);
+    assert_eq!(lease.expires_at, t0() + Duration::from_secs(60));
+
+    let got = delivered(&wakeup).await;
+    let [job1] = &got[..] else {
+        panic!("one job delivered: {got:?}");
+    };
+    assert_eq!((job1.record.id, job1.token), (first, lease.token));
+    assert_eq!(
+        serde_json::to_value(&job1.record).unwrap(),
+        serde_json::to_value(&stored).unwrap(),
+        "the delivery reads as the store does"
+    );
+    // The lease is a real one: the job completes under it.
+    assert_eq!(support::complete(&b, &got, 1).await, [true]);
+
+    // The second place takes the next job; with none left, the third waits to be fetched.
+    let second = enqueue(&b, job()).await;
+    let got = delivered(&wakeup).await;
+    assert_eq!(
+        got.iter().map(|j| j.record.id).collect::<Vec<_>>(),
+        [second]
+    );
+    assert_ne!(got[0].token, job1.token, "each delivery has its own token");
+    let third = enqueue(&b, job()).await;
+    assert_waits(&b, &wakeup, third).await;
+
+    assert_eq!(fetched(&b, WORKER, 2).await.len(), 1);
+    assert_eq!(offers(&b).await, [], "the fetch withdrew the offer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_offering_nothing_withdraws_its_workers_offer() {
+    let b = fresh_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    offer(&b, 4).await;
+    offer(&b, 0).await;
+    let id = enqueue(&b, job()).await;
+    assert_waits(&b, &wakeup, id).await;
+    // Fetching, the worker takes it itself.
+    let leased = fetched(&b, WORKER, 4).await;
+    assert_eq!(leased.iter().map(|j| j.record.id).collect::<Vec<_>>(), [id]);
+}
+
+/// An offer stands while its worker finds nothing, but its places are recounted: the worker's
+/// idle places less the deliveries it has not heard of yet (here: made to another instance).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offer_counts_the_deliveries_on_their_way() {
+    let b = fresh_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    let elsewhere = backend_in(b.schema_name()).await;
+    let _listening = subscribe(&elsewhere, "another").await;
+
+    offer(&b, 2).await;
+    let first = enqueue(&b, job()).await;
+    assert_eq!(delivered(&wakeup).await.len(), 1);
+    // Through the other instance, which heard nothing: one delivery is on its way, so of the
+    // two places it says are idle, one is offered.
+    assert!(fetched(&elsewhere, WORKER, 2).await.is_empty());
+    assert_eq!(offers(&b).await, [(WORKER.to_string(), 1)]);
+    // Through its own, which heard it: both places are offered again.
+    offer(&b, 2).await;
+    assert_eq!(offers(&b).await, [(WORKER.to_string(), 2)]);
+    let second = enqueue(&b, job()).await;
+    let third = enqueue(&b, job()).await;
+    let fourth = enqueue(&b, job()).await;
+    for id in [first, second, third] {
+        assert_eq!(read(&b, id).await.status, JobStatus::Running);
+    }
+    assert!(pending_and_unleased(&read(&b, fourth).await));
+    assert_eq!(delivered(&wakeup).await.len(), 2);
+}
+
+/// A gone worker's offer is withdrawn when its jobs are rescued, and a stopped one's when it is
+/// deregistered; a fetch across queues withdraws the fetching worker's offer (such a worker
+/// offers nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rescues_and_fetches_across_queues_withdraw_offers() {
+    let b = fresh_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    offer(&b, 2).await;
+    b.rescue(RescueParams {
+        target: RescueTarget::Workers(vec![WORKER.into()]),
+        now: t0(),
+        limit: 100,
+        error: ErrorReport::new(ErrorKind::LeaseLost, "gone"),
+    })
+    .await
+    .unwrap();
+    assert_eq!(offers(&b).await, [], "went with the gone worker");
+    let id = enqueue(&b, job()).await;
+    assert_waits(&b, &wakeup, id).await;
+    assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
+
+    offer(&b, 2).await;
+    b.deregister(jobs_core::DeregisterParams {
+        worker: WORKER.into(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(offers(&b).await, [], "went with the stopped worker");
+
+    offer(&b, 2).await;
+    let across = FetchParams {
+        queues: vec![QUEUE.into(), "e".into()],
+        ..fetch(WORKER, 2)
+    };
+    assert!(b.fetch(across).await.unwrap().is_empty());
+    assert_eq!(offers(&b).await, []);
+    let id = enqueue(&b, job()).await;
+    assert_waits(&b, &wakeup, id).await;
+}
+
+/// What no offer takes: a job too long for a notification, one delayed, one of a name the
+/// worker does not run or of a newer version, one with a ready job before it, and one
+/// enqueued once the offer lapsed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_offer_takes_a_job_it_may_not_run_or_hear() {
+    let b = fresh_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    offer(&b, 4).await;
+    let drain = |b: PgBackend| async move {
+        let mut params = fetch("drainer", 0);
+        params.known = None;
+        b.fetch(params).await.unwrap()
+    };
+
+    let long = format!(r#"{{"text":"{}"}}"#, "x".repeat(7_000));
+    let long = enqueue(
+        &b,
+        NewJob {
+            payload: RawValue::from_string(long).unwrap(),
+            ..job()
+        },
+    )
+    .await;
+    assert_waits(&b, &wakeup, long).await;
+    // It holds the queue's ready set: an enqueue behind it is not delivered either.
+    let behind = enqueue(&b, job()).await;
+    assert_waits(&b, &wakeup, behind).await;
+    assert_eq!(drain(b.clone()).await.len(), 2);
+
+    let delayed = enqueue(
+        &b,
+        NewJob {
+            run_at: t0() + Duration::from_secs(3600),
+            ..job()
+        },
+    )
+    .await;
+    assert_eq!(read(&b, delayed).await.status, JobStatus::Scheduled);
+
+    let other = enqueue(
+        &b,
+        NewJob {
+            name: "other".into(),
+            ..job()
+        },
+    )
+    .await;
+    assert_waits(&b, &wakeup, other).await;
+    assert_eq!(drain(b.clone()).await.len(), 1);
+    let newer = enqueue(
+        &b,
+        NewJob {
+            version: 2,
+            ..job()
+        },
+    )
+    .await;
+    assert_waits(&b, &wakeup, newer).await;
+    assert_eq!(drain(b.clone()).await.len(), 1);
+
+    // The offer lapses a lease's length after the fetch that made it.
+    let late = enqueue_at(&b, job(), t0() + Duration::from_secs(61)).await;
+    assert_waits(&b, &wakeup, late).await;
+    assert_eq!(drain(b.clone()).await.len(), 1);
+
+    // The offer still stands, whole: the next job goes to it.
+    let id = enqueue(&b, job()).await;
+    assert_eq!(read(&b, id).await.status, JobStatus::Running);
+}
+
+/// A job enqueued in the caller's transaction is not delivered: the transaction would hold the
+/// offer, and the job's lease, until it commits. One enqueued by itself is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_enqueued_in_a_transaction_waits_to_be_fetched() {
+    let b = fresh_backend().await;
+    let subscribed = b.subscribe(SubscribeParams {
+        queues: vec!["record".into()],
+        worker: Some(WORKER.into()),
+    });
+    let wakeup = subscribed.await.unwrap();
+    let fetch_record = |worker: &str, places| FetchParams {
+        queues: vec!["record".into()],
+        known: None,
+        ..fetch(worker, places)
+    };
+    assert!(b.fetch(fetch_record(WORKER, 2)).await.unwrap().is_empty());
+
+    let mut tx = b.begin().await.unwrap();
+    let in_tx = Record::new(1).enqueue(&mut tx).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_waits(&b, &wakeup, in_tx.id()).await;
+    let drained = b.fetch(fetch_record("drainer", 0)).await.unwrap();
+    assert_eq!(drained.len(), 1);
+
+    let alone = Record::new(2).enqueue(&b).await.unwrap();
+    let got = delivered(&wakeup).await;
+    assert_eq!(
+        got.iter().map(|j| j.record.id).collect::<Vec<_>>(),
+        [alone.id()]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_or_limited_queue_delivers_nothing() {
+    let b = fresh_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    let pause = |paused| PauseParams {
+        queue: QUEUE.into(),
+        paused,
+    };
+
+    offer(&b, 4).await;
+    b.pause(pause(true)).await.unwrap();
+    let held = enqueue(&b, job()).await;
+    assert!(pending_and_unleased(&read(&b, held).await), "paused");
+    b.pause(pause(false)).await.unwrap();
+    assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
+
+    let limits = |limits| SetLimitsParams {
+        queue: QUEUE.into(),
+        limits,
+    };
+    offer(&b, 4).await;
+    b.set_limits(limits(QueueLimits::default().concurrency(5)))
+        .await
+        .unwrap();
+    let held = enqueue(&b, job()).await;
+    assert!(pending_and_unleased(&read(&b, held).await), "limited");
+    assert!(delivered(&wakeup).await.is_empty());
+    b.set_limits(limits(QueueLimits::default().rate(jobs_core::Rate {
+        limit: 5,
+        period: Duration::from_secs(1),
+    })))
+        .await
+        .unwrap();
+    let held_too = enqueue(&b, job()).await;
+    assert!(pending_and_unleased(&read(&b, held_too).await), "rated");
+
+    // A max depth alone holds no job back from a fetch, but it takes the guarded path, which
+    // delivers nothing.
+    b.set_limits(limits(QueueLimits::default().max_depth(10)))
+        .await
+        .unwrap();
+    assert_eq!(fetched(&b, WORKER, 0).await.len(), 2);
+    offer(&b, 4).await;
+    let bounded = enqueue(&b, job()).await;
+    assert!(pending_and_unleased(&read(&b, bounded).await), "bounded");
+    assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
+
+    b.set_limits(limits(QueueLimits::default())).await.unwrap();
+    offer(&b, 4).await;
+    let id = enqueue(&b, job()).await;
+    assert_eq!(read(&b, id).await.status, JobStatus::Running);
+    assert_eq!(delivered(&wakeup).await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ending_the_deliveries_waits_for_those_under_way() {
+    let b = fresh_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    offer(&b, 4).await;
+    let sent = enqueue(&b, job()).await;
+    b.end_deliveries(EndDeliveriesParams {
+        worker: WORKER.into(),
+        queues: vec![QUEUE.into()],
+    })
+    .await
+    .unwrap();
+    // Once it returns, the delivery before it has arrived: no wait.
+    let got = wakeup.delivered();
+    assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [sent]);
+    assert_eq!(offers(&b).await, []);
+    let after = enqueue(&b, job()).await;
+    assert!(pending_and_unleased(&read(&b, after).await));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_delivered_to_a_worker_gone_is_handed_back() {
+    let b = fresh_backend().await;
+    drop(subscribe(&b, WORKER).await);
+    // Another subscription keeps the listener; the worker's own is gone.
+    let _other = subscribe(&b, "another").await;
+    offer(&b, 1).await;
+    let id = enqueue(&b, job()).await;
+    wait_until(&b, id, pending_and_unleased).await;
+    assert_eq!(fetched(&b, "another", 0).await.len(), 1);
+}
+
+/// Sends `message` on `b`'s delivery channel, as the offer of [`WORKER`] names it.
+async fn notify(b: &PgBackend, message: &str) {
+    let channel: String = sqlx::query_scalar(&format!(
+        "SELECT channel FROM \"{}\".offers WHERE worker = $1",
+        b.schema_name()
+    ))
+    .bind(WORKER)
+    .fetch_one(b.pool())
+    .await
+    .unwrap();
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(channel)
+        .bind(message)
+        .execute(b.pool())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
+    let b = fresh_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+
+    // A job leased by a fetch, delivered with a record that does not decode: failed as dead,
+    // as a fetch fails a corrupt job.
+    let corrupt = enqueue(&b, job()).await;
+    let leased = fetched(&b, WORKER, 0).await;
+    let job1 = &leased[0];
+    offer(&b, 1).await;
+    // Not JSON: ignored, and the channel still delivers.
+    notify(&b, "not json {").await;
+    let message = serde_json::json!({
+        "w": WORKER,
+        "q": QUEUE,
+        "i": corrupt.0,
+        "t": job1.token.0,
+        "x": job1.record.lease.as_ref().unwrap().expires_at,
+        "o": uuid::Uuid::new_v4(),
+        "n": 1,
+        "r": {"id": corrupt.0, "payload": "not a record"},
+    });
+    notify(&b, &message.to_string()).await;
+    wait_until(&b, corrupt, |r| r.status == JobStatus::Dead).await;
+    let r = read(&b, corrupt).await;
+    assert_eq!(r.errors.len(), 1);
+    assert_eq!(r.errors[0].kind, ErrorKind::Decode);
+    assert!(
+        wakeup.delivered().is_empty(),
+        "nothing handed to the worker"
+    );
+
+    let good = enqueue(&b, job()).await;
+    let got = delivered(&wakeup).await;
+    assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [good]);
+}
+
+/// The listener's connection killed, offers are heard again once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_are_heard_again_after_the_listener_reconnects() {
+    let b = fresh_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    let name = format!("jobs-listener:{}", b.schema_name());
+    let killed: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+    )
+    .bind(&name)
+    .fetch_all(b.pool())
+    .await
+    .unwrap();
+    assert_eq!(killed, [true]);
+    for _ in 0..100 {
+        let listening: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE application_name = $1 AND query LIKE 'LISTEN%'",
+        )
+        .bind(&name)
+        .fetch_one(b.pool())
+        .await
+        .unwrap();
+        if listening > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Woken by the reconnect (signals may have been missed), and then delivered to.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _ = wakeup.delivered();
+    offer(&b, 1).await;
+    let id = enqueue(&b, job()).await;
+    let got = delivered(&wakeup).await;
+    assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [id]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_runs_a_new_job_without_fetching_it() {
+    let b = fresh_backend().await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = Worker::new(b.clone())
+        .register::<jobs_core::testing::Echo>()
+        .queues(["conformance"])
+        .concurrency(2);
+    let running = tokio::spawn(worker.run_until(async {
+        let _ = stopped.await;
+    }));
+    // Long enough for its start and its first, empty, fetch.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let payload = RawValue::from_string(r#"{"n":21}"#.into()).unwrap();
+    let now = chrono::Utc::now();
+    let job = NewJob {
+        name: "conformance.echo".into(),
+        payload,
+        run_at: now,
+        ..support::new_job("conformance.echo", "conformance")
+    };
+    let id = enqueue_at(&b, job, now).await;
+    wait_until(&b, id, |r| r.status == JobStatus::Completed).await;
+    let r = read(&b, id).await;
+    assert_eq!(r.result.as_ref().map(|v| v.get()), Some("42"));
+    assert_eq!(r.started_at, Some(r.created_at), "leased by its enqueue");
+    let _ = stop.send(());
+    running.await.unwrap().unwrap();
+    assert_eq!(offers(&b).await, [], "a stopped worker leaves no offer");
+}
