@@ -110,7 +110,6 @@ mod tests {
 
     #[tokio::test]
     async fn an_end_not_heard_in_time_is_an_error_and_forgetting_keeps_other_workers() {
-        tokio::time::pause();
         let ledger = DeliveryLedger::default();
         ledger.hear("w", "o", 3);
         let ended = ledger.expect_end("w", "q");

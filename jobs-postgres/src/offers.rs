@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use chrono::SubsecRound;
 use jobs_core::{
     DeliveryLedger, EndDeliveriesParams, Error, FailParams, Failure, FetchParams, JobId,
     JobRecord, JobStatus, Lease, LeaseRef, LeaseToken, LeasedJob, NewJob, Relay, Release,
@@ -45,7 +46,10 @@ pub(crate) fn deliverable(job: &NewJob, now: Timestamp) -> Result<Option<String>
     {
         return Ok(None);
     }
-    let record = serde_json::to_string(&JobRecord::new(job.clone(), now))?;
+    // Its times as the store keeps them, in whole microseconds.
+    let mut record = JobRecord::new(job.clone(), now.trunc_subsecs(6));
+    record.run_at = record.run_at.trunc_subsecs(6);
+    let record = serde_json::to_string(&record)?;
     Ok((record.len() <= RECORD_MAX).then_some(record))
 }
 

@@ -143,14 +143,20 @@ async fn an_enqueue_leases_its_job_straight_to_an_idle_worker() {
     offer(&b, 2).await;
     assert_eq!(offers(&b).await, [(WORKER.to_string(), 2)]);
 
-    let first = enqueue(&b, job()).await;
+    // At a time finer than the store keeps: the delivery reads as the store does all the same.
+    let now = t0() + Duration::from_nanos(1_500);
+    let first = enqueue_at(&b, NewJob { run_at: now, ..job() }, now).await;
     // Leased by the enqueue itself, before the worker heard of it.
     let stored = read(&b, first).await;
     assert_eq!((stored.status, stored.attempt), (JobStatus::Running, 1));
+    assert_eq!(stored.started_at, Some(t0() + Duration::from_micros(1)));
     assert_eq!(stored.started_at, Some(stored.created_at));
     let lease = stored.lease.clone().expect("leased");
     assert_eq!(lease.worker, WORKER);
-    assert_eq!(lease.expires_at, t0() + Duration::from_secs(60));
+    assert_eq!(
+        lease.expires_at,
+        t0() + Duration::from_micros(1) + Duration::from_secs(60)
+    );
 
     let got = delivered(&wakeup).await;
     let [job1] = &got[..] else {
@@ -184,6 +190,21 @@ async fn an_enqueue_leases_its_job_straight_to_an_idle_worker() {
 async fn a_fetch_offering_nothing_withdraws_its_workers_offer() {
     let b = fresh_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
+    offer(&b, 4).await;
+    // Its idle places stand in one queue at a time: an offer in another withdraws this one.
+    let elsewhere = FetchParams {
+        queues: vec!["e".into()],
+        ..fetch(WORKER, 3)
+    };
+    assert!(b.fetch(elsewhere).await.unwrap().is_empty());
+    let queues: Vec<String> = sqlx::query_scalar(&format!(
+        "SELECT queue FROM \"{}\".offers",
+        b.schema_name()
+    ))
+    .fetch_all(b.pool())
+    .await
+    .unwrap();
+    assert_eq!(queues, ["e"]);
     offer(&b, 4).await;
     offer(&b, 0).await;
     let id = enqueue(&b, job()).await;
