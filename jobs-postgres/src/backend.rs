@@ -7,12 +7,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use jobs_core::{
     Backend, CompleteParams, CountsParams, CronTickParams, DeregisterParams, EndDeliveriesParams,
-    EnqueueParams,
-    Enqueued, Error, FailParams, FetchParams, GoneParams, HeartbeatParams, HoldParams, JobId,
-    JobRecord, LeasedJob, ListParams, Liveness, ManageParams, Managed, ProgressParams, PruneParams,
-    QueueCounts, QueueNamesParams, ReadParams, ReleaseParams, RenewParams, RescueParams,
-    SaveSchedulesParams, SchedulesParams, StoredSchedule, SubscribeParams, WakeHub, Wakeup,
-    WorkerInfo, WorkersParams,
+    EnqueueParams, Enqueued, Error, FailParams, FetchParams, GoneParams, HeartbeatParams,
+    HoldParams, JobId, JobRecord, LeasedJob, ListParams, Liveness, ManageParams, Managed,
+    ProgressParams, PruneParams, QueueCounts, QueueNamesParams, ReadParams, ReleaseParams,
+    RenewParams, RescueParams, SaveSchedulesParams, SchedulesParams, StoredSchedule,
+    SubscribeParams, WakeHub, Wakeup, WorkerInfo, WorkersParams,
 };
 use jobs_core::{
     EventHub, EventStream, EventsParams, FinishedParams, FlowParams, JobEvent, PauseParams,

@@ -64,13 +64,13 @@ pub(crate) async fn enqueue(
             enqueue_plain(sql, conn, &jobs, now, wake, deliver)
                 .await?
                 .then(|| {
-                jobs.iter()
-                    .map(|j| Enqueued {
-                        id: j.id,
-                        duplicate: false,
-                    })
-                    .collect()
-            })
+                    jobs.iter()
+                        .map(|j| Enqueued {
+                            id: j.id,
+                            duplicate: false,
+                        })
+                        .collect()
+                })
         } else {
             enqueue_unique(sql, conn, &jobs, now, channel).await?
         };
@@ -152,29 +152,7 @@ async fn enqueue_plain(
     deliver: bool,
 ) -> Result<bool, Error> {
     let stored = if let [job] = jobs {
-        let record = if deliver { offers::deliverable(job, now)? } else { None };
-        let stored: bool = sqlx::query_scalar(&sql.enqueue_one)
-            .bind(job.id.0)
-            .bind(job.name.as_str())
-            .bind(job.queue.as_str())
-            .bind(job.payload.get())
-            .bind(job.priority)
-            .bind(job.run_at)
-            .bind(job.initial_status(now).as_str())
-            .bind(int4(job.max_attempts))
-            .bind(serde_json::to_string(&job.backoff)?)
-            .bind(job.timeout.map(millis))
-            .bind(job.trace_context.as_deref())
-            .bind(&job.tags)
-            .bind(now)
-            .bind((!wake.is_empty()).then(|| sql.channel()))
-            .bind(int4(job.version))
-            .bind(step(job)?)
-            .bind(record)
-            .fetch_one(conn)
-            .await
-            .map_err(db)?;
-        u64::from(stored)
+        u64::from(store_one(sql, conn, job, now, wake, deliver).await?)
     } else {
         bind_columns(sqlx::query(&sql.enqueue_many), jobs, now)?
             .bind(now)
@@ -195,6 +173,58 @@ async fn enqueue_plain(
         )));
     }
     Ok(true)
+}
+
+/// Stores one job without a unique key (see [`enqueue_plain`]): through `deliver_one`, which
+/// may lease it to an idle worker, when `deliver` allows and the last enqueue into its queue
+/// did not see that no offer stood there, else through the plain INSERT. `false` when its queue
+/// is bounded: nothing was stored.
+async fn store_one(
+    sql: &Sql,
+    conn: &mut PgConnection,
+    job: &NewJob,
+    now: Timestamp,
+    wake: &[&str],
+    deliver: bool,
+) -> Result<bool, Error> {
+    let record = if deliver && sql.offered.worth_trying(&job.queue) {
+        offers::deliverable(job, now)?
+    } else {
+        None
+    };
+    let query = sqlx::query(match record {
+        Some(_) => &sql.deliver_one,
+        None => &sql.enqueue_one,
+    })
+    .bind(job.id.0)
+    .bind(job.name.as_str())
+    .bind(job.queue.as_str())
+    .bind(job.payload.get())
+    .bind(job.priority)
+    .bind(job.run_at)
+    .bind(job.initial_status(now).as_str())
+    .bind(int4(job.max_attempts))
+    .bind(serde_json::to_string(&job.backoff)?)
+    .bind(job.timeout.map(millis))
+    .bind(job.trace_context.as_deref())
+    .bind(&job.tags)
+    .bind(now)
+    .bind((!wake.is_empty()).then(|| sql.channel()))
+    .bind(int4(job.version))
+    .bind(step(job)?);
+    let query = match record {
+        Some(record) => query.bind(record),
+        None => query,
+    };
+    // Whether an offer stood in the queue; none when the queue is bounded.
+    let offered: Option<bool> = match query.fetch_optional(conn).await.map_err(db)? {
+        Some(row) => row.try_get("offered").map_err(db)?,
+        None => None,
+    };
+    if let Some(offered) = offered {
+        sql.offered.saw(&job.queue, offered);
+    }
+    Ok(offered.is_some())
 }
 
 /// The queues, each once, of the `jobs` that are ready at `now`.

@@ -73,7 +73,12 @@ async fn connect(pool: &PgPool, routes: &Routes) -> Result<PgListener, sqlx::Err
 
 /// Forwards notifications; on a lost connection, reconnects with backoff, then tells every
 /// relay that notifications sent meanwhile were missed.
-async fn run(pool: PgPool, routes: Routes, live: Arc<AtomicBool>, mut listener: Option<PgListener>) {
+async fn run(
+    pool: PgPool,
+    routes: Routes,
+    live: Arc<AtomicBool>,
+    mut listener: Option<PgListener>,
+) {
     let channel = routes.first().map_or("", |(channel, _)| channel.as_str());
     let missed = || routes.iter().for_each(|(_, relay)| relay.missed());
     let mut pause = Duration::from_millis(50);

@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use chrono::SubsecRound;
 use jobs_core::{
-    DeliveryLedger, EndDeliveriesParams, Error, FailParams, Failure, FetchParams, JobId,
-    JobRecord, JobStatus, Lease, LeaseRef, LeaseToken, LeasedJob, NewJob, Relay, Release,
-    ReleaseParams, Timestamp,
+    DeliveryLedger, EndDeliveriesParams, Error, FailParams, Failure, FetchParams, JobId, JobRecord,
+    JobStatus, Lease, LeaseRef, LeaseToken, LeasedJob, NewJob, Relay, Release, ReleaseParams,
+    Timestamp,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -51,6 +51,37 @@ pub(crate) fn deliverable(job: &NewJob, now: Timestamp) -> Result<Option<String>
     record.run_at = record.run_at.trunc_subsecs(6);
     let record = serde_json::to_string(&record)?;
     Ok((record.len() <= RECORD_MAX).then_some(record))
+}
+
+/// The queues in which a producer's last enqueue saw no offer standing: an enqueue tries to
+/// deliver its job (the dearer `deliver_one`) in the others only, so that a queue whose workers
+/// are all busy pays nothing for offers. Once a worker of such a queue falls idle, the next job
+/// there is stored plainly (and wakes it), and its answer makes the one after it try.
+#[derive(Debug, Default)]
+pub(crate) struct OfferedQueues(Mutex<HashSet<String>>);
+
+impl OfferedQueues {
+    /// Whether an enqueue into `queue` tries to deliver: its last one there did not see that no
+    /// offer stood.
+    pub(crate) fn worth_trying(&self, queue: &str) -> bool {
+        !self.quiet().contains(queue)
+    }
+
+    /// What the last enqueue into `queue` saw: whether an offer stood there.
+    pub(crate) fn saw(&self, queue: &str, offered: bool) {
+        let mut quiet = self.quiet();
+        if offered == quiet.contains(queue) {
+            if offered {
+                quiet.remove(queue);
+            } else {
+                quiet.insert(queue.to_string());
+            }
+        }
+    }
+
+    fn quiet(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// One notification on the delivery channel.

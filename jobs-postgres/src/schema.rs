@@ -142,13 +142,14 @@
 //!
 //! Pickup (migration 0020): an idle worker's fetch of one queue that finds nothing writes an
 //! offer of its idle places to the unlogged table `offers` (`queue, worker` → `offer, places,
-//! delivered, names, versions, lease_ms, at, until, channel`), and one job enqueued by itself
-//! goes through the schema's `enqueue_one` function, which, when a standing offer of the queue
-//! may take the job, stores it running under a lease to that worker and notifies the job on the
-//! worker's instance's channel (`jobs_deliver_<uuid>`, heard on the wake-up connection) in the
-//! same transaction: the worker starts it when the enqueue commits, without a fetch. See
-//! `offers.rs`.
-//!
+//! delivered, names, versions, lease_ms, at, until, channel`). One job enqueued by itself goes
+//! through the schema's `deliver_one` function while its producer's last enqueue into the queue
+//! saw an offer (the plain one-row INSERT otherwise, which says whether it saw one): when a
+//! standing offer may take the job, the function stores it running under a lease to that worker
+//! and notifies it on the worker's instance's channel (`jobs_deliver_<uuid>`, heard on the
+//! wake-up connection) in the same transaction, so the worker starts it when the enqueue
+//! commits, without a fetch. See `offers.rs`.
+
 //! Migrations (in `jobs-postgres/migrations`, embedded with `sqlx::migrate!`) are applied by
 //! [`PgBackend::migrate`](crate::PgBackend::migrate) in one transaction that first takes a
 //! transaction-scoped advisory lock keyed on the schema (so workers starting together apply

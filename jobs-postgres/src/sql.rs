@@ -6,6 +6,7 @@
 use sqlx::postgres::{PgArguments, Postgres};
 use sqlx::query::Query;
 
+use crate::offers::OfferedQueues;
 use crate::schema::Schema;
 
 /// A statement with its arguments, as `sqlx::query` makes it.
@@ -34,8 +35,12 @@ const LEASE: &str = "status = 'running', attempt = j.attempt + 1, started_at = $
 pub(crate) struct Sql {
     /// The schema, and the channel its wake-ups go on.
     pub schema: Schema,
+    /// What this process's enqueues saw of idle workers' offers, by queue: where the last one
+    /// saw none, the next stores its job plainly rather than try to deliver it.
+    pub offered: OfferedQueues,
     pub enqueue: String,
     pub enqueue_one: String,
+    pub deliver_one: String,
     pub enqueue_many: String,
     pub enqueue_lock: String,
     pub enqueue_state: String,
@@ -94,6 +99,7 @@ impl Sql {
         Sql {
             enqueue: splice(include_str!("sql/enqueue.sql")),
             enqueue_one: splice(include_str!("sql/enqueue_one.sql")),
+            deliver_one: splice(include_str!("sql/deliver_one.sql")),
             enqueue_many: splice(include_str!("sql/enqueue_many.sql")),
             enqueue_lock: splice(include_str!("sql/enqueue_lock.sql")),
             enqueue_state: splice(include_str!("sql/enqueue_state.sql")),
@@ -139,6 +145,7 @@ impl Sql {
             job_types: splice(include_str!("sql/job_types.sql")),
             stored_versions: splice(include_str!("sql/stored_versions.sql")),
             schema,
+            offered: OfferedQueues::default(),
         }
     }
 

@@ -14,8 +14,8 @@ use std::sync::Weak;
 
 use chrono::DateTime;
 use jobs_core::{
-    DeliveryLedger, EndDeliveriesParams, Error, Failure, Lease, LeaseRef, LeaseToken, LeasedJob, Relay, Release,
-    ReleaseParams,
+    DeliveryLedger, EndDeliveriesParams, Error, Failure, Lease, LeaseRef, LeaseToken, LeasedJob,
+    Relay, Release, ReleaseParams,
 };
 use serde::Deserialize;
 use uuid::Uuid;

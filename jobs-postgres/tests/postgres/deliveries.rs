@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, EndDeliveriesParams, JobExt, EnqueueParams, ErrorKind, ErrorReport, FetchParams, JobId,
-    JobRecord, JobStatus, KnownJob, LeasedJob, NewJob, PauseParams, QueueLimits, ReadParams,
+    Backend, EndDeliveriesParams, EnqueueParams, ErrorKind, ErrorReport, FetchParams, JobExt,
+    JobId, JobRecord, JobStatus, KnownJob, LeasedJob, NewJob, PauseParams, QueueLimits, ReadParams,
     RescueParams, RescueTarget, SetLimitsParams, SubscribeParams, Timestamp, Wakeup, Worker,
 };
 use jobs_postgres::PgBackend;
@@ -145,7 +145,15 @@ async fn an_enqueue_leases_its_job_straight_to_an_idle_worker() {
 
     // At a time finer than the store keeps: the delivery reads as the store does all the same.
     let now = t0() + Duration::from_nanos(1_500);
-    let first = enqueue_at(&b, NewJob { run_at: now, ..job() }, now).await;
+    let first = enqueue_at(
+        &b,
+        NewJob {
+            run_at: now,
+            ..job()
+        },
+        now,
+    )
+    .await;
     // Leased by the enqueue itself, before the worker heard of it.
     let stored = read(&b, first).await;
     assert_eq!((stored.status, stored.attempt), (JobStatus::Running, 1));
@@ -197,13 +205,11 @@ async fn a_fetch_offering_nothing_withdraws_its_workers_offer() {
         ..fetch(WORKER, 3)
     };
     assert!(b.fetch(elsewhere).await.unwrap().is_empty());
-    let queues: Vec<String> = sqlx::query_scalar(&format!(
-        "SELECT queue FROM \"{}\".offers",
-        b.schema_name()
-    ))
-    .fetch_all(b.pool())
-    .await
-    .unwrap();
+    let queues: Vec<String> =
+        sqlx::query_scalar(&format!("SELECT queue FROM \"{}\".offers", b.schema_name()))
+            .fetch_all(b.pool())
+            .await
+            .unwrap();
     assert_eq!(queues, ["e"]);
     offer(&b, 4).await;
     offer(&b, 0).await;
@@ -353,6 +359,28 @@ async fn no_offer_takes_a_job_it_may_not_run_or_hear() {
     assert_eq!(read(&b, id).await.status, JobStatus::Running);
 }
 
+/// A producer whose last enqueue into a queue saw no offer there stores its next job plainly
+/// (which wakes the idle worker) and learns that an offer stands: the job after it is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_that_saw_no_offer_delivers_again_once_it_sees_one() {
+    let b = fresh_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    let drain = || async {
+        let leased = b.fetch(fetch("drainer", 0)).await.unwrap();
+        leased.iter().map(|j| j.record.id).collect::<Vec<_>>()
+    };
+    let unseen = enqueue(&b, job()).await;
+    assert_eq!(drain().await, [unseen]);
+
+    offer(&b, 2).await;
+    let plain = enqueue(&b, job()).await;
+    assert_waits(&b, &wakeup, plain).await;
+    assert_eq!(drain().await, [plain]);
+    let next = enqueue(&b, job()).await;
+    let got = delivered(&wakeup).await;
+    assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [next]);
+}
+
 /// A job enqueued in the caller's transaction is not delivered: the transaction would hold the
 /// offer, and the job's lease, until it commits. One enqueued by itself is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -416,8 +444,8 @@ async fn a_paused_or_limited_queue_delivers_nothing() {
         limit: 5,
         period: Duration::from_secs(1),
     })))
-        .await
-        .unwrap();
+    .await
+    .unwrap();
     let held_too = enqueue(&b, job()).await;
     assert!(pending_and_unleased(&read(&b, held_too).await), "rated");
 
@@ -495,8 +523,9 @@ async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
     let wakeup = subscribe(&b, WORKER).await;
 
     // A job leased by a fetch, delivered with a record that does not decode: failed as dead,
-    // as a fetch fails a corrupt job.
-    let corrupt = enqueue(&b, job()).await;
+    // as a fetch fails a corrupt job. (Enqueued elsewhere: this instance's next enqueue tries
+    // to deliver.)
+    let corrupt = enqueue(&backend_in(b.schema_name()).await, job()).await;
     let leased = fetched(&b, WORKER, 0).await;
     let job1 = &leased[0];
     offer(&b, 1).await;

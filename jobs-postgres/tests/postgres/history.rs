@@ -186,7 +186,7 @@ async fn a_schema_of_the_first_release_is_upgraded_in_place() {
          DROP TABLE workers, schedules, queues, liveness, paused_queues, finished_counts,
              queue_flow, flow_starts, flow_started, coalesce_keys, finished_minutes,
              finished_horizons, job_types, flow_places, offers;
-         DROP FUNCTION enqueue_one;
+         DROP FUNCTION deliver_one;
          DROP FUNCTION finished_counts_clear CASCADE;
          DROP FUNCTION finished_minutes_clear CASCADE;
          DROP FUNCTION fetch_limited(text[], timestamptz, int8, text, timestamptz, text[],

@@ -95,7 +95,7 @@ async fn a_schema_at_migration_8_holding_jobs_is_upgraded_for_workflows() {
              int4[], int4[], int8[], bool[], text, int4[], uuid[], uuid[]);
          ALTER TABLE flow_started DROP COLUMN pruned_at;
          DROP TABLE flow_places, offers;
-         DROP FUNCTION enqueue_one;
+         DROP FUNCTION deliver_one;
          DROP INDEX jobs_waiting;
          ALTER TABLE jobs DROP COLUMN step, DROP COLUMN inputs;
          ALTER TABLE jobs DROP CONSTRAINT jobs_status_check;
