@@ -52,7 +52,7 @@ CREATE INDEX offers_worker ON offers (worker);
 -- $1 id, $2 name, $3 queue, $4 payload, $5 priority, $6 run_at, $7 status, $8 max_attempts,
 -- $9 backoff, $10 timeout (ms), $11 trace context, $12 tags, $13 now, $14 channel or NULL (no
 -- wake-up), $15 payload version, $16 workflow step (JSON or NULL), $17 the record. Answers
--- whether an offer with places stood in the queue, or NULL when the queue has a max depth:
+-- whether an offer in time with places stood in the queue, or NULL when the queue has a max depth:
 -- nothing was stored, and the caller takes the guarded path, which counts the depth under a
 -- lock.
 CREATE FUNCTION deliver_one(
@@ -75,7 +75,8 @@ BEGIN
     IF EXISTS (SELECT FROM queue_flow f WHERE f.queue = $3 AND f.max_depth IS NOT NULL) THEN
         RETURN NULL;
     END IF;
-    IF NOT EXISTS (SELECT FROM offers x WHERE x.queue = $3 AND x.places > 0) THEN
+    IF NOT EXISTS (SELECT FROM offers x WHERE x.queue = $3 AND x.places > 0 AND x.until > $13)
+    THEN
         INSERT INTO jobs (id, name, queue, payload, version, priority, run_at, status,
                           max_attempts, backoff, timeout_ms, trace_context, tags, step,
                           created_at)

@@ -22,6 +22,9 @@ pub(crate) fn application_name(channel: &str) -> String {
     format!("{APPLICATION_NAME}:{channel}")
 }
 
+/// How long the listener's connection may stay silent before it must answer a ping.
+const HEARTBEAT: Duration = Duration::from_secs(15);
+
 /// The running listener task; stopped when dropped.
 #[derive(Debug)]
 pub(crate) struct Listening(JoinHandle<()>);
@@ -72,7 +75,9 @@ async fn connect(pool: &PgPool, routes: &Routes) -> Result<PgListener, sqlx::Err
 }
 
 /// Forwards notifications; on a lost connection, reconnects with backoff, then tells every
-/// relay that notifications sent meanwhile were missed.
+/// relay that notifications sent meanwhile were missed. A connection silent for [`HEARTBEAT`]
+/// must answer a `SELECT 1` within another, else it is taken for lost (a half-open connection
+/// hears nothing, and says nothing of it).
 async fn run(
     pool: PgPool,
     routes: Routes,
@@ -100,18 +105,30 @@ async fn run(
             }
             continue;
         };
-        match active.try_recv().await {
+        let Ok(received) = tokio::time::timeout(HEARTBEAT, active.try_recv()).await else {
+            let ping = sqlx::query("SELECT 1").execute(&mut *active);
+            if !matches!(tokio::time::timeout(HEARTBEAT, ping).await, Ok(Ok(_))) {
+                tracing::warn!(
+                    channel,
+                    "listener connection silent and unanswering; connecting again"
+                );
+                live.store(false, Ordering::Release);
+                listener = None;
+                missed();
+            }
+            continue;
+        };
+        match received {
             Ok(Some(notification)) => {
                 let heard = notification.channel();
                 if let Some((_, relay)) = routes.iter().find(|(channel, _)| channel == heard) {
                     relay.deliver(notification.payload());
                 }
             }
-            // The connection dropped: made again above, where `live` is set once it listens.
+            // The connection dropped and sqlx made it again (and its LISTENs).
             Ok(None) => {
-                tracing::info!(channel, "listener connection dropped");
-                live.store(false, Ordering::Release);
-                listener = None;
+                tracing::info!(channel, "listener reconnected");
+                missed();
             }
             Err(e) => {
                 tracing::warn!(error = %e, channel, "listener connection lost");

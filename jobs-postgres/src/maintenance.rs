@@ -1,7 +1,7 @@
 //! Upkeep the worker runs on timers: rescue of lapsed leases and retention pruning.
 
 use jobs_core::{Error, JobId, PruneParams, RescueParams, RescueTarget};
-use sqlx::PgExecutor;
+use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use crate::error::db;
@@ -9,12 +9,9 @@ use crate::record::report;
 use crate::sql::Sql;
 
 /// Rescues the running jobs `p.target` names, recording `p.error` as the attempt's: pending
-/// again (keeping their place in the queue), or dead when out of attempts.
-pub(crate) async fn rescue<'e>(
-    sql: &Sql,
-    exec: impl PgExecutor<'e>,
-    p: RescueParams,
-) -> Result<Vec<JobId>, Error> {
+/// again (keeping their place in the queue), or dead when out of attempts. Gone workers' offers
+/// are withdrawn first (see `sql/forget_offers.sql`).
+pub(crate) async fn rescue(sql: &Sql, pool: &PgPool, p: RescueParams) -> Result<Vec<JobId>, Error> {
     if p.limit == 0 {
         return Ok(Vec::new());
     }
@@ -22,13 +19,21 @@ pub(crate) async fn rescue<'e>(
         RescueTarget::Lapsed => None,
         RescueTarget::Workers(workers) => Some(workers),
     };
+    if let Some(workers) = workers {
+        sqlx::query(&sql.forget_offers)
+            .bind(workers)
+            .bind(None::<&str>)
+            .execute(pool)
+            .await
+            .map_err(db)?;
+    }
     let ids: Vec<Uuid> = sqlx::query_scalar(&sql.rescue)
         .bind(p.now)
         .bind(i64::try_from(p.limit).unwrap_or(i64::MAX))
         .bind(report(&p.error)?)
         .bind(sql.channel())
         .bind(workers)
-        .fetch_all(exec)
+        .fetch_all(pool)
         .await
         .map_err(db)?;
     Ok(ids.into_iter().map(JobId).collect())

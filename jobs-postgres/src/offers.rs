@@ -10,7 +10,7 @@
 //! decode is failed as dead, as a fetch fails it; one lost on the way (the listener's connection
 //! dropped) is rescued when its lease lapses, as a dead worker's jobs are.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -115,9 +115,10 @@ pub(crate) struct Deliveries {
     /// since a job delivered then would be lost until its lease lapsed.
     live: Arc<AtomicBool>,
     ledger: DeliveryLedger,
-    /// The workers with offers standing, as far as this instance knows (a rescue of a gone
-    /// worker withdraws them too).
-    standing: Mutex<HashSet<String>>,
+    /// The workers that offered since they last ended their deliveries, each with whether
+    /// its offer stands as far as this instance knows (a rescue of a gone worker withdraws it
+    /// too).
+    offering: Mutex<HashMap<String, bool>>,
 }
 
 impl Deliveries {
@@ -128,7 +129,7 @@ impl Deliveries {
             channel: format!("jobs_deliver_{}", Uuid::new_v4().simple()),
             live: Arc::default(),
             ledger: DeliveryLedger::default(),
-            standing: Mutex::default(),
+            offering: Mutex::default(),
         }
     }
 
@@ -142,8 +143,8 @@ impl Deliveries {
         self.live.clone()
     }
 
-    fn standing(&self) -> MutexGuard<'_, HashSet<String>> {
-        self.standing.lock().unwrap_or_else(|e| e.into_inner())
+    fn offering(&self) -> MutexGuard<'_, HashMap<String, bool>> {
+        self.offering.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Hands a delivered job to its worker's subscription; back to the store when the worker
@@ -225,9 +226,30 @@ impl Relay for Deliveries {
         }
     }
 
-    /// A delivery missed while away is rescued when its lease lapses (the wake-up hub, on the
-    /// same connection, wakes every worker).
-    fn missed(&self) {}
+    /// A delivery sent while the listener was away is lost (its job is rescued when its lease
+    /// lapses, as a dead worker's are), and the count of the offer it was made under with it:
+    /// this instance's offers are withdrawn, and its workers offer anew at their next fetch that
+    /// finds nothing (the wake-up hub, on the same connection, wakes them all).
+    fn missed(&self) {
+        self.offering()
+            .values_mut()
+            .for_each(|stands| *stands = false);
+        let Some(inner) = self.backend.upgrade() else {
+            return;
+        };
+        let backend = PgBackend::of(inner);
+        tokio::spawn(async move {
+            let channel = backend.deliveries().channel();
+            let forgotten = sqlx::query(&backend.sql().forget_offers)
+                .bind(None::<Vec<String>>)
+                .bind(channel)
+                .execute(backend.pool())
+                .await;
+            if let Err(e) = forgotten {
+                tracing::warn!(error = %e, "could not withdraw the offers of a listener that was away; they lapse after a lease's length");
+            }
+        });
+    }
 }
 
 impl PgBackend {
@@ -245,12 +267,13 @@ impl PgBackend {
         };
         let done = match offers {
             Some(queue) => {
-                deliveries.standing().insert(p.worker.clone());
+                deliveries.offering().insert(p.worker.clone(), true);
                 self.offer(p, queue).await
             }
             None => {
-                if !deliveries.standing().remove(&p.worker) {
-                    return;
+                match deliveries.offering().get_mut(&p.worker) {
+                    Some(stands) if *stands => *stands = false,
+                    _ => return,
                 }
                 self.withdraw(&p.worker, None).await
             }
@@ -295,10 +318,11 @@ impl PgBackend {
     }
 
     /// Withdraws `p.worker`'s offers and waits until the mark that follows its last delivery
-    /// is heard. Nothing to do for a worker that offered nothing since it last withdrew.
+    /// is heard (a delivery made before a fetch withdrew its offer may still be on its way).
+    /// Nothing to do for a worker that made no offer through this instance.
     pub(crate) async fn end_deliveries_to(&self, p: EndDeliveriesParams) -> Result<(), Error> {
         let deliveries = self.deliveries();
-        if !deliveries.standing().remove(&p.worker) {
+        if deliveries.offering().remove(&p.worker).is_none() {
             deliveries.ledger.forget(&p.worker);
             return Ok(());
         }

@@ -149,7 +149,7 @@
 //! and notifies it on the worker's instance's channel (`jobs_deliver_<uuid>`, heard on the
 //! wake-up connection) in the same transaction, so the worker starts it when the enqueue
 //! commits, without a fetch. See `offers.rs`.
-
+//!
 //! Migrations (in `jobs-postgres/migrations`, embedded with `sqlx::migrate!`) are applied by
 //! [`PgBackend::migrate`](crate::PgBackend::migrate) in one transaction that first takes a
 //! transaction-scoped advisory lock keyed on the schema (so workers starting together apply

@@ -51,8 +51,8 @@ struct Message {
 /// The relay of a backend instance's delivery channel.
 pub(crate) struct Deliveries {
     backend: Weak<Inner>,
-    /// What was heard: an offer is a delivery token's first 24 hex digits, and a delivery's
-    /// place in it the rest, from 0 (see fetch.lua).
+    /// What was heard: an offer is a delivery token's first 24 hex digits, and the rest is a
+    /// delivery's index in it, from 0, so the ledger counts index + 1 (see fetch.lua).
     ledger: DeliveryLedger,
 }
 

@@ -17,4 +17,5 @@ SELECT $1::uuid, $2::text, $3::text, $4::text::json, $15::int4, $5::int2, $6::ti
        $16::text::jsonb, $13::timestamptz
 WHERE NOT EXISTS (SELECT FROM {schema}.queue_flow f WHERE f.queue = $3 AND f.max_depth IS NOT NULL)
 RETURNING CASE WHEN $14::text IS NOT NULL THEN pg_notify($14, $3) END AS woken,
-          EXISTS (SELECT FROM {schema}.offers x WHERE x.queue = $3 AND x.places > 0) AS offered
+          EXISTS (SELECT FROM {schema}.offers x
+                  WHERE x.queue = $3 AND x.places > 0 AND x.until > $13) AS offered

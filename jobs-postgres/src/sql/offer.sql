@@ -13,7 +13,8 @@ INSERT INTO {schema}.offers AS o (queue, worker, offer, places, names, versions,
 VALUES ($1, $2, gen_random_uuid(), $3, $4, $5, $6, $7, $7 + $6 * interval '1 millisecond', $8)
 ON CONFLICT (queue, worker) DO UPDATE
 SET places = GREATEST(EXCLUDED.places
-                      - (o.delivered - CASE WHEN o.offer = $9::uuid THEN $10 ELSE 0 END), 0),
+                      - (o.delivered - CASE WHEN o.offer = $9::uuid THEN LEAST($10, o.delivered)
+                                         ELSE 0 END), 0),
     names = EXCLUDED.names,
     versions = EXCLUDED.versions,
     lease_ms = EXCLUDED.lease_ms,

@@ -4,13 +4,11 @@
 -- and so its place among the ready jobs, or dead when out of attempts. $4 channel. The jobs
 -- that become dead and are workflow steps apply their step's `on_dead` effects in the same
 -- statement (see effects.sql); the steps those make ready wake listeners too. The gone
--- workers' places under limits go with their jobs, and so do their offers (migration 0020).
+-- workers' places under limits go with their jobs (their offers went just before, see
+-- forget_offers.sql).
 WITH unplaced AS (
     -- The places under limits that the gone workers' promoted jobs held (migration 0018).
     DELETE FROM {schema}.flow_places WHERE worker = ANY ($5)
-),
-unoffered AS (
-    DELETE FROM {schema}.offers WHERE worker = ANY ($5)
 ),
 lapsed AS (
     SELECT id

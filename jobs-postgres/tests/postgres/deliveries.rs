@@ -354,7 +354,11 @@ async fn no_offer_takes_a_job_it_may_not_run_or_hear() {
     assert_waits(&b, &wakeup, late).await;
     assert_eq!(drain(b.clone()).await.len(), 1);
 
-    // The offer still stands, whole: the next job goes to it.
+    // The offer still stands, whole, for a job enqueued in its time: the producer, which saw
+    // none in time, stores the first plainly and delivers the next.
+    let relearned = enqueue(&b, job()).await;
+    assert_waits(&b, &wakeup, relearned).await;
+    assert_eq!(drain(b.clone()).await.len(), 1);
     let id = enqueue(&b, job()).await;
     assert_eq!(read(&b, id).await.status, JobStatus::Running);
 }
@@ -467,6 +471,48 @@ async fn a_paused_or_limited_queue_delivers_nothing() {
     assert_eq!(delivered(&wakeup).await.len(), 1);
 }
 
+/// Enqueues racing for an offer of three places: each place takes one job at most, and every
+/// job is delivered (running, leased to the worker, heard) or waits to be fetched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_enqueues_take_no_more_places_than_offered() {
+    let b = fresh_backend().await;
+    let wakeup = subscribe(&b, WORKER).await;
+    offer(&b, 3).await;
+    let racing: Vec<_> = (0..12)
+        .map(|_| {
+            let b = b.clone();
+            tokio::spawn(async move { enqueue(&b, job()).await })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for enqueued in racing {
+        ids.push(enqueued.await.unwrap());
+    }
+    let mut running = Vec::new();
+    for &id in &ids {
+        let r = read(&b, id).await;
+        match r.status {
+            JobStatus::Running => {
+                assert_eq!(r.lease.as_ref().map(|l| l.worker.as_str()), Some(WORKER));
+                running.push(id);
+            }
+            _ => assert!(pending_and_unleased(&r), "{r:?}"),
+        }
+    }
+    assert!((1..=3).contains(&running.len()), "{running:?}");
+    let places = 3 - running.len() as i32;
+    assert_eq!(offers(&b).await, [(WORKER.to_string(), places)]);
+    let mut heard = Vec::new();
+    while heard.len() < running.len() {
+        let got = delivered(&wakeup).await;
+        assert!(!got.is_empty(), "heard {heard:?} of {running:?}");
+        heard.extend(got.iter().map(|j| j.record.id));
+    }
+    heard.sort();
+    running.sort();
+    assert_eq!(heard, running);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ending_the_deliveries_waits_for_those_under_way() {
     let b = fresh_backend().await;
@@ -556,11 +602,13 @@ async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
     assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [good]);
 }
 
-/// The listener's connection killed, offers are heard again once it is back.
+/// The listener's connection killed, the instance's offers are withdrawn, and deliveries are
+/// heard again once it is back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deliveries_are_heard_again_after_the_listener_reconnects() {
     let b = fresh_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
+    offer(&b, 1).await;
     let name = format!("jobs-listener:{}", b.schema_name());
     let killed: Vec<bool> = sqlx::query_scalar(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
@@ -584,9 +632,15 @@ async fn deliveries_are_heard_again_after_the_listener_reconnects() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // Woken by the reconnect (signals may have been missed), and then delivered to.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let _ = wakeup.delivered();
+    // Deliveries made meanwhile were lost: the instance's offers are withdrawn.
+    for _ in 0..100 {
+        if offers(&b).await.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(offers(&b).await, []);
+    // Its worker offers anew, and is delivered to.
     offer(&b, 1).await;
     let id = enqueue(&b, job()).await;
     let got = delivered(&wakeup).await;
