@@ -17,6 +17,7 @@
 //! `cargo test list_` runs the list checks.
 
 pub mod checks;
+pub mod deliveries;
 mod jobs;
 pub mod poison;
 pub mod processes;

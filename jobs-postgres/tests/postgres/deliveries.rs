@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, EndDeliveriesParams, EnqueueParams, ErrorKind, ErrorReport, FetchParams, JobExt,
-    JobId, JobRecord, JobStatus, KnownJob, LeasedJob, NewJob, PauseParams, QueueLimits, ReadParams,
-    RescueParams, RescueTarget, SetLimitsParams, SubscribeParams, Timestamp, Wakeup, Worker,
+    Backend, EnqueueParams, ErrorKind, ErrorReport, FetchParams, JobExt, JobId, JobRecord,
+    JobStatus, KnownJob, LeasedJob, NewJob, QueueLimits, ReadParams, RescueParams, RescueTarget,
+    SetLimitsParams, SubscribeParams, Timestamp, Wakeup,
 };
 use jobs_postgres::PgBackend;
 use serde_json::value::RawValue;
@@ -134,16 +134,15 @@ async fn offers(b: &PgBackend) -> Vec<(String, i32)> {
     .unwrap()
 }
 
-/// An idle worker offering two places gets the next two jobs enqueued, leased to it, and the
-/// third waits to be fetched; a fetch that takes it withdraws the offer.
+/// An offer is a row of `offers`, taken place by place; a delivered record keeps the store's
+/// microseconds whatever the producer's clock gave, and a fetch that leases withdraws the row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_enqueue_leases_its_job_straight_to_an_idle_worker() {
+async fn an_offer_is_a_row_taken_place_by_place() {
     let b = fresh_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 2).await;
     assert_eq!(offers(&b).await, [(WORKER.to_string(), 2)]);
 
-    // At a time finer than the store keeps: the delivery reads as the store does all the same.
     let now = t0() + Duration::from_nanos(1_500);
     let first = enqueue_at(
         &b,
@@ -154,70 +153,58 @@ async fn an_enqueue_leases_its_job_straight_to_an_idle_worker() {
         now,
     )
     .await;
-    // Leased by the enqueue itself, before the worker heard of it.
     let stored = read(&b, first).await;
-    assert_eq!((stored.status, stored.attempt), (JobStatus::Running, 1));
     assert_eq!(stored.started_at, Some(t0() + Duration::from_micros(1)));
-    assert_eq!(stored.started_at, Some(stored.created_at));
     let lease = stored.lease.clone().expect("leased");
-    assert_eq!(lease.worker, WORKER);
     assert_eq!(
         lease.expires_at,
         t0() + Duration::from_micros(1) + Duration::from_secs(60)
     );
-
     let got = delivered(&wakeup).await;
-    let [job1] = &got[..] else {
-        panic!("one job delivered: {got:?}");
-    };
-    assert_eq!((job1.record.id, job1.token), (first, lease.token));
     assert_eq!(
-        serde_json::to_value(&job1.record).unwrap(),
-        serde_json::to_value(&stored).unwrap(),
+        got.iter()
+            .map(|j| serde_json::to_value(&j.record).unwrap())
+            .collect::<Vec<_>>(),
+        [serde_json::to_value(&stored).unwrap()],
         "the delivery reads as the store does"
     );
-    // The lease is a real one: the job completes under it.
-    assert_eq!(support::complete(&b, &got, 1).await, [true]);
+    assert_eq!(offers(&b).await, [(WORKER.to_string(), 1)]);
 
-    // The second place takes the next job; with none left, the third waits to be fetched.
-    let second = enqueue(&b, job()).await;
-    let got = delivered(&wakeup).await;
-    assert_eq!(
-        got.iter().map(|j| j.record.id).collect::<Vec<_>>(),
-        [second]
-    );
-    assert_ne!(got[0].token, job1.token, "each delivery has its own token");
-    let third = enqueue(&b, job()).await;
-    assert_waits(&b, &wakeup, third).await;
-
-    assert_eq!(fetched(&b, WORKER, 2).await.len(), 1);
+    let waits = enqueue(
+        &b,
+        NewJob {
+            name: "other".into(),
+            ..job()
+        },
+    )
+    .await;
+    assert!(pending_and_unleased(&read(&b, waits).await));
+    let mut all = fetch(WORKER, 2);
+    all.known = None;
+    assert_eq!(b.fetch(all).await.unwrap().len(), 1);
     assert_eq!(offers(&b).await, [], "the fetch withdrew the offer");
 }
 
+/// A worker's idle places stand in one queue at a time: an offer in another withdraws the
+/// first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fetch_offering_nothing_withdraws_its_workers_offer() {
+async fn an_offer_in_another_queue_withdraws_the_first() {
     let b = fresh_backend().await;
-    let wakeup = subscribe(&b, WORKER).await;
+    let _wakeup = subscribe(&b, WORKER).await;
     offer(&b, 4).await;
-    // Its idle places stand in one queue at a time: an offer in another withdraws this one.
     let elsewhere = FetchParams {
         queues: vec!["e".into()],
         ..fetch(WORKER, 3)
     };
     assert!(b.fetch(elsewhere).await.unwrap().is_empty());
-    let queues: Vec<String> =
-        sqlx::query_scalar(&format!("SELECT queue FROM \"{}\".offers", b.schema_name()))
-            .fetch_all(b.pool())
-            .await
-            .unwrap();
-    assert_eq!(queues, ["e"]);
-    offer(&b, 4).await;
-    offer(&b, 0).await;
-    let id = enqueue(&b, job()).await;
-    assert_waits(&b, &wakeup, id).await;
-    // Fetching, the worker takes it itself.
-    let leased = fetched(&b, WORKER, 4).await;
-    assert_eq!(leased.iter().map(|j| j.record.id).collect::<Vec<_>>(), [id]);
+    let queues: Vec<(String, i32)> = sqlx::query_as(&format!(
+        "SELECT queue, places FROM \"{}\".offers",
+        b.schema_name()
+    ))
+    .fetch_all(b.pool())
+    .await
+    .unwrap();
+    assert_eq!(queues, [("e".to_string(), 3)]);
 }
 
 /// An offer stands while its worker finds nothing, but its places are recounted: the worker's
@@ -249,13 +236,19 @@ async fn an_offer_counts_the_deliveries_on_their_way() {
     assert_eq!(delivered(&wakeup).await.len(), 2);
 }
 
-/// A gone worker's offer is withdrawn when its jobs are rescued, and a stopped one's when it is
-/// deregistered; a fetch across queues withdraws the fetching worker's offer (such a worker
-/// offers nothing).
+/// A stopped worker's offers go when it is deregistered, and a gone one's before its jobs
+/// are rescued.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rescues_and_fetches_across_queues_withdraw_offers() {
+async fn deregistering_or_rescuing_a_worker_withdraws_its_offers() {
     let b = fresh_backend().await;
-    let wakeup = subscribe(&b, WORKER).await;
+    let _wakeup = subscribe(&b, WORKER).await;
+    offer(&b, 2).await;
+    b.deregister(jobs_core::DeregisterParams {
+        worker: WORKER.into(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(offers(&b).await, [], "went with the stopped worker");
     offer(&b, 2).await;
     b.rescue(RescueParams {
         target: RescueTarget::Workers(vec![WORKER.into()]),
@@ -266,34 +259,12 @@ async fn rescues_and_fetches_across_queues_withdraw_offers() {
     .await
     .unwrap();
     assert_eq!(offers(&b).await, [], "went with the gone worker");
-    let id = enqueue(&b, job()).await;
-    assert_waits(&b, &wakeup, id).await;
-    assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
-
-    offer(&b, 2).await;
-    b.deregister(jobs_core::DeregisterParams {
-        worker: WORKER.into(),
-    })
-    .await
-    .unwrap();
-    assert_eq!(offers(&b).await, [], "went with the stopped worker");
-
-    offer(&b, 2).await;
-    let across = FetchParams {
-        queues: vec![QUEUE.into(), "e".into()],
-        ..fetch(WORKER, 2)
-    };
-    assert!(b.fetch(across).await.unwrap().is_empty());
-    assert_eq!(offers(&b).await, []);
-    let id = enqueue(&b, job()).await;
-    assert_waits(&b, &wakeup, id).await;
 }
 
-/// What no offer takes: a job too long for a notification, one delayed, one of a name the
-/// worker does not run or of a newer version, one with a ready job before it, and one
+/// What no offer takes here: a job too long for a notification (nor one behind it), and one
 /// enqueued once the offer lapsed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_offer_takes_a_job_it_may_not_run_or_hear() {
+async fn no_offer_takes_a_long_job_or_one_enqueued_once_it_lapsed() {
     let b = fresh_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 4).await;
@@ -317,37 +288,6 @@ async fn no_offer_takes_a_job_it_may_not_run_or_hear() {
     let behind = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, behind).await;
     assert_eq!(drain(b.clone()).await.len(), 2);
-
-    let delayed = enqueue(
-        &b,
-        NewJob {
-            run_at: t0() + Duration::from_secs(3600),
-            ..job()
-        },
-    )
-    .await;
-    assert_eq!(read(&b, delayed).await.status, JobStatus::Scheduled);
-
-    let other = enqueue(
-        &b,
-        NewJob {
-            name: "other".into(),
-            ..job()
-        },
-    )
-    .await;
-    assert_waits(&b, &wakeup, other).await;
-    assert_eq!(drain(b.clone()).await.len(), 1);
-    let newer = enqueue(
-        &b,
-        NewJob {
-            version: 2,
-            ..job()
-        },
-    )
-    .await;
-    assert_waits(&b, &wakeup, newer).await;
-    assert_eq!(drain(b.clone()).await.len(), 1);
 
     // The offer lapses a lease's length after the fetch that made it.
     let late = enqueue_at(&b, job(), t0() + Duration::from_secs(61)).await;
@@ -417,58 +357,20 @@ async fn a_job_enqueued_in_a_transaction_waits_to_be_fetched() {
     );
 }
 
+/// A job into a queue with a max depth takes the guarded path, which delivers nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_paused_or_limited_queue_delivers_nothing() {
+async fn a_bounded_queue_delivers_nothing() {
     let b = fresh_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
-    let pause = |paused| PauseParams {
-        queue: QUEUE.into(),
-        paused,
-    };
-
     offer(&b, 4).await;
-    b.pause(pause(true)).await.unwrap();
-    let held = enqueue(&b, job()).await;
-    assert!(pending_and_unleased(&read(&b, held).await), "paused");
-    b.pause(pause(false)).await.unwrap();
-    assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
-
-    let limits = |limits| SetLimitsParams {
+    b.set_limits(SetLimitsParams {
         queue: QUEUE.into(),
-        limits,
-    };
-    offer(&b, 4).await;
-    b.set_limits(limits(QueueLimits::default().concurrency(5)))
-        .await
-        .unwrap();
-    let held = enqueue(&b, job()).await;
-    assert!(pending_and_unleased(&read(&b, held).await), "limited");
-    assert!(delivered(&wakeup).await.is_empty());
-    b.set_limits(limits(QueueLimits::default().rate(jobs_core::Rate {
-        limit: 5,
-        period: Duration::from_secs(1),
-    })))
+        limits: QueueLimits::default().max_depth(10),
+    })
     .await
     .unwrap();
-    let held_too = enqueue(&b, job()).await;
-    assert!(pending_and_unleased(&read(&b, held_too).await), "rated");
-
-    // A max depth alone holds no job back from a fetch, but it takes the guarded path, which
-    // delivers nothing.
-    b.set_limits(limits(QueueLimits::default().max_depth(10)))
-        .await
-        .unwrap();
-    assert_eq!(fetched(&b, WORKER, 0).await.len(), 2);
-    offer(&b, 4).await;
     let bounded = enqueue(&b, job()).await;
-    assert!(pending_and_unleased(&read(&b, bounded).await), "bounded");
-    assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
-
-    b.set_limits(limits(QueueLimits::default())).await.unwrap();
-    offer(&b, 4).await;
-    let id = enqueue(&b, job()).await;
-    assert_eq!(read(&b, id).await.status, JobStatus::Running);
-    assert_eq!(delivered(&wakeup).await.len(), 1);
+    assert_waits(&b, &wakeup, bounded).await;
 }
 
 /// Enqueues racing for an offer of three places: each place takes one job at most, and every
@@ -511,38 +413,6 @@ async fn racing_enqueues_take_no_more_places_than_offered() {
     heard.sort();
     running.sort();
     assert_eq!(heard, running);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ending_the_deliveries_waits_for_those_under_way() {
-    let b = fresh_backend().await;
-    let wakeup = subscribe(&b, WORKER).await;
-    offer(&b, 4).await;
-    let sent = enqueue(&b, job()).await;
-    b.end_deliveries(EndDeliveriesParams {
-        worker: WORKER.into(),
-        queues: vec![QUEUE.into()],
-    })
-    .await
-    .unwrap();
-    // Once it returns, the delivery before it has arrived: no wait.
-    let got = wakeup.delivered();
-    assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [sent]);
-    assert_eq!(offers(&b).await, []);
-    let after = enqueue(&b, job()).await;
-    assert!(pending_and_unleased(&read(&b, after).await));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_delivered_to_a_worker_gone_is_handed_back() {
-    let b = fresh_backend().await;
-    drop(subscribe(&b, WORKER).await);
-    // Another subscription keeps the listener; the worker's own is gone.
-    let _other = subscribe(&b, "another").await;
-    offer(&b, 1).await;
-    let id = enqueue(&b, job()).await;
-    wait_until(&b, id, pending_and_unleased).await;
-    assert_eq!(fetched(&b, "another", 0).await.len(), 1);
 }
 
 /// Sends `message` on `b`'s delivery channel, as the offer of [`WORKER`] names it.
@@ -647,33 +517,7 @@ async fn deliveries_are_heard_again_after_the_listener_reconnects() {
     assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [id]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idle_worker_runs_a_new_job_without_fetching_it() {
-    let b = fresh_backend().await;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = Worker::new(b.clone())
-        .register::<jobs_core::testing::Echo>()
-        .queues(["conformance"])
-        .concurrency(2);
-    let running = tokio::spawn(worker.run_until(async {
-        let _ = stopped.await;
-    }));
-    // Long enough for its start and its first, empty, fetch.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let payload = RawValue::from_string(r#"{"n":21}"#.into()).unwrap();
-    let now = chrono::Utc::now();
-    let job = NewJob {
-        name: "conformance.echo".into(),
-        payload,
-        run_at: now,
-        ..support::new_job("conformance.echo", "conformance")
-    };
-    let id = enqueue_at(&b, job, now).await;
-    wait_until(&b, id, |r| r.status == JobStatus::Completed).await;
-    let r = read(&b, id).await;
-    assert_eq!(r.result.as_ref().map(|v| v.get()), Some("42"));
-    assert_eq!(r.started_at, Some(r.created_at), "leased by its enqueue");
-    let _ = stop.send(());
-    running.await.unwrap().unwrap();
-    assert_eq!(offers(&b).await, [], "a stopped worker leaves no offer");
+/// The checks every delivering backend passes (see `jobs_core::testing::deliveries`).
+mod shared {
+    jobs_core::deliveries!(crate::support::fresh_backend);
 }
