@@ -1,7 +1,8 @@
 //! Deliveries: a fetch of one queue that finds nothing offers its worker's idle places, and an
 //! enqueue of one ready job into a queue with none ready leases the job straight to such a
-//! worker, which hears it on its subscription without a fetch; what no offer may take, and how
-//! a stopping worker ends them.
+//! worker, which hears it on its subscription without a fetch. The checks every delivering
+//! backend passes run from `jobs_core::testing::deliveries`; these are PostgreSQL's own (the
+//! `offers` table, NOTIFY's limits, transactions, the producer's view of offers, the listener).
 
 use std::time::Duration;
 

@@ -1,14 +1,14 @@
 //! Deliveries: a fetch that finds nothing offers its worker's idle places, and an enqueue into
 //! an empty ready set leases its job straight to such a worker, which hears it on its
-//! subscription without a fetch; what no offer may take, and how a stopping worker ends them.
+//! subscription without a fetch. The checks every delivering backend passes run from
+//! `jobs_core::testing::deliveries`; these are Redis's own (its keys, a cluster, pub/sub).
 
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, CompleteParams, Completion, EndDeliveriesParams, EnqueueParams, ErrorKind,
-    ErrorReport, FetchParams, JobId, JobRecord, JobStatus, KnownJob, LeasedJob, NewJob,
-    PauseParams, QueueLimits, ReadParams, RescueParams, RescueTarget, SetLimitsParams,
-    SubscribeParams, Timestamp, Wakeup, Worker,
+    Backend, CompleteParams, Completion, EnqueueParams, ErrorKind, FetchParams, JobId, JobRecord,
+    JobStatus, KnownJob, LeasedJob, NewJob, QueueLimits, ReadParams, SetLimitsParams,
+    SubscribeParams, Timestamp, Wakeup,
 };
 use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
@@ -183,19 +183,6 @@ async fn leases_straight_away(b: &RedisBackend) {
     assert_waits(b, &wakeup, third).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fetch_withdraws_its_workers_offer() {
-    let b = single_backend().await;
-    let wakeup = subscribe(&b, WORKER).await;
-    offer(&b, 4).await;
-    offer(&b, 0).await;
-    let id = enqueue(&b, support::job(QUEUE, t0())).await;
-    assert_waits(&b, &wakeup, id).await;
-    // Fetching, the worker takes it itself.
-    let leased = fetched(&b, WORKER, 4).await;
-    assert_eq!(leased.iter().map(|j| j.record.id).collect::<Vec<_>>(), [id]);
-}
-
 /// An offer stands while its worker finds nothing, but its places are recounted: the worker's
 /// idle places less the deliveries it has not heard of yet (here: made to another instance).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,41 +217,6 @@ async fn an_offer_counts_the_deliveries_on_their_way() {
     assert_eq!(read(&b, first).await.status, JobStatus::Running);
 }
 
-/// A gone worker's offer is withdrawn when its jobs are rescued; a fetch across queues
-/// withdraws the fetching worker's offer (such a worker offers nothing).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rescues_and_fetches_across_queues_withdraw_offers() {
-    let b = single_backend().await;
-    let _wakeup = subscribe(&b, WORKER).await;
-    offer(&b, 2).await;
-    b.rescue(RescueParams {
-        target: RescueTarget::Workers(vec![WORKER.into()]),
-        now: t0(),
-        limit: 100,
-        error: ErrorReport::new(ErrorKind::LeaseLost, "gone"),
-    })
-    .await
-    .unwrap();
-    let id = enqueue(&b, support::job(QUEUE, t0())).await;
-    assert!(
-        pending_and_unleased(&read(&b, id).await),
-        "went to a gone worker"
-    );
-    assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
-
-    offer(&b, 2).await;
-    let across = FetchParams {
-        queues: vec![QUEUE.into(), "e".into()],
-        ..fetch(WORKER, 2)
-    };
-    assert!(b.fetch(across).await.unwrap().is_empty());
-    let id = enqueue(&b, support::job(QUEUE, t0())).await;
-    assert!(
-        pending_and_unleased(&read(&b, id).await),
-        "offered while fetching across"
-    );
-}
-
 /// A payload too long to send over pub/sub waits to be fetched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_payload_is_fetched() {
@@ -283,105 +235,21 @@ async fn a_long_payload_is_fetched() {
     assert_waits(&b, &wakeup, id).await;
 }
 
+/// A max depth alone holds no job back from a fetch: a bounded queue delivers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_offer_takes_a_job_it_may_not_run() {
+async fn a_bounded_queue_delivers() {
     let b = single_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
-
-    // A name the worker does not run, and a version newer than it knows.
-    offer(&b, 4).await;
-    let other = enqueue(
-        &b,
-        NewJob {
-            name: "other".into(),
-            ..support::job(QUEUE, t0())
-        },
-    )
-    .await;
-    assert!(pending_and_unleased(&read(&b, other).await));
-    // The ready set holds it: another worker empties it, so that the next enqueue looks at
-    // the offer again.
-    let taken = b.fetch(support::fetch(&[QUEUE], 10, t0())).await.unwrap();
-    assert_eq!(
-        taken.iter().map(|j| j.record.id).collect::<Vec<_>>(),
-        [other]
-    );
-    let newer = NewJob {
-        version: 2,
-        ..support::job(QUEUE, t0())
-    };
-    let newer = enqueue(&b, newer).await;
-    assert_waits(&b, &wakeup, newer).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_paused_or_limited_queue_delivers_nothing() {
-    let b = single_backend().await;
-    let wakeup = subscribe(&b, WORKER).await;
-    let pause = |paused| PauseParams {
+    b.set_limits(SetLimitsParams {
         queue: QUEUE.into(),
-        paused,
-    };
-
-    offer(&b, 4).await;
-    b.pause(pause(true)).await.unwrap();
-    let held = enqueue(&b, support::job(QUEUE, t0())).await;
-    assert!(pending_and_unleased(&read(&b, held).await), "paused");
-    b.pause(pause(false)).await.unwrap();
-    assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
-
-    let limits = |limits| SetLimitsParams {
-        queue: QUEUE.into(),
-        limits,
-    };
-    offer(&b, 4).await;
-    b.set_limits(limits(QueueLimits::default().concurrency(5)))
-        .await
-        .unwrap();
-    let held = enqueue(&b, support::job(QUEUE, t0())).await;
-    assert!(pending_and_unleased(&read(&b, held).await), "limited");
-    assert!(delivered(&wakeup).await.is_empty());
-
-    // A max depth alone holds no job back from a fetch: the queue delivers again.
-    b.set_limits(limits(QueueLimits::default().max_depth(10)))
-        .await
-        .unwrap();
-    assert_eq!(fetched(&b, WORKER, 0).await.len(), 1);
+        limits: QueueLimits::default().max_depth(10),
+    })
+    .await
+    .unwrap();
     offer(&b, 4).await;
     let id = enqueue(&b, support::job(QUEUE, t0())).await;
     assert_eq!(read(&b, id).await.status, JobStatus::Running);
     assert_eq!(delivered(&wakeup).await.len(), 1);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ending_the_deliveries_waits_for_those_under_way() {
-    let b = single_backend().await;
-    let wakeup = subscribe(&b, WORKER).await;
-    offer(&b, 4).await;
-    let sent = enqueue(&b, support::job(QUEUE, t0())).await;
-    b.end_deliveries(EndDeliveriesParams {
-        worker: WORKER.into(),
-        queues: vec![QUEUE.into(), QUEUE.into()],
-    })
-    .await
-    .unwrap();
-    // Once it returns, the delivery before it has arrived: no wait.
-    let got = wakeup.delivered();
-    assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [sent]);
-    let after = enqueue(&b, support::job(QUEUE, t0())).await;
-    assert!(pending_and_unleased(&read(&b, after).await));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_delivered_to_a_worker_gone_is_handed_back() {
-    let b = single_backend().await;
-    drop(subscribe(&b, WORKER).await);
-    // Another subscription keeps the listener; the worker's own is gone.
-    let _other = subscribe(&b, "another").await;
-    offer(&b, 1).await;
-    let id = enqueue(&b, support::job(QUEUE, t0())).await;
-    wait_until(&b, id, pending_and_unleased).await;
-    assert_eq!(fetched(&b, "another", 0).await.len(), 1);
 }
 
 /// The channel a backend's deliveries come on, as the server lists it.
@@ -449,37 +317,7 @@ async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
     assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [good]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idle_worker_runs_a_new_job_without_fetching_it() {
-    let b = single_backend().await;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = Worker::new(b.clone())
-        .register::<jobs_core::testing::Echo>()
-        .queues(["conformance"])
-        .concurrency(2);
-    let running = tokio::spawn(worker.run_until(async {
-        let _ = stopped.await;
-    }));
-    // Long enough for its start and its first, empty, fetch.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let payload = RawValue::from_string(r#"{"n":21}"#.into()).unwrap();
-    let now = chrono::Utc::now();
-    let job = NewJob {
-        name: "conformance.echo".into(),
-        payload,
-        ..support::job("conformance", now)
-    };
-    let id = enqueue_at(&b, job, now).await;
-    wait_until(&b, id, |r| r.status == JobStatus::Completed).await;
-    let r = read(&b, id).await;
-    assert_eq!(r.result.as_ref().map(|v| v.get()), Some("42"));
-    assert_eq!(r.started_at, Some(r.created_at), "leased by its enqueue");
-    let _ = stop.send(());
-    running.await.unwrap().unwrap();
-    let mut conn = raw_connection().await;
-    assert_eq!(
-        keys_like(&mut conn, b.key_prefix(), ":conformance}:idle*").await,
-        Vec::<String>::new(),
-        "a stopped worker leaves no offer"
-    );
+/// The checks every delivering backend passes (see `jobs_core::testing::deliveries`).
+mod shared {
+    jobs_core::deliveries!(crate::support::single_backend);
 }
