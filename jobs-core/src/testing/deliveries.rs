@@ -7,21 +7,22 @@
 //! are stored, a corrupt delivery, a lost connection).
 //!
 //! Each check observes behaviour only: what is leased, to whom, and what a worker's
-//! subscription receives.
+//! subscription receives. The helpers are public for a backend's own checks of deliveries.
 
 use std::time::Duration;
 
 use super::jobs::Echo;
-use super::support::{new_job, put, put_at, real_now, record, t0, wait_for, worker, Running};
-use super::support::{OTHER_QUEUE, QUEUE};
+pub use super::support::QUEUE;
+use super::support::{new_job, real_now, t0, worker, Running, OTHER_QUEUE};
 use crate::{
-    AnyBackend, Backend, CompleteParams, Completion, EndDeliveriesParams, ErrorKind, ErrorReport,
-    FetchParams, JobExt, JobId, JobRecord, JobStatus, KnownJob, LeasedJob, NewJob, PauseParams,
-    QueueLimits, Rate, RescueParams, RescueTarget, SetLimitsParams, SubscribeParams, Wakeup,
+    AnyBackend, Backend, CompleteParams, Completion, EndDeliveriesParams, EnqueueParams, ErrorKind,
+    ErrorReport, FetchParams, JobExt, JobId, JobRecord, JobStatus, KnownJob, LeasedJob, NewJob,
+    PauseParams, QueueLimits, Rate, ReadParams, RescueParams, RescueTarget, SetLimitsParams,
+    SubscribeParams, Timestamp, Wakeup,
 };
 
 /// The idle worker of the checks.
-const WORKER: &str = "idle-worker";
+pub const WORKER: &str = "idle-worker";
 
 /// Expands to one `#[test]` per check of this module, each on a fresh backend from `$make` (a
 /// path to an `async fn() -> impl Backend` whose backend delivers). Invoke it inside a module
@@ -53,7 +54,7 @@ macro_rules! deliveries {
 }
 
 /// `worker`'s subscription to [`QUEUE`].
-async fn subscribe(b: &AnyBackend, worker: &str) -> Wakeup {
+pub async fn subscribe(b: &impl Backend, worker: &str) -> Wakeup {
     let params = SubscribeParams {
         queues: vec![QUEUE.into()],
         worker: Some(worker.into()),
@@ -61,14 +62,14 @@ async fn subscribe(b: &AnyBackend, worker: &str) -> Wakeup {
     b.subscribe(params).await.expect("subscribe")
 }
 
-/// A job named `layout` at version 1 in [`QUEUE`].
-fn job() -> NewJob {
+/// A job named `layout` at version 1 in [`QUEUE`], ready at `t0` (2030-01-01).
+pub fn job() -> NewJob {
     new_job("layout")
 }
 
-/// A fetch of [`QUEUE`] by `worker` of the jobs named `layout` up to version 1, at `t0`,
-/// offering `places`.
-fn fetch(worker: &str, places: usize) -> FetchParams {
+/// A fetch of [`QUEUE`] by `worker` of the jobs named `layout` up to version 1, at `t0`, with
+/// leases of 60 s, offering `places`.
+pub fn fetch(worker: &str, places: usize) -> FetchParams {
     FetchParams {
         ended: Vec::new(),
         known: Some(vec![KnownJob {
@@ -87,22 +88,22 @@ fn fetch(worker: &str, places: usize) -> FetchParams {
 }
 
 /// The ids of `jobs`.
-fn ids(jobs: &[LeasedJob]) -> Vec<JobId> {
+pub fn ids(jobs: &[LeasedJob]) -> Vec<JobId> {
     jobs.iter().map(|j| j.record.id).collect()
 }
 
 /// Fetches for `worker` (offering `places`); the ids it leased.
-async fn fetched(b: &AnyBackend, worker: &str, places: usize) -> Vec<JobId> {
+pub async fn fetched(b: &impl Backend, worker: &str, places: usize) -> Vec<JobId> {
     ids(&b.fetch(fetch(worker, places)).await.expect("fetch"))
 }
 
 /// A fetch by [`WORKER`] that finds nothing, and so offers `places`.
-async fn offer(b: &AnyBackend, places: usize) {
+pub async fn offer(b: &impl Backend, places: usize) {
     assert_eq!(fetched(b, WORKER, places).await, [], "nothing to fetch");
 }
 
 /// Leases what waits in [`QUEUE`] to another worker, of any name, offering nothing.
-async fn drain(b: &AnyBackend) -> Vec<JobId> {
+pub async fn drain(b: &impl Backend) -> Vec<JobId> {
     let params = FetchParams {
         known: None,
         ..fetch("drainer", 0)
@@ -110,9 +111,31 @@ async fn drain(b: &AnyBackend) -> Vec<JobId> {
     ids(&b.fetch(params).await.expect("fetch"))
 }
 
+/// Enqueues `job` by itself at `now`; its id.
+pub async fn enqueue_at(b: &impl Backend, job: NewJob, now: Timestamp) -> JobId {
+    let id = job.id;
+    let params = EnqueueParams {
+        jobs: vec![job],
+        now,
+    };
+    b.enqueue(params).await.expect("enqueue");
+    id
+}
+
+/// [`enqueue_at`] `t0`.
+pub async fn enqueue(b: &impl Backend, job: NewJob) -> JobId {
+    enqueue_at(b, job, t0()).await
+}
+
+/// The stored record of job `id`.
+pub async fn read(b: &impl Backend, id: JobId) -> JobRecord {
+    let record = b.read(ReadParams { id }).await.expect("read");
+    record.unwrap_or_else(|| panic!("job {id} should exist"))
+}
+
 /// The jobs delivered to `wakeup` once some came, or none within a second. (A wake-up signal
 /// wakes it too.)
-async fn delivered(wakeup: &Wakeup) -> Vec<LeasedJob> {
+pub async fn delivered(wakeup: &Wakeup) -> Vec<LeasedJob> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
     loop {
         let got = wakeup.delivered();
@@ -128,15 +151,32 @@ async fn delivered(wakeup: &Wakeup) -> Vec<LeasedJob> {
     }
 }
 
-fn pending_and_unleased(r: &JobRecord) -> bool {
+/// Whether a job waits unattempted and unleased.
+pub fn pending_and_unleased(r: &JobRecord) -> bool {
     r.status == JobStatus::Pending && r.attempt == 0 && r.lease.is_none()
 }
 
 /// Job `id` waits to be fetched: pending, unattempted, unleased, and not delivered.
-async fn assert_waits(b: &AnyBackend, wakeup: &Wakeup, id: JobId) {
-    let r = record(b, id).await;
+pub async fn assert_waits(b: &impl Backend, wakeup: &Wakeup, id: JobId) {
+    let r = read(b, id).await;
     assert!(pending_and_unleased(&r), "job {id} should wait: {r:?}");
     assert_eq!(ids(&delivered(wakeup).await), [], "nothing delivered");
+}
+
+/// Waits (up to 2 s) until job `id` reads as `condition` says; its record.
+pub async fn wait_until(
+    b: &impl Backend,
+    id: JobId,
+    condition: impl Fn(&JobRecord) -> bool,
+) -> JobRecord {
+    for _ in 0..100 {
+        let r = read(b, id).await;
+        if condition(&r) {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("job {id} never got there: {:?}", read(b, id).await);
 }
 
 /// An idle worker offering two places gets the next two jobs enqueued, leased to it by the
@@ -146,8 +186,8 @@ pub async fn deliver_leases_new_jobs_to_an_idle_worker_one_per_place(b: AnyBacke
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 2).await;
 
-    let first = put(&b, job()).await;
-    let stored = record(&b, first).await;
+    let first = enqueue(&b, job()).await;
+    let stored = read(&b, first).await;
     assert_eq!((stored.status, stored.attempt), (JobStatus::Running, 1));
     assert_eq!(
         stored.started_at,
@@ -179,11 +219,11 @@ pub async fn deliver_leases_new_jobs_to_an_idle_worker_one_per_place(b: AnyBacke
         .unwrap();
     assert_eq!(done, [true]);
 
-    let second = put(&b, job()).await;
+    let second = enqueue(&b, job()).await;
     let got = delivered(&wakeup).await;
     assert_eq!(ids(&got), [second]);
     assert_ne!(got[0].token, one.token, "each delivery has its own token");
-    let third = put(&b, job()).await;
+    let third = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, third).await;
 }
 
@@ -192,12 +232,12 @@ pub async fn deliver_stops_once_a_fetch_offers_nothing_or_leases(b: AnyBackend) 
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 4).await;
     offer(&b, 0).await;
-    let waits = put(&b, job()).await;
+    let waits = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, waits).await;
 
     // The worker takes it itself, offering places: the fetch leased a job, so none stands.
     assert_eq!(fetched(&b, WORKER, 4).await, [waits]);
-    let next = put(&b, job()).await;
+    let next = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, next).await;
 }
 
@@ -206,7 +246,7 @@ pub async fn deliver_stops_once_a_fetch_offers_nothing_or_leases(b: AnyBackend) 
 pub async fn deliver_skips_jobs_the_worker_may_not_run_yet(b: AnyBackend) {
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 4).await;
-    let other = put(
+    let other = enqueue(
         &b,
         NewJob {
             name: "other".into(),
@@ -215,11 +255,11 @@ pub async fn deliver_skips_jobs_the_worker_may_not_run_yet(b: AnyBackend) {
     )
     .await;
     assert_waits(&b, &wakeup, other).await;
-    let behind = put(&b, job()).await;
+    let behind = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, behind).await;
     assert_eq!(drain(&b).await.len(), 2);
 
-    let newer = put(
+    let newer = enqueue(
         &b,
         NewJob {
             version: 2,
@@ -234,12 +274,12 @@ pub async fn deliver_skips_jobs_the_worker_may_not_run_yet(b: AnyBackend) {
         run_at: t0() + Duration::from_secs(3600),
         ..job()
     };
-    let later = put(&b, later).await;
-    let r = record(&b, later).await;
+    let later = enqueue(&b, later).await;
+    let r = read(&b, later).await;
     assert_eq!((r.status, r.lease), (JobStatus::Scheduled, None));
 
     // The offer still stands: a job it may take goes to it.
-    let id = put(&b, job()).await;
+    let id = enqueue(&b, job()).await;
     assert_eq!(ids(&delivered(&wakeup).await), [id]);
 }
 
@@ -256,7 +296,7 @@ pub async fn deliver_skips_paused_and_limited_queues(b: AnyBackend) {
     };
     offer(&b, 4).await;
     b.pause(pause(true)).await.unwrap();
-    let paused = put(&b, job()).await;
+    let paused = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, paused).await;
     b.pause(pause(false)).await.unwrap();
     assert_eq!(drain(&b).await, [paused]);
@@ -264,7 +304,7 @@ pub async fn deliver_skips_paused_and_limited_queues(b: AnyBackend) {
     b.set_limits(limits(QueueLimits::default().concurrency(5)))
         .await
         .unwrap();
-    let limited = put(&b, job()).await;
+    let limited = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, limited).await;
     assert_eq!(drain(&b).await, [limited]);
     let rate = Rate {
@@ -274,12 +314,12 @@ pub async fn deliver_skips_paused_and_limited_queues(b: AnyBackend) {
     b.set_limits(limits(QueueLimits::default().rate(rate)))
         .await
         .unwrap();
-    let rated = put(&b, job()).await;
+    let rated = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, rated).await;
     assert_eq!(drain(&b).await, [rated]);
 
     b.set_limits(limits(QueueLimits::default())).await.unwrap();
-    let free = put(&b, job()).await;
+    let free = enqueue(&b, job()).await;
     assert_eq!(ids(&delivered(&wakeup).await), [free]);
 }
 
@@ -296,7 +336,7 @@ pub async fn deliver_stops_for_gone_workers_and_fetches_across_queues(b: AnyBack
     })
     .await
     .unwrap();
-    let after_rescue = put(&b, job()).await;
+    let after_rescue = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, after_rescue).await;
     assert_eq!(drain(&b).await, [after_rescue]);
 
@@ -306,7 +346,7 @@ pub async fn deliver_stops_for_gone_workers_and_fetches_across_queues(b: AnyBack
         ..fetch(WORKER, 2)
     };
     assert_eq!(ids(&b.fetch(across).await.unwrap()), []);
-    let after_across = put(&b, job()).await;
+    let after_across = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, after_across).await;
 }
 
@@ -315,7 +355,7 @@ pub async fn deliver_stops_for_gone_workers_and_fetches_across_queues(b: AnyBack
 pub async fn deliver_ends_once_those_under_way_arrived(b: AnyBackend) {
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 4).await;
-    let sent = put(&b, job()).await;
+    let sent = enqueue(&b, job()).await;
     b.end_deliveries(EndDeliveriesParams {
         worker: WORKER.into(),
         queues: vec![QUEUE.into(), QUEUE.into()],
@@ -323,7 +363,7 @@ pub async fn deliver_ends_once_those_under_way_arrived(b: AnyBackend) {
     .await
     .unwrap();
     assert_eq!(ids(&wakeup.delivered()), [sent], "arrived without a wait");
-    let after = put(&b, job()).await;
+    let after = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, after).await;
 }
 
@@ -333,8 +373,8 @@ pub async fn deliver_to_a_worker_gone_hands_the_job_back(b: AnyBackend) {
     // Another subscription keeps the backend listening; the worker's own is gone.
     let _other = subscribe(&b, "another").await;
     offer(&b, 1).await;
-    let id = put(&b, job()).await;
-    wait_for(&b, id, "handed back", pending_and_unleased).await;
+    let id = enqueue(&b, job()).await;
+    wait_until(&b, id, pending_and_unleased).await;
     assert_eq!(drain(&b).await, [id]);
 }
 
@@ -351,15 +391,15 @@ pub async fn deliver_starts_a_new_job_in_an_idle_worker_without_a_fetch(b: AnyBa
         run_at: now,
         ..job()
     };
-    let id = put_at(&b, echo, now).await;
-    let r = wait_for(&b, id, "completed", |r| r.status == JobStatus::Completed).await;
+    let id = enqueue_at(&b, echo, now).await;
+    let r = wait_until(&b, id, |r| r.status == JobStatus::Completed).await;
     assert_eq!(r.result.as_ref().map(|v| v.get()), Some("42"));
     assert_eq!(r.started_at, Some(r.created_at), "leased by its enqueue");
     running.stop().await.unwrap();
 
     let wakeup = subscribe(&b, "next").await;
     let late = Echo { n: 1 }.enqueue(&b).await.unwrap();
-    let r = record(&b, late.id()).await;
+    let r = read(&b, late.id()).await;
     assert!(
         pending_and_unleased(&r),
         "taken after its worker stopped: {r:?}"

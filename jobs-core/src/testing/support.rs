@@ -14,7 +14,7 @@ use crate::{
 };
 
 /// The queue every check uses.
-pub(super) const QUEUE: &str = "conformance";
+pub const QUEUE: &str = "conformance";
 
 /// A second queue, for checks that need jobs elsewhere.
 pub(super) const OTHER_QUEUE: &str = "conformance-other";

@@ -7,122 +7,18 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, EnqueueParams, ErrorKind, ErrorReport, FetchParams, JobExt, JobId, JobRecord,
-    JobStatus, KnownJob, LeasedJob, NewJob, QueueLimits, ReadParams, RescueParams, RescueTarget,
-    SetLimitsParams, SubscribeParams, Timestamp, Wakeup,
+    Backend, ErrorKind, ErrorReport, FetchParams, JobExt, JobStatus, NewJob, QueueLimits,
+    RescueParams, RescueTarget, SetLimitsParams, SubscribeParams,
 };
 use jobs_postgres::PgBackend;
 use serde_json::value::RawValue;
 
-use crate::support::{self, backend_in, fresh_backend, t0, Record};
+use jobs_core::testing::deliveries::{
+    assert_waits, delivered, enqueue, enqueue_at, fetch, fetched, job, offer, pending_and_unleased,
+    read, subscribe, wait_until, QUEUE, WORKER,
+};
 
-const QUEUE: &str = "d";
-const WORKER: &str = "idle-worker";
-
-/// `worker`'s subscription to [`QUEUE`].
-async fn subscribe(b: &PgBackend, worker: &str) -> Wakeup {
-    b.subscribe(SubscribeParams {
-        queues: vec![QUEUE.into()],
-        worker: Some(worker.into()),
-    })
-    .await
-    .unwrap()
-}
-
-/// A job named `layout` at version 1 in [`QUEUE`].
-fn job() -> NewJob {
-    support::new_job("layout", QUEUE)
-}
-
-/// A fetch by `worker` of the jobs named `layout` up to version 1, offering `places`.
-fn fetch(worker: &str, places: usize) -> FetchParams {
-    FetchParams {
-        ended: Vec::new(),
-        known: Some(vec![KnownJob {
-            name: "layout".into(),
-            version: 1,
-        }]),
-        queues: vec![QUEUE.into()],
-        limit: 10,
-        worker: worker.into(),
-        lease_for: Duration::from_secs(60),
-        now: t0(),
-        flow: Vec::new(),
-        reserve: 0,
-        deliver: places,
-    }
-}
-
-/// Fetches for `worker` (offering `places`); the jobs it leased.
-async fn fetched(b: &PgBackend, worker: &str, places: usize) -> Vec<LeasedJob> {
-    b.fetch(fetch(worker, places)).await.unwrap()
-}
-
-/// A fetch by [`WORKER`] that finds nothing, and so offers `places` (see [`fetch`]).
-async fn offer(b: &PgBackend, places: usize) {
-    assert!(
-        fetched(b, WORKER, places).await.is_empty(),
-        "nothing to fetch"
-    );
-}
-
-async fn enqueue(b: &PgBackend, job: NewJob) -> JobId {
-    enqueue_at(b, job, t0()).await
-}
-
-async fn enqueue_at(b: &PgBackend, job: NewJob, now: Timestamp) -> JobId {
-    let id = job.id;
-    b.enqueue(EnqueueParams {
-        jobs: vec![job],
-        now,
-    })
-    .await
-    .unwrap();
-    id
-}
-
-async fn read(b: &PgBackend, id: JobId) -> JobRecord {
-    b.read(ReadParams { id }).await.unwrap().expect("stored")
-}
-
-/// The jobs delivered to `wakeup` once some came, or none within a second. (A wake-up signal
-/// wakes it too.)
-async fn delivered(wakeup: &Wakeup) -> Vec<LeasedJob> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
-    loop {
-        let got = wakeup.delivered();
-        if !got.is_empty() {
-            return got;
-        }
-        if tokio::time::timeout_at(deadline, wakeup.wait())
-            .await
-            .is_err()
-        {
-            return got;
-        }
-    }
-}
-
-/// Waits until job `id` reads as `condition` says.
-async fn wait_until(b: &PgBackend, id: JobId, condition: impl Fn(&JobRecord) -> bool) {
-    for _ in 0..100 {
-        if condition(&read(b, id).await) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("job {id} never got there: {:?}", read(b, id).await);
-}
-
-/// Job `id` waits to be fetched: pending, unattempted, unleased, and not delivered.
-async fn assert_waits(b: &PgBackend, wakeup: &Wakeup, id: JobId) {
-    assert!(pending_and_unleased(&read(b, id).await));
-    assert!(delivered(wakeup).await.is_empty());
-}
-
-fn pending_and_unleased(r: &JobRecord) -> bool {
-    r.status == JobStatus::Pending && r.attempt == 0 && r.lease.is_none()
-}
+use crate::support::{backend_in, fresh_backend, t0, Record};
 
 /// The offers standing in `b`'s schema: worker and places.
 async fn offers(b: &PgBackend) -> Vec<(String, i32)> {
@@ -443,7 +339,7 @@ async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
     // as a fetch fails a corrupt job. (Enqueued elsewhere: this instance's next enqueue tries
     // to deliver.)
     let corrupt = enqueue(&backend_in(b.schema_name()).await, job()).await;
-    let leased = fetched(&b, WORKER, 0).await;
+    let leased = b.fetch(fetch(WORKER, 0)).await.unwrap();
     let job1 = &leased[0];
     offer(&b, 1).await;
     // Not JSON: ignored, and the channel still delivers.
