@@ -51,15 +51,16 @@ CREATE INDEX offers_worker ON offers (worker);
 --
 -- $1 id, $2 name, $3 queue, $4 payload, $5 priority, $6 run_at, $7 status, $8 max_attempts,
 -- $9 backoff, $10 timeout (ms), $11 trace context, $12 tags, $13 now, $14 channel or NULL (no
--- wake-up), $15 payload version, $16 workflow step (JSON or NULL), $17 the record. Answers
--- whether an offer in time with places stood in the queue, or NULL when the queue has a max depth:
--- nothing was stored, and the caller takes the guarded path, which counts the depth under a
--- lock.
+-- wake-up), $15 payload version, $16 workflow step (JSON or NULL), $17 the record. Answers 2
+-- when an offer took the job, 1 when it was stored ready while an offer in time with places
+-- stood in the queue, 0 when it was stored ready and none stood, or NULL when the queue has a
+-- max depth: nothing was stored, and the caller takes the guarded path, which counts the depth
+-- under a lock.
 CREATE FUNCTION deliver_one(
     uuid, text, text, text, int2, timestamptz, text, int4, text, int8, text, text[],
     timestamptz, text, int4, text, text
 )
-RETURNS boolean
+RETURNS int2
 LANGUAGE plpgsql
 VOLATILE
 SET search_path FROM CURRENT
@@ -85,7 +86,7 @@ BEGIN
         IF $14 IS NOT NULL THEN
             PERFORM pg_notify($14, $3);
         END IF;
-        RETURN false;
+        RETURN 0;
     END IF;
     SELECT * INTO o
     FROM offers x
@@ -118,7 +119,7 @@ BEGIN
             VALUES ($1, $2, $3, $4::json, $15, $5, $6, 'running', 1, $8, $9::jsonb, $10, $11,
                     $12, $16::jsonb, $13, $13, o.worker, token, expires);
             PERFORM pg_notify(o.channel, message);
-            RETURN true;
+            RETURN 2;
         END IF;
     END IF;
     INSERT INTO jobs (id, name, queue, payload, version, priority, run_at, status, max_attempts,
@@ -128,6 +129,6 @@ BEGIN
     IF $14 IS NOT NULL THEN
         PERFORM pg_notify($14, $3);
     END IF;
-    RETURN true;
+    RETURN 1;
 END
 $$;

@@ -42,9 +42,11 @@ pub(crate) async fn enqueue(
     wake: Wake<'_>,
 ) -> Result<Vec<Enqueued>, Error> {
     let ready = ready_queues(&jobs, now);
-    let deliver = matches!(wake, Wake::Commits(_));
-    // Lives until the enqueue ends, then hands the signals over unless the statements sent them.
-    let (_turn, in_statement) = match wake {
+    // Lives until the enqueue ends, then hands the signals over unless the statements sent them
+    // (or the job went straight to a worker). Only such an enqueue, which commits by itself,
+    // may deliver its job: a caller's transaction would hold the offer, and the job's lease,
+    // until it commits.
+    let (mut turn, in_statement) = match wake {
         Wake::InTransaction => (None, true),
         Wake::Commits(pool) => {
             let turn = Turn::start(pool, sql.channel(), &ready);
@@ -61,7 +63,7 @@ pub(crate) async fn enqueue(
     if !jobs.iter().any(guarded::needed) {
         let stored = if jobs.iter().all(|j| j.unique_key.is_none()) {
             let wake = if channel.is_some() { &ready[..] } else { &[] };
-            enqueue_plain(sql, conn, &jobs, now, wake, deliver)
+            enqueue_plain(sql, conn, &jobs, now, wake, turn.as_mut())
                 .await?
                 .then(|| {
                     jobs.iter()
@@ -140,7 +142,7 @@ async fn enqueue_unique(
 /// Jobs without unique keys: nothing can be a duplicate, so a plain INSERT stores them all
 /// (one row's VALUES for a single job, `unnest` arrays for a batch), and the answer needs no
 /// round trip of its own. The statement notifies the queues `wake`. A single job may go
-/// straight to an idle worker when `deliver` says that its enqueue commits by itself (see
+/// straight to an idle worker when its enqueue commits by itself, with its `turn` (see
 /// [`offers`](crate::offers)). `false` when a queue of the batch is bounded: the statement
 /// stored nothing.
 async fn enqueue_plain(
@@ -149,10 +151,10 @@ async fn enqueue_plain(
     jobs: &[NewJob],
     now: Timestamp,
     wake: &[&str],
-    deliver: bool,
+    turn: Option<&mut Turn<'_>>,
 ) -> Result<bool, Error> {
     let stored = if let [job] = jobs {
-        u64::from(store_one(sql, conn, job, now, wake, deliver).await?)
+        u64::from(store_one(sql, conn, job, now, wake, turn).await?)
     } else {
         bind_columns(sqlx::query(&sql.enqueue_many), jobs, now)?
             .bind(now)
@@ -176,18 +178,18 @@ async fn enqueue_plain(
 }
 
 /// Stores one job without a unique key (see [`enqueue_plain`]): through `deliver_one`, which
-/// may lease it to an idle worker, when `deliver` allows and the last enqueue into its queue
-/// did not see that no offer stood there, else through the plain INSERT. `false` when its queue
-/// is bounded: nothing was stored.
+/// may lease it to an idle worker, when the enqueue has a `turn` and the last enqueue into its
+/// queue did not see that no offer stood there, else through the plain INSERT. A job delivered
+/// leaves its turn nothing to wake. `false` when its queue is bounded: nothing was stored.
 async fn store_one(
     sql: &Sql,
     conn: &mut PgConnection,
     job: &NewJob,
     now: Timestamp,
     wake: &[&str],
-    deliver: bool,
+    turn: Option<&mut Turn<'_>>,
 ) -> Result<bool, Error> {
-    let record = if deliver && sql.offered.worth_trying(&job.queue) {
+    let record = if turn.is_some() && sql.offered.worth_trying(&job.queue) {
         offers::deliverable(job, now)?
     } else {
         None
@@ -216,13 +218,20 @@ async fn store_one(
         Some(record) => query.bind(record),
         None => query,
     };
-    // Whether an offer stood in the queue; none when the queue is bounded.
-    let offered: Option<bool> = match query.fetch_optional(conn).await.map_err(db)? {
-        Some(row) => row.try_get("offered").map_err(db)?,
-        None => None,
-    };
+    // Whether an offer stood in the queue, and took the job; none when the queue is bounded.
+    let (offered, delivered): (Option<bool>, Option<bool>) =
+        match query.fetch_optional(conn).await.map_err(db)? {
+            Some(row) => (
+                row.try_get("offered").map_err(db)?,
+                row.try_get("delivered").map_err(db)?,
+            ),
+            None => (None, None),
+        };
     if let Some(offered) = offered {
         sql.offered.saw(&job.queue, offered);
+    }
+    if let (Some(true), Some(turn)) = (delivered, turn) {
+        turn.delivered();
     }
     Ok(offered.is_some())
 }
@@ -298,4 +307,55 @@ pub(crate) async fn enqueue_cron(
     let stored = enqueue(sql, &mut tx, vec![p.job], p.now, Wake::InTransaction).await?;
     tx.commit().await.map_err(db)?;
     Ok(stored.first().filter(|e| !e.duplicate).map(|e| e.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use jobs_core::testing::deliveries::{delivered, job, offer, subscribe, QUEUE};
+    use sqlx::postgres::PgListener;
+
+    use super::*;
+    use crate::PgBackend;
+
+    /// An enqueue whose job went straight to an idle worker wakes no one, even when it ends
+    /// while another enqueue of the process is under way (whose signals then go after both).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_delivered_job_wakes_no_one() {
+        let url = std::env::var("JOBS_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let pool = PgPool::connect(&url).await.expect("the test database");
+        let schema = format!(
+            "jobs_turn_test_{}",
+            &Uuid::new_v4().simple().to_string()[..12]
+        );
+        let b = PgBackend::from_pool(pool.clone()).schema(&schema).unwrap();
+        b.migrate().await.unwrap();
+        let wakeup = subscribe(&b, "idle-worker").await;
+        offer(&b, 1).await;
+        let mut listener = PgListener::connect_with(&pool).await.unwrap();
+        listener.listen(b.sql().channel()).await.unwrap();
+
+        // Other enqueues under way, so that this one leaves its signal to the task; the second
+        // leaves its own to it too.
+        let first = Turn::start(&pool, b.sql().channel(), &["first"]);
+        let second = Turn::start(&pool, b.sql().channel(), &["other"]);
+        let now = job().run_at;
+        let mut conn = pool.acquire().await.unwrap();
+        let stored = enqueue(b.sql(), &mut conn, vec![job()], now, Wake::Commits(&pool)).await;
+        assert_eq!(stored.unwrap().len(), 1);
+        assert_eq!(delivered(&wakeup).await.len(), 1);
+        drop((second, first));
+
+        let mut heard = Vec::new();
+        while let Ok(n) = tokio::time::timeout(Duration::from_millis(300), listener.recv()).await {
+            heard.push(n.unwrap().payload().to_owned());
+        }
+        assert_eq!(heard, ["other"], "nothing woken for {QUEUE}");
+        sqlx::query(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
 }

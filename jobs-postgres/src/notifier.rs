@@ -108,6 +108,11 @@ impl<'p> Turn<'p> {
     pub(crate) fn in_statement(&self) -> bool {
         self.alone
     }
+
+    /// The enqueue's job went straight to an idle worker: there is no queue to wake.
+    pub(crate) fn delivered(&mut self) {
+        self.queues = &[];
+    }
 }
 
 /// The enqueue is over: unless its statement notified, its queues go to the store's task.

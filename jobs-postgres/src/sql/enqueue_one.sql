@@ -18,4 +18,5 @@ SELECT $1::uuid, $2::text, $3::text, $4::text::json, $15::int4, $5::int2, $6::ti
 WHERE NOT EXISTS (SELECT FROM {schema}.queue_flow f WHERE f.queue = $3 AND f.max_depth IS NOT NULL)
 RETURNING CASE WHEN $14::text IS NOT NULL THEN pg_notify($14, $3) END AS woken,
           EXISTS (SELECT FROM {schema}.offers x
-                  WHERE x.queue = $3 AND x.places > 0 AND x.until > $13) AS offered
+                  WHERE x.queue = $3 AND x.places > 0 AND x.until > $13) AS offered,
+          false AS delivered
