@@ -59,7 +59,7 @@ pub struct PgBackend {
     durable_completions: bool,
 }
 
-pub(crate) struct Inner {
+struct Inner {
     pool: PgPool,
     sql: Arc<Sql>,
     hub: Arc<WakeHub>,
@@ -103,14 +103,15 @@ impl PgBackend {
     /// `renewals`.
     fn with_renewals(pool: PgPool, schema: Schema, renewals: Arc<Renewals>) -> Self {
         let sql = Arc::new(Sql::new(schema));
+        let hub = Arc::<WakeHub>::default();
         PgBackend {
-            inner: Arc::new_cyclic(|inner| Inner {
+            inner: Arc::new(Inner {
                 _registration: pools::register(&pool, &sql),
                 publisher: events::publisher(pool.clone(), sql.events_channel()),
+                deliveries: Arc::new(Deliveries::new(pool.clone(), sql.clone(), hub.clone())),
                 pool,
                 sql,
-                hub: Arc::default(),
-                deliveries: Arc::new(Deliveries::new(inner.clone())),
+                hub,
                 listening: Mutex::new(None),
                 events: Arc::default(),
                 hearing: Mutex::new(None),
@@ -118,24 +119,6 @@ impl PgBackend {
             }),
             durable_completions: false,
         }
-    }
-
-    /// The backend of `inner`, as a delivery's relay finds it.
-    pub(crate) fn of(inner: Arc<Inner>) -> Self {
-        PgBackend {
-            inner,
-            durable_completions: false,
-        }
-    }
-
-    /// The hub of the workers' wake-ups and deliveries.
-    pub(crate) fn wake_hub(&self) -> &WakeHub {
-        &self.inner.hub
-    }
-
-    /// The relay of this instance's delivery channel.
-    pub(crate) fn deliveries(&self) -> &Deliveries {
-        &self.inner.deliveries
     }
 
     /// The same pool, with the tables in schema `name` (default `jobs`).
@@ -270,7 +253,8 @@ impl Backend for PgBackend {
 
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
         let jobs = fetch::fetch(&self.inner.sql, &self.inner.pool, &p).await?;
-        self.offer_or_withdraw(&p, !jobs.is_empty()).await;
+        let leased = !jobs.is_empty();
+        self.inner.deliveries.offer_or_withdraw(&p, leased).await;
         Ok(jobs)
     }
 
@@ -413,7 +397,7 @@ impl Backend for PgBackend {
     }
 
     async fn end_deliveries(&self, p: EndDeliveriesParams) -> Result<(), Error> {
-        self.end_deliveries_to(p).await
+        self.inner.deliveries.end(p).await
     }
 
     fn publish(&self, events: Vec<JobEvent>) {

@@ -9,10 +9,10 @@ use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
 use crate::columns::bind_columns;
+use crate::deliverable;
 use crate::error::{db, RACE_ROUNDS};
 use crate::guarded;
 use crate::notifier::Turn;
-use crate::offers;
 use crate::record::{int4, millis, step};
 use crate::sql::Sql;
 
@@ -190,7 +190,7 @@ async fn store_one(
     turn: Option<&mut Turn<'_>>,
 ) -> Result<bool, Error> {
     let record = if turn.is_some() && sql.offered.worth_trying(&job.queue) {
-        offers::deliverable(job, now)?
+        deliverable::record(job, now)?
     } else {
         None
     };

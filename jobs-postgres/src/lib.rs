@@ -102,6 +102,7 @@ mod backend;
 mod catalog;
 mod columns;
 mod connect;
+mod deliverable;
 mod enqueue;
 mod error;
 mod events;

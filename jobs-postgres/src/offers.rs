@@ -10,79 +10,25 @@
 //! decode is failed as dead, as a fetch fails it; one lost on the way (the listener's connection
 //! dropped) is rescued when its lease lapses, as a dead worker's jobs are.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use chrono::SubsecRound;
 use jobs_core::{
     DeliveryLedger, EndDeliveriesParams, Error, FailParams, Failure, FetchParams, JobId, JobRecord,
-    JobStatus, Lease, LeaseRef, LeaseToken, LeasedJob, NewJob, Relay, Release, ReleaseParams,
-    Timestamp,
+    JobStatus, Lease, LeaseRef, LeaseToken, LeasedJob, Relay, Release, ReleaseParams, Timestamp,
+    WakeHub,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::backend::Inner;
 use crate::error::db;
 use crate::fetch::known;
 use crate::record::millis;
-use crate::{writes, PgBackend};
-
-/// The longest record an enqueue offers for delivery: its notification, with the lease and
-/// the names around it, must stay under PostgreSQL's 8,000 bytes (the function checks).
-const RECORD_MAX: usize = 7_000;
-
-/// The record of `job`, enqueued at `now`, as JSON for an offer to take (see migration 0020);
-/// `None` when no offer may: the job waits for its time, has key limits or is a workflow step,
-/// or its record is too long for a notification.
-pub(crate) fn deliverable(job: &NewJob, now: Timestamp) -> Result<Option<String>, Error> {
-    if job.initial_status(now) != JobStatus::Pending
-        || job.key_limits.is_some()
-        || job.step.is_some()
-        || job.unique_key.is_some()
-        || job.payload.get().len() > RECORD_MAX
-    {
-        return Ok(None);
-    }
-    // Its times as the store keeps them, in whole microseconds.
-    let mut record = JobRecord::new(job.clone(), now.trunc_subsecs(6));
-    record.run_at = record.run_at.trunc_subsecs(6);
-    let record = serde_json::to_string(&record)?;
-    Ok((record.len() <= RECORD_MAX).then_some(record))
-}
-
-/// The queues in which a producer's last enqueue saw no offer standing: an enqueue tries to
-/// deliver its job (the dearer `deliver_one`) in the others only, so that a queue whose workers
-/// are all busy pays nothing for offers. Once a worker of such a queue falls idle, the next job
-/// there is stored plainly (and wakes it), and its answer makes the one after it try.
-#[derive(Debug, Default)]
-pub(crate) struct OfferedQueues(Mutex<HashSet<String>>);
-
-impl OfferedQueues {
-    /// Whether an enqueue into `queue` tries to deliver: its last one there did not see that no
-    /// offer stood.
-    pub(crate) fn worth_trying(&self, queue: &str) -> bool {
-        !self.quiet().contains(queue)
-    }
-
-    /// What the last enqueue into `queue` saw: whether an offer stood there.
-    pub(crate) fn saw(&self, queue: &str, offered: bool) {
-        let mut quiet = self.quiet();
-        if offered == quiet.contains(queue) {
-            if offered {
-                quiet.remove(queue);
-            } else {
-                quiet.insert(queue.to_string());
-            }
-        }
-    }
-
-    fn quiet(&self) -> MutexGuard<'_, HashSet<String>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
+use crate::sql::Sql;
+use crate::writes;
 
 /// One notification on the delivery channel.
 #[derive(Deserialize)]
@@ -108,7 +54,11 @@ struct Message<'a> {
 
 /// The relay of a backend instance's delivery channel, and what its workers offered.
 pub(crate) struct Deliveries {
-    backend: Weak<Inner>,
+    /// The store, for the writes a delivery may need (handing a job back, failing it).
+    pool: PgPool,
+    sql: Arc<Sql>,
+    /// Where delivered jobs go: the backend's wake-up hub, which holds the subscriptions.
+    hub: Arc<WakeHub>,
     /// `jobs_deliver_<32 hex digits>`, one per backend instance.
     channel: String,
     /// Whether the listener hears the channel now: while it reconnects, workers offer nothing,
@@ -122,10 +72,13 @@ pub(crate) struct Deliveries {
 }
 
 impl Deliveries {
-    /// The relay of the backend that `backend` will point to.
-    pub(crate) fn new(backend: Weak<Inner>) -> Self {
+    /// The relay of a backend instance on `pool` and `sql`'s schema, whose subscriptions `hub`
+    /// holds.
+    pub(crate) fn new(pool: PgPool, sql: Arc<Sql>, hub: Arc<WakeHub>) -> Self {
         Deliveries {
-            backend,
+            pool,
+            sql,
+            hub,
             channel: format!("jobs_deliver_{}", Uuid::new_v4().simple()),
             live: Arc::default(),
             ledger: DeliveryLedger::default(),
@@ -151,14 +104,11 @@ impl Deliveries {
     /// has none here, failed when its record does not decode.
     fn hand(&self, message: Message<'_>, id: JobId, token: LeaseToken) {
         self.ledger.hear(&message.w, &message.o, message.n);
-        let Some(inner) = self.backend.upgrade() else {
-            return;
-        };
-        let backend = PgBackend::of(inner);
+        let (pool, sql) = (self.pool.clone(), self.sql.clone());
         match delivered_job(&message, id, token) {
             Ok(job) => {
-                if let Some(job) = backend.wake_hub().deliver(&message.w, job) {
-                    tokio::spawn(async move { backend.hand_back(job.lease()).await });
+                if let Some(job) = self.hub.deliver(&message.w, job) {
+                    tokio::spawn(async move { hand_back(&sql, &pool, job.lease()).await });
                 }
             }
             Err(e) => {
@@ -168,7 +118,7 @@ impl Deliveries {
                         items,
                         now: chrono::Utc::now(),
                     };
-                    if let Err(e) = writes::fail(backend.sql(), backend.pool(), p).await {
+                    if let Err(e) = writes::fail(&sql, &pool, p).await {
                         tracing::warn!(job = %id, error = %e, "could not fail a corrupt delivered job; its lease will lapse");
                     }
                 });
@@ -234,16 +184,12 @@ impl Relay for Deliveries {
         self.offering()
             .values_mut()
             .for_each(|stands| *stands = false);
-        let Some(inner) = self.backend.upgrade() else {
-            return;
-        };
-        let backend = PgBackend::of(inner);
+        let (pool, sql, channel) = (self.pool.clone(), self.sql.clone(), self.channel.clone());
         tokio::spawn(async move {
-            let channel = backend.deliveries().channel();
-            let forgotten = sqlx::query(&backend.sql().forget_offers)
+            let forgotten = sqlx::query(&sql.forget_offers)
                 .bind(None::<Vec<String>>)
                 .bind(channel)
-                .execute(backend.pool())
+                .execute(&pool)
                 .await;
             if let Err(e) = forgotten {
                 tracing::warn!(error = %e, "could not withdraw the offers of a listener that was away; they lapse after a lease's length");
@@ -252,26 +198,23 @@ impl Relay for Deliveries {
     }
 }
 
-impl PgBackend {
+impl Deliveries {
     /// After a fetch of `p.queues`: a fetch of one queue that leased nothing offers the
     /// worker's idle places there (or recounts its standing offer); any other withdraws the
     /// worker's offers, if it has any. A failure is logged: an offer not made costs only the
     /// delivery, and one not withdrawn lapses after a lease's length.
     pub(crate) async fn offer_or_withdraw(&self, p: &FetchParams, leased: bool) {
-        let deliveries = self.deliveries();
         let offers = match p.queues.as_slice() {
-            [queue] if !leased && p.deliver > 0 && deliveries.live.load(Ordering::Acquire) => {
-                Some(queue)
-            }
+            [queue] if !leased && p.deliver > 0 && self.live.load(Ordering::Acquire) => Some(queue),
             _ => None,
         };
         let done = match offers {
             Some(queue) => {
-                deliveries.offering().insert(p.worker.clone(), true);
+                self.offering().insert(p.worker.clone(), true);
                 self.offer(p, queue).await
             }
             None => {
-                match deliveries.offering().get_mut(&p.worker) {
+                match self.offering().get_mut(&p.worker) {
                     Some(stands) if *stands => *stands = false,
                     _ => return,
                 }
@@ -285,10 +228,9 @@ impl PgBackend {
 
     /// Offers `p.worker`'s `p.deliver` idle places in `queue`.
     async fn offer(&self, p: &FetchParams, queue: &str) -> Result<(), Error> {
-        let deliveries = self.deliveries();
-        let (offer, heard) = deliveries.ledger.heard(&p.worker);
+        let (offer, heard) = self.ledger.heard(&p.worker);
         let (names, versions) = known(p.known.as_deref());
-        sqlx::query(&self.sql().offer)
+        sqlx::query(&self.sql.offer)
             .bind(queue)
             .bind(&p.worker)
             .bind(i32::try_from(p.deliver).unwrap_or(i32::MAX))
@@ -296,10 +238,10 @@ impl PgBackend {
             .bind(versions)
             .bind(millis(p.lease_for))
             .bind(p.now)
-            .bind(deliveries.channel())
+            .bind(&self.channel)
             .bind(Uuid::parse_str(&offer).ok())
             .bind(i32::try_from(heard).unwrap_or(i32::MAX))
-            .execute(self.pool())
+            .execute(&self.pool)
             .await
             .map_err(db)?;
         Ok(())
@@ -308,10 +250,10 @@ impl PgBackend {
     /// Withdraws `worker`'s offers, then, given the delivery channel, notifies the mark that
     /// ends its deliveries there.
     async fn withdraw(&self, worker: &str, channel: Option<&str>) -> Result<(), Error> {
-        sqlx::query(&self.sql().withdraw)
+        sqlx::query(&self.sql.withdraw)
             .bind(worker)
             .bind(channel)
-            .execute(self.pool())
+            .execute(&self.pool)
             .await
             .map_err(db)?;
         Ok(())
@@ -320,32 +262,31 @@ impl PgBackend {
     /// Withdraws `p.worker`'s offers and waits until the mark that follows its last delivery
     /// is heard (a delivery made before a fetch withdrew its offer may still be on its way).
     /// Nothing to do for a worker that made no offer through this instance.
-    pub(crate) async fn end_deliveries_to(&self, p: EndDeliveriesParams) -> Result<(), Error> {
-        let deliveries = self.deliveries();
-        if deliveries.offering().remove(&p.worker).is_none() {
-            deliveries.ledger.forget(&p.worker);
+    pub(crate) async fn end(&self, p: EndDeliveriesParams) -> Result<(), Error> {
+        if self.offering().remove(&p.worker).is_none() {
+            self.ledger.forget(&p.worker);
             return Ok(());
         }
-        let ended = deliveries.ledger.expect_end(&p.worker, "");
-        let done = match self.withdraw(&p.worker, Some(deliveries.channel())).await {
-            Ok(()) => deliveries.ledger.await_ends(&p.worker, vec![ended]).await,
+        let ended = self.ledger.expect_end(&p.worker, "");
+        let done = match self.withdraw(&p.worker, Some(&self.channel)).await {
+            Ok(()) => self.ledger.await_ends(&p.worker, vec![ended]).await,
             Err(e) => Err(e),
         };
-        deliveries.ledger.forget(&p.worker);
+        self.ledger.forget(&p.worker);
         done
     }
+}
 
-    /// Hands a delivered job whose worker stopped back to its queue, its attempt unspent.
-    async fn hand_back(&self, lease: LeaseRef) {
-        let params = ReleaseParams {
-            items: vec![Release {
-                lease,
-                run_at: None,
-            }],
-            now: chrono::Utc::now(),
-        };
-        if let Err(e) = writes::release(self.sql(), self.pool(), params).await {
-            tracing::warn!(job = %lease.id, error = %e, "could not hand back a job delivered to a stopped worker; it is rescued when its lease lapses");
-        }
+/// Hands a delivered job whose worker stopped back to its queue, its attempt unspent.
+async fn hand_back(sql: &Sql, pool: &PgPool, lease: LeaseRef) {
+    let params = ReleaseParams {
+        items: vec![Release {
+            lease,
+            run_at: None,
+        }],
+        now: chrono::Utc::now(),
+    };
+    if let Err(e) = writes::release(sql, pool, params).await {
+        tracing::warn!(job = %lease.id, error = %e, "could not hand back a job delivered to a stopped worker; it is rescued when its lease lapses");
     }
 }

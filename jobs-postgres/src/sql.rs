@@ -6,7 +6,7 @@
 use sqlx::postgres::{PgArguments, Postgres};
 use sqlx::query::Query;
 
-use crate::offers::OfferedQueues;
+use crate::deliverable::OfferedQueues;
 use crate::schema::Schema;
 
 /// A statement with its arguments, as `sqlx::query` makes it.
