@@ -72,54 +72,47 @@ DECLARE
     token uuid;
     expires timestamptz;
     message text;
+    stood int2 := 0;
 BEGIN
     IF EXISTS (SELECT FROM queue_flow f WHERE f.queue = $3 AND f.max_depth IS NOT NULL) THEN
         RETURN NULL;
     END IF;
-    IF NOT EXISTS (SELECT FROM offers x WHERE x.queue = $3 AND x.places > 0 AND x.until > $13)
-    THEN
-        INSERT INTO jobs (id, name, queue, payload, version, priority, run_at, status,
-                          max_attempts, backoff, timeout_ms, trace_context, tags, step,
-                          created_at)
-        VALUES ($1, $2, $3, $4::json, $15, $5, $6, $7, $8, $9::jsonb, $10, $11, $12,
-                $16::jsonb, $13);
-        IF $14 IS NOT NULL THEN
-            PERFORM pg_notify($14, $3);
-        END IF;
-        RETURN 0;
-    END IF;
-    SELECT * INTO o
-    FROM offers x
-    WHERE x.queue = $3 AND x.places > 0 AND x.until > $13
-      AND (x.names IS NULL OR $15 <= x.versions[array_position(x.names, $2)])
-    ORDER BY x.at
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED;
-    IF FOUND
-       AND NOT EXISTS (SELECT FROM paused_queues p WHERE p.queue = $3)
-       AND NOT EXISTS (SELECT FROM queue_flow f
-                       WHERE f.queue = $3
-                         AND (f.concurrency IS NOT NULL OR f.rate_limit IS NOT NULL))
-       AND NOT EXISTS (SELECT FROM jobs r
-                       WHERE r.queue = $3 AND r.status IN ('pending', 'scheduled')
-                         AND r.run_at <= $13)
-    THEN
-        token := gen_random_uuid();
-        expires := GREATEST($13, o.at) + o.lease_ms * interval '1 millisecond';
-        message := json_build_object('w', o.worker, 'q', $3, 'i', $1, 't', token, 'x', expires,
-                                     'o', o.offer, 'n', o.delivered + 1, 'r', $17::json);
-        IF octet_length(message) < 8000 THEN
-            UPDATE offers x
-            SET places = x.places - 1, delivered = x.delivered + 1
-            WHERE x.queue = o.queue AND x.worker = o.worker;
-            INSERT INTO jobs (id, name, queue, payload, version, priority, run_at, status,
-                              attempt, max_attempts, backoff, timeout_ms, trace_context, tags,
-                              step, created_at, started_at, lease_worker, lease_token,
-                              lease_expires_at)
-            VALUES ($1, $2, $3, $4::json, $15, $5, $6, 'running', 1, $8, $9::jsonb, $10, $11,
-                    $12, $16::jsonb, $13, $13, o.worker, token, expires);
-            PERFORM pg_notify(o.channel, message);
-            RETURN 2;
+    IF EXISTS (SELECT FROM offers x WHERE x.queue = $3 AND x.places > 0 AND x.until > $13) THEN
+        stood := 1;
+        SELECT * INTO o
+        FROM offers x
+        WHERE x.queue = $3 AND x.places > 0 AND x.until > $13
+          AND (x.names IS NULL OR $15 <= x.versions[array_position(x.names, $2)])
+        ORDER BY x.at
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED;
+        IF FOUND
+           AND NOT EXISTS (SELECT FROM paused_queues p WHERE p.queue = $3)
+           AND NOT EXISTS (SELECT FROM queue_flow f
+                           WHERE f.queue = $3
+                             AND (f.concurrency IS NOT NULL OR f.rate_limit IS NOT NULL))
+           AND NOT EXISTS (SELECT FROM jobs r
+                           WHERE r.queue = $3 AND r.status IN ('pending', 'scheduled')
+                             AND r.run_at <= $13)
+        THEN
+            token := gen_random_uuid();
+            expires := GREATEST($13, o.at) + o.lease_ms * interval '1 millisecond';
+            message := json_build_object('w', o.worker, 'q', $3, 'i', $1, 't', token,
+                                         'x', expires, 'o', o.offer, 'n', o.delivered + 1,
+                                         'r', $17::json);
+            IF octet_length(message) < 8000 THEN
+                UPDATE offers x
+                SET places = x.places - 1, delivered = x.delivered + 1
+                WHERE x.queue = o.queue AND x.worker = o.worker;
+                INSERT INTO jobs (id, name, queue, payload, version, priority, run_at, status,
+                                  attempt, max_attempts, backoff, timeout_ms, trace_context, tags,
+                                  step, created_at, started_at, lease_worker, lease_token,
+                                  lease_expires_at)
+                VALUES ($1, $2, $3, $4::json, $15, $5, $6, 'running', 1, $8, $9::jsonb, $10, $11,
+                        $12, $16::jsonb, $13, $13, o.worker, token, expires);
+                PERFORM pg_notify(o.channel, message);
+                RETURN 2;
+            END IF;
         END IF;
     END IF;
     INSERT INTO jobs (id, name, queue, payload, version, priority, run_at, status, max_attempts,
@@ -129,6 +122,6 @@ BEGIN
     IF $14 IS NOT NULL THEN
         PERFORM pg_notify($14, $3);
     END IF;
-    RETURN 1;
+    RETURN stood;
 END
 $$;

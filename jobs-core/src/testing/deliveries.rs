@@ -67,6 +67,15 @@ pub fn job() -> NewJob {
     new_job("layout")
 }
 
+/// A [`job`] whose payload holds `chars` characters of text.
+pub fn job_of_length(chars: usize) -> NewJob {
+    let text = format!(r#"{{"text":"{}"}}"#, "x".repeat(chars));
+    NewJob {
+        payload: super::support::json(&text),
+        ..job()
+    }
+}
+
 /// A fetch of [`QUEUE`] by `worker` of the jobs named `layout` up to version 1, at `t0`, with
 /// leases of 60 s, offering `places`.
 pub fn fetch(worker: &str, places: usize) -> FetchParams {
@@ -109,6 +118,17 @@ pub async fn drain(b: &impl Backend) -> Vec<JobId> {
         ..fetch("drainer", 0)
     };
     ids(&b.fetch(params).await.expect("fetch"))
+}
+
+/// Rescues the jobs of `worker`, gone.
+pub async fn rescue_gone(b: &impl Backend, worker: &str) {
+    let params = RescueParams {
+        target: RescueTarget::Workers(vec![worker.into()]),
+        now: t0(),
+        limit: 100,
+        error: ErrorReport::new(ErrorKind::LeaseLost, "gone"),
+    };
+    b.rescue(params).await.expect("rescue");
 }
 
 /// Enqueues `job` by itself at `now`; its id.
@@ -328,14 +348,7 @@ pub async fn deliver_skips_paused_and_limited_queues(b: AnyBackend) {
 pub async fn deliver_stops_for_gone_workers_and_fetches_across_queues(b: AnyBackend) {
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 2).await;
-    b.rescue(RescueParams {
-        target: RescueTarget::Workers(vec![WORKER.into()]),
-        now: t0(),
-        limit: 100,
-        error: ErrorReport::new(ErrorKind::LeaseLost, "gone"),
-    })
-    .await
-    .unwrap();
+    rescue_gone(&b, WORKER).await;
     let after_rescue = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, after_rescue).await;
     assert_eq!(drain(&b).await, [after_rescue]);

@@ -7,15 +7,14 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, ErrorKind, ErrorReport, FetchParams, JobExt, JobStatus, NewJob, QueueLimits,
-    RescueParams, RescueTarget, SetLimitsParams, SubscribeParams,
+    Backend, ErrorKind, FetchParams, JobExt, JobStatus, NewJob, QueueLimits, SetLimitsParams,
+    SubscribeParams,
 };
 use jobs_postgres::PgBackend;
-use serde_json::value::RawValue;
 
 use jobs_core::testing::deliveries::{
-    assert_waits, delivered, enqueue, enqueue_at, fetch, fetched, job, offer, pending_and_unleased,
-    read, subscribe, wait_until, QUEUE, WORKER,
+    assert_waits, delivered, drain, enqueue, enqueue_at, fetch, fetched, job, job_of_length, offer,
+    pending_and_unleased, read, rescue_gone, subscribe, wait_until, QUEUE, WORKER,
 };
 
 use crate::support::{backend_in, fresh_backend, t0, Record};
@@ -147,14 +146,7 @@ async fn deregistering_or_rescuing_a_worker_withdraws_its_offers() {
     .unwrap();
     assert_eq!(offers(&b).await, [], "went with the stopped worker");
     offer(&b, 2).await;
-    b.rescue(RescueParams {
-        target: RescueTarget::Workers(vec![WORKER.into()]),
-        now: t0(),
-        limit: 100,
-        error: ErrorReport::new(ErrorKind::LeaseLost, "gone"),
-    })
-    .await
-    .unwrap();
+    rescue_gone(&b, WORKER).await;
     assert_eq!(offers(&b).await, [], "went with the gone worker");
 }
 
@@ -165,37 +157,24 @@ async fn no_offer_takes_a_long_job_or_one_enqueued_once_it_lapsed() {
     let b = fresh_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 4).await;
-    let drain = |b: PgBackend| async move {
-        let mut params = fetch("drainer", 0);
-        params.known = None;
-        b.fetch(params).await.unwrap()
-    };
 
-    let long = format!(r#"{{"text":"{}"}}"#, "x".repeat(7_000));
-    let long = enqueue(
-        &b,
-        NewJob {
-            payload: RawValue::from_string(long).unwrap(),
-            ..job()
-        },
-    )
-    .await;
+    let long = enqueue(&b, job_of_length(7_000)).await;
     assert_waits(&b, &wakeup, long).await;
     // It holds the queue's ready set: an enqueue behind it is not delivered either.
     let behind = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, behind).await;
-    assert_eq!(drain(b.clone()).await.len(), 2);
+    assert_eq!(drain(&b).await.len(), 2);
 
     // The offer lapses a lease's length after the fetch that made it.
     let late = enqueue_at(&b, job(), t0() + Duration::from_secs(61)).await;
     assert_waits(&b, &wakeup, late).await;
-    assert_eq!(drain(b.clone()).await.len(), 1);
+    assert_eq!(drain(&b).await.len(), 1);
 
     // The offer still stands, whole, for a job enqueued in its time: the producer, which saw
     // none in time, stores the first plainly and delivers the next.
     let relearned = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, relearned).await;
-    assert_eq!(drain(b.clone()).await.len(), 1);
+    assert_eq!(drain(&b).await.len(), 1);
     let id = enqueue(&b, job()).await;
     assert_eq!(read(&b, id).await.status, JobStatus::Running);
 }
@@ -206,17 +185,13 @@ async fn no_offer_takes_a_long_job_or_one_enqueued_once_it_lapsed() {
 async fn a_producer_that_saw_no_offer_delivers_again_once_it_sees_one() {
     let b = fresh_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
-    let drain = || async {
-        let leased = b.fetch(fetch("drainer", 0)).await.unwrap();
-        leased.iter().map(|j| j.record.id).collect::<Vec<_>>()
-    };
     let unseen = enqueue(&b, job()).await;
-    assert_eq!(drain().await, [unseen]);
+    assert_eq!(drain(&b).await, [unseen]);
 
     offer(&b, 2).await;
     let plain = enqueue(&b, job()).await;
     assert_waits(&b, &wakeup, plain).await;
-    assert_eq!(drain().await, [plain]);
+    assert_eq!(drain(&b).await, [plain]);
     let next = enqueue(&b, job()).await;
     let got = delivered(&wakeup).await;
     assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [next]);

@@ -3,14 +3,13 @@
 //! subscription without a fetch. The checks every delivering backend passes run from
 //! `jobs_core::testing::deliveries`; these are Redis's own (its keys, a cluster, pub/sub).
 
-use jobs_core::{AnyBackend, Backend, ErrorKind, JobStatus, NewJob, QueueLimits, SetLimitsParams};
+use jobs_core::{AnyBackend, Backend, ErrorKind, JobStatus, QueueLimits, SetLimitsParams};
 use jobs_redis::{redis, RedisBackend};
-use serde_json::value::RawValue;
 
 use jobs_core::testing::deliveries::{
     assert_waits, deliver_leases_new_jobs_to_an_idle_worker_one_per_place as leases_new_jobs,
-    delivered, enqueue, fetch, fetched, job, offer, pending_and_unleased, read, subscribe,
-    wait_until, QUEUE, WORKER,
+    delivered, enqueue, fetch, fetched, job, job_of_length, offer, pending_and_unleased, read,
+    subscribe, wait_until, QUEUE, WORKER,
 };
 
 use crate::support::{self, cluster_backend, keys_like, raw_connection, single_backend, t0};
@@ -76,15 +75,7 @@ async fn a_long_payload_is_fetched() {
     let b = single_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 2).await;
-    let long = format!(r#"{{"text":"{}"}}"#, "x".repeat(70_000));
-    let id = enqueue(
-        &b,
-        NewJob {
-            payload: RawValue::from_string(long).unwrap(),
-            ..job()
-        },
-    )
-    .await;
+    let id = enqueue(&b, job_of_length(70_000)).await;
     assert_waits(&b, &wakeup, id).await;
 }
 
