@@ -12,13 +12,12 @@
 use std::time::Duration;
 
 use super::jobs::Echo;
-pub use super::support::QUEUE;
 use super::support::{new_job, real_now, t0, worker, Running, OTHER_QUEUE};
+pub use super::support::{put, put_at, record, wait_for, QUEUE};
 use crate::{
-    AnyBackend, Backend, CompleteParams, Completion, EndDeliveriesParams, EnqueueParams, ErrorKind,
-    ErrorReport, FetchParams, JobExt, JobId, JobRecord, JobStatus, KnownJob, LeasedJob, NewJob,
-    PauseParams, QueueLimits, Rate, ReadParams, RescueParams, RescueTarget, SetLimitsParams,
-    SubscribeParams, Timestamp, Wakeup,
+    AnyBackend, Backend, CompleteParams, Completion, EndDeliveriesParams, ErrorKind, ErrorReport,
+    FetchParams, JobExt, JobId, JobRecord, JobStatus, KnownJob, LeasedJob, NewJob, PauseParams,
+    QueueLimits, Rate, RescueParams, RescueTarget, SetLimitsParams, SubscribeParams, Wakeup,
 };
 
 /// The idle worker of the checks.
@@ -131,28 +130,6 @@ pub async fn rescue_gone(b: &impl Backend, worker: &str) {
     b.rescue(params).await.expect("rescue");
 }
 
-/// Enqueues `job` by itself at `now`; its id.
-pub async fn enqueue_at(b: &impl Backend, job: NewJob, now: Timestamp) -> JobId {
-    let id = job.id;
-    let params = EnqueueParams {
-        jobs: vec![job],
-        now,
-    };
-    b.enqueue(params).await.expect("enqueue");
-    id
-}
-
-/// [`enqueue_at`] `t0`.
-pub async fn enqueue(b: &impl Backend, job: NewJob) -> JobId {
-    enqueue_at(b, job, t0()).await
-}
-
-/// The stored record of job `id`.
-pub async fn read(b: &impl Backend, id: JobId) -> JobRecord {
-    let record = b.read(ReadParams { id }).await.expect("read");
-    record.unwrap_or_else(|| panic!("job {id} should exist"))
-}
-
 /// The jobs delivered to `wakeup` once some came, or none within a second. (A wake-up signal
 /// wakes it too.)
 pub async fn delivered(wakeup: &Wakeup) -> Vec<LeasedJob> {
@@ -178,25 +155,9 @@ pub fn pending_and_unleased(r: &JobRecord) -> bool {
 
 /// Job `id` waits to be fetched: pending, unattempted, unleased, and not delivered.
 pub async fn assert_waits(b: &impl Backend, wakeup: &Wakeup, id: JobId) {
-    let r = read(b, id).await;
+    let r = record(b, id).await;
     assert!(pending_and_unleased(&r), "job {id} should wait: {r:?}");
     assert_eq!(ids(&delivered(wakeup).await), [], "nothing delivered");
-}
-
-/// Waits (up to 2 s) until job `id` reads as `condition` says; its record.
-pub async fn wait_until(
-    b: &impl Backend,
-    id: JobId,
-    condition: impl Fn(&JobRecord) -> bool,
-) -> JobRecord {
-    for _ in 0..100 {
-        let r = read(b, id).await;
-        if condition(&r) {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("job {id} never got there: {:?}", read(b, id).await);
 }
 
 /// An idle worker offering two places gets the next two jobs enqueued, leased to it by the
@@ -206,8 +167,8 @@ pub async fn deliver_leases_new_jobs_to_an_idle_worker_one_per_place(b: AnyBacke
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 2).await;
 
-    let first = enqueue(&b, job()).await;
-    let stored = read(&b, first).await;
+    let first = put(&b, job()).await;
+    let stored = record(&b, first).await;
     assert_eq!((stored.status, stored.attempt), (JobStatus::Running, 1));
     assert_eq!(
         stored.started_at,
@@ -239,11 +200,11 @@ pub async fn deliver_leases_new_jobs_to_an_idle_worker_one_per_place(b: AnyBacke
         .unwrap();
     assert_eq!(done, [true]);
 
-    let second = enqueue(&b, job()).await;
+    let second = put(&b, job()).await;
     let got = delivered(&wakeup).await;
     assert_eq!(ids(&got), [second]);
     assert_ne!(got[0].token, one.token, "each delivery has its own token");
-    let third = enqueue(&b, job()).await;
+    let third = put(&b, job()).await;
     assert_waits(&b, &wakeup, third).await;
 }
 
@@ -252,12 +213,12 @@ pub async fn deliver_stops_once_a_fetch_offers_nothing_or_leases(b: AnyBackend) 
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 4).await;
     offer(&b, 0).await;
-    let waits = enqueue(&b, job()).await;
+    let waits = put(&b, job()).await;
     assert_waits(&b, &wakeup, waits).await;
 
     // The worker takes it itself, offering places: the fetch leased a job, so none stands.
     assert_eq!(fetched(&b, WORKER, 4).await, [waits]);
-    let next = enqueue(&b, job()).await;
+    let next = put(&b, job()).await;
     assert_waits(&b, &wakeup, next).await;
 }
 
@@ -266,7 +227,7 @@ pub async fn deliver_stops_once_a_fetch_offers_nothing_or_leases(b: AnyBackend) 
 pub async fn deliver_skips_jobs_the_worker_may_not_run_yet(b: AnyBackend) {
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 4).await;
-    let other = enqueue(
+    let other = put(
         &b,
         NewJob {
             name: "other".into(),
@@ -275,11 +236,11 @@ pub async fn deliver_skips_jobs_the_worker_may_not_run_yet(b: AnyBackend) {
     )
     .await;
     assert_waits(&b, &wakeup, other).await;
-    let behind = enqueue(&b, job()).await;
+    let behind = put(&b, job()).await;
     assert_waits(&b, &wakeup, behind).await;
     assert_eq!(drain(&b).await.len(), 2);
 
-    let newer = enqueue(
+    let newer = put(
         &b,
         NewJob {
             version: 2,
@@ -294,12 +255,12 @@ pub async fn deliver_skips_jobs_the_worker_may_not_run_yet(b: AnyBackend) {
         run_at: t0() + Duration::from_secs(3600),
         ..job()
     };
-    let later = enqueue(&b, later).await;
-    let r = read(&b, later).await;
+    let later = put(&b, later).await;
+    let r = record(&b, later).await;
     assert_eq!((r.status, r.lease), (JobStatus::Scheduled, None));
 
     // The offer still stands: a job it may take goes to it.
-    let id = enqueue(&b, job()).await;
+    let id = put(&b, job()).await;
     assert_eq!(ids(&delivered(&wakeup).await), [id]);
 }
 
@@ -316,7 +277,7 @@ pub async fn deliver_skips_paused_and_limited_queues(b: AnyBackend) {
     };
     offer(&b, 4).await;
     b.pause(pause(true)).await.unwrap();
-    let paused = enqueue(&b, job()).await;
+    let paused = put(&b, job()).await;
     assert_waits(&b, &wakeup, paused).await;
     b.pause(pause(false)).await.unwrap();
     assert_eq!(drain(&b).await, [paused]);
@@ -324,7 +285,7 @@ pub async fn deliver_skips_paused_and_limited_queues(b: AnyBackend) {
     b.set_limits(limits(QueueLimits::default().concurrency(5)))
         .await
         .unwrap();
-    let limited = enqueue(&b, job()).await;
+    let limited = put(&b, job()).await;
     assert_waits(&b, &wakeup, limited).await;
     assert_eq!(drain(&b).await, [limited]);
     let rate = Rate {
@@ -334,12 +295,12 @@ pub async fn deliver_skips_paused_and_limited_queues(b: AnyBackend) {
     b.set_limits(limits(QueueLimits::default().rate(rate)))
         .await
         .unwrap();
-    let rated = enqueue(&b, job()).await;
+    let rated = put(&b, job()).await;
     assert_waits(&b, &wakeup, rated).await;
     assert_eq!(drain(&b).await, [rated]);
 
     b.set_limits(limits(QueueLimits::default())).await.unwrap();
-    let free = enqueue(&b, job()).await;
+    let free = put(&b, job()).await;
     assert_eq!(ids(&delivered(&wakeup).await), [free]);
 }
 
@@ -349,7 +310,7 @@ pub async fn deliver_stops_for_gone_workers_and_fetches_across_queues(b: AnyBack
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 2).await;
     rescue_gone(&b, WORKER).await;
-    let after_rescue = enqueue(&b, job()).await;
+    let after_rescue = put(&b, job()).await;
     assert_waits(&b, &wakeup, after_rescue).await;
     assert_eq!(drain(&b).await, [after_rescue]);
 
@@ -359,7 +320,7 @@ pub async fn deliver_stops_for_gone_workers_and_fetches_across_queues(b: AnyBack
         ..fetch(WORKER, 2)
     };
     assert_eq!(ids(&b.fetch(across).await.unwrap()), []);
-    let after_across = enqueue(&b, job()).await;
+    let after_across = put(&b, job()).await;
     assert_waits(&b, &wakeup, after_across).await;
 }
 
@@ -368,7 +329,7 @@ pub async fn deliver_stops_for_gone_workers_and_fetches_across_queues(b: AnyBack
 pub async fn deliver_ends_once_those_under_way_arrived(b: AnyBackend) {
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 4).await;
-    let sent = enqueue(&b, job()).await;
+    let sent = put(&b, job()).await;
     b.end_deliveries(EndDeliveriesParams {
         worker: WORKER.into(),
         queues: vec![QUEUE.into(), QUEUE.into()],
@@ -376,7 +337,7 @@ pub async fn deliver_ends_once_those_under_way_arrived(b: AnyBackend) {
     .await
     .unwrap();
     assert_eq!(ids(&wakeup.delivered()), [sent], "arrived without a wait");
-    let after = enqueue(&b, job()).await;
+    let after = put(&b, job()).await;
     assert_waits(&b, &wakeup, after).await;
 }
 
@@ -386,8 +347,8 @@ pub async fn deliver_to_a_worker_gone_hands_the_job_back(b: AnyBackend) {
     // Another subscription keeps the backend listening; the worker's own is gone.
     let _other = subscribe(&b, "another").await;
     offer(&b, 1).await;
-    let id = enqueue(&b, job()).await;
-    wait_until(&b, id, pending_and_unleased).await;
+    let id = put(&b, job()).await;
+    wait_for(&b, id, "the job got there", pending_and_unleased).await;
     assert_eq!(drain(&b).await, [id]);
 }
 
@@ -404,15 +365,18 @@ pub async fn deliver_starts_a_new_job_in_an_idle_worker_without_a_fetch(b: AnyBa
         run_at: now,
         ..job()
     };
-    let id = enqueue_at(&b, echo, now).await;
-    let r = wait_until(&b, id, |r| r.status == JobStatus::Completed).await;
+    let id = put_at(&b, echo, now).await;
+    let r = wait_for(&b, id, "the job got there", |r| {
+        r.status == JobStatus::Completed
+    })
+    .await;
     assert_eq!(r.result.as_ref().map(|v| v.get()), Some("42"));
     assert_eq!(r.started_at, Some(r.created_at), "leased by its enqueue");
     running.stop().await.unwrap();
 
     let wakeup = subscribe(&b, "next").await;
     let late = Echo { n: 1 }.enqueue(&b).await.unwrap();
-    let r = read(&b, late.id()).await;
+    let r = record(&b, late.id()).await;
     assert!(
         pending_and_unleased(&r),
         "taken after its worker stopped: {r:?}"

@@ -63,12 +63,12 @@ pub(super) fn new_job(name: &str) -> NewJob {
 }
 
 /// Enqueues one job at `t0` and returns its id.
-pub(super) async fn put(backend: &AnyBackend, job: NewJob) -> JobId {
+pub async fn put(backend: &impl Backend, job: NewJob) -> JobId {
     put_at(backend, job, t0()).await
 }
 
 /// Enqueues one job at `now` and returns its id.
-pub(super) async fn put_at(backend: &AnyBackend, job: NewJob, now: Timestamp) -> JobId {
+pub async fn put_at(backend: &impl Backend, job: NewJob, now: Timestamp) -> JobId {
     let stored = backend
         .enqueue(EnqueueParams {
             jobs: vec![job],
@@ -96,14 +96,14 @@ pub(super) async fn put_many(
 }
 
 /// The stored record, which must exist.
-pub(super) async fn record(backend: &AnyBackend, id: JobId) -> JobRecord {
+pub async fn record(backend: &impl Backend, id: JobId) -> JobRecord {
     read(backend, id)
         .await
         .unwrap_or_else(|| panic!("job {id} should exist"))
 }
 
 /// The stored record, if any.
-pub(super) async fn read(backend: &AnyBackend, id: JobId) -> Option<JobRecord> {
+pub(super) async fn read(backend: &impl Backend, id: JobId) -> Option<JobRecord> {
     backend.read(ReadParams { id }).await.expect("read job")
 }
 
@@ -157,8 +157,8 @@ pub(super) async fn poll_until<F, Fut>(
 }
 
 /// Waits (up to 10 s) until job `id` satisfies `condition` and returns its record.
-pub(super) async fn wait_for(
-    backend: &AnyBackend,
+pub async fn wait_for(
+    backend: &impl Backend,
     id: JobId,
     what: &str,
     condition: impl Fn(&JobRecord) -> bool,

@@ -13,8 +13,8 @@ use jobs_core::{
 use jobs_postgres::PgBackend;
 
 use jobs_core::testing::deliveries::{
-    assert_waits, delivered, drain, enqueue, enqueue_at, fetch, fetched, job, job_of_length, offer,
-    pending_and_unleased, read, rescue_gone, subscribe, wait_until, QUEUE, WORKER,
+    assert_waits, delivered, drain, fetch, fetched, job, job_of_length, offer,
+    pending_and_unleased, put, put_at, record, rescue_gone, subscribe, wait_for, QUEUE, WORKER,
 };
 
 use crate::support::{backend_in, fresh_backend, t0, Record};
@@ -40,7 +40,7 @@ async fn an_offer_is_a_row_taken_place_by_place() {
     assert_eq!(offers(&b).await, [(WORKER.to_string(), 2)]);
 
     let now = t0() + Duration::from_nanos(1_500);
-    let first = enqueue_at(
+    let first = put_at(
         &b,
         NewJob {
             run_at: now,
@@ -49,7 +49,7 @@ async fn an_offer_is_a_row_taken_place_by_place() {
         now,
     )
     .await;
-    let stored = read(&b, first).await;
+    let stored = record(&b, first).await;
     assert_eq!(stored.started_at, Some(t0() + Duration::from_micros(1)));
     let lease = stored.lease.clone().expect("leased");
     assert_eq!(
@@ -66,7 +66,7 @@ async fn an_offer_is_a_row_taken_place_by_place() {
     );
     assert_eq!(offers(&b).await, [(WORKER.to_string(), 1)]);
 
-    let waits = enqueue(
+    let waits = put(
         &b,
         NewJob {
             name: "other".into(),
@@ -74,7 +74,7 @@ async fn an_offer_is_a_row_taken_place_by_place() {
         },
     )
     .await;
-    assert!(pending_and_unleased(&read(&b, waits).await));
+    assert!(pending_and_unleased(&record(&b, waits).await));
     let mut all = fetch(WORKER, 2);
     all.known = None;
     assert_eq!(b.fetch(all).await.unwrap().len(), 1);
@@ -113,7 +113,7 @@ async fn an_offer_counts_the_deliveries_on_their_way() {
     let _listening = subscribe(&elsewhere, "another").await;
 
     offer(&b, 2).await;
-    let first = enqueue(&b, job()).await;
+    let first = put(&b, job()).await;
     assert_eq!(delivered(&wakeup).await.len(), 1);
     // Through the other instance, which heard nothing: one delivery is on its way, so of the
     // two places it says are idle, one is offered.
@@ -122,13 +122,13 @@ async fn an_offer_counts_the_deliveries_on_their_way() {
     // Through its own, which heard it: both places are offered again.
     offer(&b, 2).await;
     assert_eq!(offers(&b).await, [(WORKER.to_string(), 2)]);
-    let second = enqueue(&b, job()).await;
-    let third = enqueue(&b, job()).await;
-    let fourth = enqueue(&b, job()).await;
+    let second = put(&b, job()).await;
+    let third = put(&b, job()).await;
+    let fourth = put(&b, job()).await;
     for id in [first, second, third] {
-        assert_eq!(read(&b, id).await.status, JobStatus::Running);
+        assert_eq!(record(&b, id).await.status, JobStatus::Running);
     }
-    assert!(pending_and_unleased(&read(&b, fourth).await));
+    assert!(pending_and_unleased(&record(&b, fourth).await));
     assert_eq!(delivered(&wakeup).await.len(), 2);
 }
 
@@ -158,25 +158,25 @@ async fn no_offer_takes_a_long_job_or_one_enqueued_once_it_lapsed() {
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 4).await;
 
-    let long = enqueue(&b, job_of_length(7_000)).await;
+    let long = put(&b, job_of_length(7_000)).await;
     assert_waits(&b, &wakeup, long).await;
     // It holds the queue's ready set: an enqueue behind it is not delivered either.
-    let behind = enqueue(&b, job()).await;
+    let behind = put(&b, job()).await;
     assert_waits(&b, &wakeup, behind).await;
     assert_eq!(drain(&b).await.len(), 2);
 
     // The offer lapses a lease's length after the fetch that made it.
-    let late = enqueue_at(&b, job(), t0() + Duration::from_secs(61)).await;
+    let late = put_at(&b, job(), t0() + Duration::from_secs(61)).await;
     assert_waits(&b, &wakeup, late).await;
     assert_eq!(drain(&b).await.len(), 1);
 
     // The offer still stands, whole, for a job enqueued in its time: the producer, which saw
     // none in time, stores the first plainly and delivers the next.
-    let relearned = enqueue(&b, job()).await;
+    let relearned = put(&b, job()).await;
     assert_waits(&b, &wakeup, relearned).await;
     assert_eq!(drain(&b).await.len(), 1);
-    let id = enqueue(&b, job()).await;
-    assert_eq!(read(&b, id).await.status, JobStatus::Running);
+    let id = put(&b, job()).await;
+    assert_eq!(record(&b, id).await.status, JobStatus::Running);
 }
 
 /// A producer whose last enqueue into a queue saw no offer there stores its next job plainly
@@ -185,14 +185,14 @@ async fn no_offer_takes_a_long_job_or_one_enqueued_once_it_lapsed() {
 async fn a_producer_that_saw_no_offer_delivers_again_once_it_sees_one() {
     let b = fresh_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
-    let unseen = enqueue(&b, job()).await;
+    let unseen = put(&b, job()).await;
     assert_eq!(drain(&b).await, [unseen]);
 
     offer(&b, 2).await;
-    let plain = enqueue(&b, job()).await;
+    let plain = put(&b, job()).await;
     assert_waits(&b, &wakeup, plain).await;
     assert_eq!(drain(&b).await, [plain]);
-    let next = enqueue(&b, job()).await;
+    let next = put(&b, job()).await;
     let got = delivered(&wakeup).await;
     assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [next]);
 }
@@ -241,7 +241,7 @@ async fn a_bounded_queue_delivers_nothing() {
     })
     .await
     .unwrap();
-    let bounded = enqueue(&b, job()).await;
+    let bounded = put(&b, job()).await;
     assert_waits(&b, &wakeup, bounded).await;
 }
 
@@ -255,7 +255,7 @@ async fn racing_enqueues_take_no_more_places_than_offered() {
     let racing: Vec<_> = (0..12)
         .map(|_| {
             let b = b.clone();
-            tokio::spawn(async move { enqueue(&b, job()).await })
+            tokio::spawn(async move { put(&b, job()).await })
         })
         .collect();
     let mut ids = Vec::new();
@@ -264,7 +264,7 @@ async fn racing_enqueues_take_no_more_places_than_offered() {
     }
     let mut running = Vec::new();
     for &id in &ids {
-        let r = read(&b, id).await;
+        let r = record(&b, id).await;
         match r.status {
             JobStatus::Running => {
                 assert_eq!(r.lease.as_ref().map(|l| l.worker.as_str()), Some(WORKER));
@@ -313,7 +313,7 @@ async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
     // A job leased by a fetch, delivered with a record that does not decode: failed as dead,
     // as a fetch fails a corrupt job. (Enqueued elsewhere: this instance's next enqueue tries
     // to deliver.)
-    let corrupt = enqueue(&backend_in(b.schema_name()).await, job()).await;
+    let corrupt = put(&backend_in(b.schema_name()).await, job()).await;
     let leased = b.fetch(fetch(WORKER, 0)).await.unwrap();
     let job1 = &leased[0];
     offer(&b, 1).await;
@@ -330,8 +330,11 @@ async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
         "r": {"id": corrupt.0, "payload": "not a record"},
     });
     notify(&b, &message.to_string()).await;
-    wait_until(&b, corrupt, |r| r.status == JobStatus::Dead).await;
-    let r = read(&b, corrupt).await;
+    wait_for(&b, corrupt, "the job got there", |r| {
+        r.status == JobStatus::Dead
+    })
+    .await;
+    let r = record(&b, corrupt).await;
     assert_eq!(r.errors.len(), 1);
     assert_eq!(r.errors[0].kind, ErrorKind::Decode);
     assert!(
@@ -339,7 +342,7 @@ async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
         "nothing handed to the worker"
     );
 
-    let good = enqueue(&b, job()).await;
+    let good = put(&b, job()).await;
     let got = delivered(&wakeup).await;
     assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [good]);
 }
@@ -384,7 +387,7 @@ async fn deliveries_are_heard_again_after_the_listener_reconnects() {
     assert_eq!(offers(&b).await, []);
     // Its worker offers anew, and is delivered to.
     offer(&b, 1).await;
-    let id = enqueue(&b, job()).await;
+    let id = put(&b, job()).await;
     let got = delivered(&wakeup).await;
     assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [id]);
 }

@@ -8,8 +8,8 @@ use jobs_redis::{redis, RedisBackend};
 
 use jobs_core::testing::deliveries::{
     assert_waits, deliver_leases_new_jobs_to_an_idle_worker_one_per_place as leases_new_jobs,
-    delivered, enqueue, fetch, fetched, job, job_of_length, offer, pending_and_unleased, read,
-    subscribe, wait_until, QUEUE, WORKER,
+    delivered, fetch, fetched, job, job_of_length, offer, pending_and_unleased, put, record,
+    subscribe, wait_for, QUEUE, WORKER,
 };
 
 use crate::support::{self, cluster_backend, keys_like, raw_connection, single_backend, t0};
@@ -49,24 +49,24 @@ async fn an_offer_counts_the_deliveries_on_their_way() {
     let _listening = subscribe(&elsewhere, "another").await;
 
     offer(&b, 2).await;
-    let first = enqueue(&b, job()).await;
+    let first = put(&b, job()).await;
     assert_eq!(delivered(&wakeup).await.len(), 1);
     // Through the other instance, which heard nothing: one delivery is on its way, so of the
     // two places it says are idle, one is offered.
     assert!(fetched(&elsewhere, WORKER, 2).await.is_empty());
-    let second = enqueue(&b, job()).await;
-    let third = enqueue(&b, job()).await;
-    assert_eq!(read(&b, second).await.status, JobStatus::Running);
-    assert!(pending_and_unleased(&read(&b, third).await));
+    let second = put(&b, job()).await;
+    let third = put(&b, job()).await;
+    assert_eq!(record(&b, second).await.status, JobStatus::Running);
+    assert!(pending_and_unleased(&record(&b, third).await));
     // Through its own, which heard both: both places are offered again.
     assert_eq!(delivered(&wakeup).await.len(), 1);
     let _ = b.fetch(support::fetch(&[QUEUE], 10, t0())).await.unwrap();
     offer(&b, 2).await;
     for _ in 0..2 {
-        let id = enqueue(&b, job()).await;
-        assert_eq!(read(&b, id).await.status, JobStatus::Running);
+        let id = put(&b, job()).await;
+        assert_eq!(record(&b, id).await.status, JobStatus::Running);
     }
-    assert_eq!(read(&b, first).await.status, JobStatus::Running);
+    assert_eq!(record(&b, first).await.status, JobStatus::Running);
 }
 
 /// A payload too long to send over pub/sub waits to be fetched.
@@ -75,7 +75,7 @@ async fn a_long_payload_is_fetched() {
     let b = single_backend().await;
     let wakeup = subscribe(&b, WORKER).await;
     offer(&b, 2).await;
-    let id = enqueue(&b, job_of_length(70_000)).await;
+    let id = put(&b, job_of_length(70_000)).await;
     assert_waits(&b, &wakeup, id).await;
 }
 
@@ -91,8 +91,8 @@ async fn a_bounded_queue_delivers() {
     .await
     .unwrap();
     offer(&b, 4).await;
-    let id = enqueue(&b, job()).await;
-    assert_eq!(read(&b, id).await.status, JobStatus::Running);
+    let id = put(&b, job()).await;
+    assert_eq!(record(&b, id).await.status, JobStatus::Running);
     assert_eq!(delivered(&wakeup).await.len(), 1);
 }
 
@@ -132,10 +132,10 @@ async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
     publish(&channel, "not json {").await;
     // A job leased by a fetch, delivered with a payload that is not JSON: failed as dead, as a
     // fetch fails a corrupt job.
-    let corrupt = enqueue(&b, job()).await;
+    let corrupt = put(&b, job()).await;
     let leased = b.fetch(fetch(WORKER, 0)).await.unwrap();
     let leased_job = &leased[0];
-    let stored = read(&b, corrupt).await;
+    let stored = record(&b, corrupt).await;
     let message = serde_json::json!({
         "w": WORKER,
         "q": QUEUE,
@@ -146,8 +146,11 @@ async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
         "p": "not json {",
     });
     publish(&channel, &message.to_string()).await;
-    wait_until(&b, corrupt, |r| r.status == JobStatus::Dead).await;
-    let r = read(&b, corrupt).await;
+    wait_for(&b, corrupt, "the job got there", |r| {
+        r.status == JobStatus::Dead
+    })
+    .await;
+    let r = record(&b, corrupt).await;
     assert_eq!(r.errors.len(), 1);
     assert_eq!(r.errors[0].kind, ErrorKind::Decode);
     assert!(
@@ -156,7 +159,7 @@ async fn a_bad_delivery_harms_no_other_and_a_corrupt_job_dies() {
     );
 
     offer(&b, 1).await;
-    let good = enqueue(&b, job()).await;
+    let good = put(&b, job()).await;
     let got = delivered(&wakeup).await;
     assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [good]);
 }
