@@ -55,6 +55,7 @@ mod memory;
 pub mod metrics;
 mod model;
 mod operations;
+mod order;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod payload;

@@ -22,6 +22,7 @@ use crate::model::{
     AttemptError, Enqueued, ErrorReport, JobId, JobRecord, JobStatus, Lease, LeaseToken, LeasedJob,
     NewJob, QueueCounts, Timestamp,
 };
+use crate::order::{AtMoment, RunOrder};
 use crate::presence::{StoredSchedule, WorkerInfo};
 use crate::wake::{WakeHub, Wakeup};
 use crate::Error;
@@ -95,9 +96,6 @@ impl std::fmt::Debug for MemoryBackend {
     }
 }
 
-/// Order of ready jobs: priority, then run_at, then FIFO (ids are time-ordered).
-type ReadyKey = (i16, Timestamp, JobId);
-
 #[derive(Default)]
 struct Store {
     jobs: HashMap<JobId, JobRecord>,
@@ -124,12 +122,12 @@ struct Store {
 /// Every index of the stored jobs, kept in step with their records.
 #[derive(Default)]
 struct Indexes {
-    /// Pending and scheduled jobs per queue.
-    waiting: HashMap<String, BTreeSet<ReadyKey>>,
+    /// Pending and scheduled jobs per queue, in run order.
+    waiting: HashMap<String, BTreeSet<RunOrder>>,
     /// Running jobs by lease expiry.
-    running: BTreeSet<(Timestamp, JobId)>,
+    running: BTreeSet<AtMoment>,
     /// Completed and cancelled jobs per queue by finish time, for retention.
-    finished: HashMap<String, BTreeSet<(Timestamp, JobId)>>,
+    finished: HashMap<String, BTreeSet<AtMoment>>,
     /// Unique keys held by active jobs, per queue.
     unique: HashMap<(String, String), JobId>,
     counts: HashMap<String, QueueCounts>,
@@ -140,10 +138,6 @@ struct Indexes {
 /// Whether `record` runs under the lease `token`.
 fn runs_under(record: &JobRecord, token: LeaseToken) -> bool {
     record.status == JobStatus::Running && record.lease.as_ref().map(|l| l.token) == Some(token)
-}
-
-fn ready_key(r: &JobRecord) -> ReadyKey {
-    (r.priority, r.run_at, r.id)
 }
 
 /// The entry of `queue`, made on first use (without allocating the key on every call).
@@ -160,17 +154,37 @@ impl Indexes {
         *slot = slot.saturating_add_signed(delta);
     }
 
-    /// Takes a record out of the index of its current status.
+    /// Counts a job of `queue` whose status went from `from` to `to`.
+    fn recount(&mut self, queue: &str, from: JobStatus, to: JobStatus) {
+        let counts = per_queue(&mut self.counts, queue);
+        let left = counts.get_mut(from);
+        *left = left.saturating_sub(1);
+        *counts.get_mut(to) += 1;
+    }
+
+    /// Takes a record out of the index of its current status, and out of its count.
     fn unindex(&mut self, r: &JobRecord) {
+        self.unlist(r);
+        self.count(&r.queue, r.status, -1);
+    }
+
+    /// Puts a record into the index of its status, and into its count.
+    fn index(&mut self, r: &JobRecord) {
+        self.list(r);
+        self.count(&r.queue, r.status, 1);
+    }
+
+    /// Takes a record out of the index of its current status.
+    fn unlist(&mut self, r: &JobRecord) {
         match r.status {
             JobStatus::Scheduled | JobStatus::Pending => {
                 if let Some(set) = self.waiting.get_mut(&r.queue) {
-                    set.remove(&ready_key(r));
+                    set.remove(&RunOrder::of(r));
                 }
             }
             JobStatus::Running => {
                 if let Some(lease) = &r.lease {
-                    self.running.remove(&(lease.expires_at, r.id));
+                    self.running.remove(&AtMoment::new(lease.expires_at, r.id));
                 }
                 if let Some(limits) = &r.key_limits {
                     let slot = (r.queue.clone(), limits.key.clone());
@@ -184,7 +198,7 @@ impl Indexes {
             }
             JobStatus::Completed | JobStatus::Cancelled => {
                 if let (Some(set), Some(at)) = (self.finished.get_mut(&r.queue), r.finished_at) {
-                    set.remove(&(at, r.id));
+                    set.remove(&AtMoment::new(at, r.id));
                 }
             }
             JobStatus::Waiting | JobStatus::Dead => {}
@@ -197,18 +211,17 @@ impl Indexes {
                 }
             }
         }
-        self.count(&r.queue, r.status, -1);
     }
 
     /// Puts a record into the index of its status.
-    fn index(&mut self, r: &JobRecord) {
+    fn list(&mut self, r: &JobRecord) {
         match r.status {
             JobStatus::Scheduled | JobStatus::Pending => {
-                per_queue(&mut self.waiting, &r.queue).insert(ready_key(r));
+                per_queue(&mut self.waiting, &r.queue).insert(RunOrder::of(r));
             }
             JobStatus::Running => {
                 if let Some(lease) = &r.lease {
-                    self.running.insert((lease.expires_at, r.id));
+                    self.running.insert(AtMoment::new(lease.expires_at, r.id));
                 }
                 if let Some(limits) = &r.key_limits {
                     *self
@@ -219,7 +232,7 @@ impl Indexes {
             }
             JobStatus::Completed | JobStatus::Cancelled => {
                 if let Some(at) = r.finished_at {
-                    per_queue(&mut self.finished, &r.queue).insert((at, r.id));
+                    per_queue(&mut self.finished, &r.queue).insert(AtMoment::new(at, r.id));
                 }
             }
             JobStatus::Waiting | JobStatus::Dead => {}
@@ -229,7 +242,6 @@ impl Indexes {
                 self.unique.insert((r.queue.clone(), key.clone()), r.id);
             }
         }
-        self.count(&r.queue, r.status, 1);
     }
 }
 
@@ -259,12 +271,16 @@ fn key_room(
 }
 
 impl Store {
-    /// Changes a stored record in place, keeping every index in step.
+    /// Changes a stored record in place (never its queue), keeping every index in step.
     fn update<T>(&mut self, id: JobId, change: impl FnOnce(&mut JobRecord) -> T) -> Option<T> {
         let record = self.jobs.get_mut(&id)?;
-        self.idx.unindex(record);
+        let status = record.status;
+        self.idx.unlist(record);
         let out = change(record);
-        self.idx.index(record);
+        self.idx.list(record);
+        if record.status != status {
+            self.idx.recount(&record.queue, status, record.status);
+        }
         Some(out)
     }
 
@@ -442,7 +458,7 @@ impl Store {
         uncounted: &Uncounted,
         known: impl Fn(&JobRecord) -> bool,
         now: Timestamp,
-    ) -> Vec<ReadyKey> {
+    ) -> Vec<RunOrder> {
         let room = limits.map_or(limit, |l| {
             limit.min(self.queue_room(queue, l, uncounted, now))
         });
@@ -454,12 +470,12 @@ impl Store {
         };
         let mut granted: HashMap<&str, u32> = HashMap::default();
         let mut held_back = 0;
-        let mut picked = Vec::new();
+        let mut picked = Vec::with_capacity(room.min(set.len()));
         for key in set {
             if picked.len() == room || held_back == FLOW_SCAN {
                 break;
             }
-            let Some(r) = jobs.get(&key.2).filter(|r| r.run_at <= now && known(r)) else {
+            let Some(r) = jobs.get(&key.id()).filter(|r| r.run_at <= now && known(r)) else {
                 continue;
             };
             if let Some(limits) = &r.key_limits {
@@ -561,7 +577,7 @@ impl Backend for MemoryBackend {
 
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
         let mut store = self.store();
-        let mut picked: Vec<ReadyKey> = Vec::new();
+        let mut picked: Vec<RunOrder> = Vec::new();
         let known = |r: &JobRecord| KnownJob::admits(p.known.as_deref(), &r.name, r.version);
         let uncounted = store.uncounted(&p.ended);
         for queue in &p.queues {
@@ -574,7 +590,8 @@ impl Backend for MemoryBackend {
         let expires_at = clock::later(p.now, p.lease_for);
         let mut leased = Vec::with_capacity(picked.len() + reserved.len());
         let marked = picked.iter().map(|k| (k, false));
-        for (&(_, _, id), reserved) in marked.chain(reserved.iter().map(|k| (k, true))) {
+        for (key, reserved) in marked.chain(reserved.iter().map(|k| (k, true))) {
+            let id = key.id();
             let token = LeaseToken::new();
             let record = store.update(id, |r| {
                 r.status = JobStatus::Running;
@@ -832,14 +849,14 @@ impl Backend for MemoryBackend {
             let running = store.idx.running.iter();
             let expired: Vec<JobId> = match &p.target {
                 RescueTarget::Lapsed => running
-                    .take_while(|(expires_at, _)| *expires_at < p.now)
+                    .take_while(|key| key.before(p.now))
                     .take(p.limit)
-                    .map(|(_, id)| *id)
+                    .map(AtMoment::id)
                     .collect(),
                 RescueTarget::Workers(workers) => running
-                    .filter(|(_, id)| held_by(id, workers))
+                    .map(AtMoment::id)
+                    .filter(|id| held_by(id, workers))
                     .take(p.limit)
-                    .map(|(_, id)| *id)
                     .collect(),
             };
             for id in &expired {
@@ -871,11 +888,12 @@ impl Backend for MemoryBackend {
         let doomed: Vec<JobId> = finished
             .iter()
             .enumerate()
-            .take_while(|(i, (at, _))| {
-                (*i as u64) < over_count || p.finished_before.is_some_and(|before| *at < before)
+            .take_while(|(i, key)| {
+                (*i as u64) < over_count
+                    || p.finished_before.is_some_and(|before| key.before(before))
             })
             .take(p.limit)
-            .map(|(_, (_, id))| *id)
+            .map(|(_, key)| key.id())
             .collect();
         for id in &doomed {
             store.remove(*id);
@@ -1071,9 +1089,7 @@ impl Backend for MemoryBackend {
         let Some(finished) = store.idx.finished.get(&p.queue) else {
             return Ok(0);
         };
-        Ok(finished
-            .range((p.since, JobId(uuid::Uuid::nil()))..)
-            .count() as u64)
+        Ok(finished.range(AtMoment::first_at(p.since)..).count() as u64)
     }
 
     fn publish(&self, events: Vec<JobEvent>) {

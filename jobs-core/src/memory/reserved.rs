@@ -3,9 +3,10 @@
 //! queue's limit that each worker's promoted jobs hold, which every limit counts (see
 //! [`Backend::hold_places`](crate::Backend::hold_places)).
 
-use super::{runs_under, HashMap, ReadyKey, Store};
+use super::{runs_under, HashMap, Store};
 use crate::backend::{FetchParams, PlacesParams};
 use crate::model::{JobId, JobRecord, LeaseToken};
+use crate::order::RunOrder;
 
 /// The reserved leases, by job: its queue and the reserved lease's token, and the places held,
 /// by queue and worker. An entry counts only while its job still runs under that token (a
@@ -67,9 +68,9 @@ impl Store {
     pub(super) fn reservable(
         &self,
         p: &FetchParams,
-        picked: &[ReadyKey],
+        picked: &[RunOrder],
         known: impl Fn(&JobRecord) -> bool,
-    ) -> Vec<ReadyKey> {
+    ) -> Vec<RunOrder> {
         let ([queue], true) = (p.queues.as_slice(), p.reserve > 0) else {
             return Vec::new();
         };
@@ -83,11 +84,11 @@ impl Store {
         let Some(set) = self.idx.waiting.get(queue).filter(|_| reserving) else {
             return Vec::new();
         };
-        let ready = |key: &&ReadyKey| {
+        let ready = |key: &&RunOrder| {
             !picked.contains(key)
                 && self
                     .jobs
-                    .get(&key.2)
+                    .get(&key.id())
                     .is_some_and(|r| r.run_at <= p.now && r.key_limits.is_none() && known(r))
         };
         set.iter().filter(ready).take(want).copied().collect()

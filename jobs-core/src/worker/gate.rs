@@ -6,9 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-use crate::model::{JobId, JobRecord, Timestamp};
-
-type Order = (i16, Timestamp, JobId);
+use crate::model::JobRecord;
+use crate::order::RunOrder;
 
 /// Hands out run permits to admitted jobs, lowest order first.
 pub(crate) struct RunGate {
@@ -17,7 +16,7 @@ pub(crate) struct RunGate {
 
 struct State {
     free: usize,
-    waiting: BTreeMap<Order, oneshot::Sender<RunPermit>>,
+    waiting: BTreeMap<RunOrder, oneshot::Sender<RunPermit>>,
 }
 
 /// The right to run one job; frees its place when dropped.
@@ -53,15 +52,15 @@ impl RunGate {
         self: &Arc<Self>,
         jobs: impl IntoIterator<Item = &'a JobRecord>,
     ) -> Vec<oneshot::Receiver<RunPermit>> {
+        let jobs = jobs.into_iter();
+        // A batch is at most a fetch's: its bound sizes the vector once.
+        let mut receivers = Vec::with_capacity(jobs.size_hint().1.unwrap_or(0));
         let mut state = self.state();
-        let receivers = jobs
-            .into_iter()
-            .map(|r| {
-                let (tx, rx) = oneshot::channel();
-                state.waiting.insert((r.priority, r.run_at, r.id), tx);
-                rx
-            })
-            .collect();
+        for r in jobs {
+            let (tx, rx) = oneshot::channel();
+            state.waiting.insert(RunOrder::of(r), tx);
+            receivers.push(rx);
+        }
         self.pump(&mut state);
         receivers
     }

@@ -51,8 +51,9 @@ enum Write {
     /// The job's context and when its handler finished: its completed event, made only when a
     /// hook or a subscriber is there to be told.
     Complete(Completion, JobContext, Timestamp),
-    /// The event carries the error and the retry time.
-    Fail(Failure, JobEvent),
+    /// The event carries the error and the retry time. Boxed: a failure is rare, and every
+    /// write is as large as the largest kind.
+    Fail(Box<(Failure, JobEvent)>),
     Release(Release),
 }
 
@@ -60,7 +61,7 @@ impl OfJob for Write {
     fn job(&self) -> JobId {
         match self {
             Write::Complete(_, ctx, _) => ctx.id(),
-            Write::Fail(_, event) => event.id,
+            Write::Fail(failure) => failure.1.id,
             Write::Release(release) => release.job(),
         }
     }
@@ -166,7 +167,7 @@ impl Sink {
             error: report,
             retry_at,
         };
-        Write::Fail(failure, event)
+        Write::Fail(Box::new((failure, event)))
     }
 
     fn send(&self, write: Write) {
@@ -212,13 +213,27 @@ struct Batch {
 }
 
 impl Batch {
+    /// An empty batch with room for the completions among `writes`, most often all of them.
+    fn sized_for(writes: &[Write]) -> Batch {
+        let completions = writes
+            .iter()
+            .filter(|w| matches!(w, Write::Complete(..)))
+            .count();
+        Batch {
+            completions: Vec::with_capacity(completions),
+            completed: Vec::with_capacity(completions),
+            ..Batch::default()
+        }
+    }
+
     fn push(&mut self, write: Write) {
         match write {
             Write::Complete(completion, ctx, at) => {
                 self.completions.push(completion);
                 self.completed.push(Completed { ctx, at });
             }
-            Write::Fail(failure, event) => {
+            Write::Fail(failure) => {
+                let (failure, event) = *failure;
                 self.failures.push(failure);
                 self.failed.push(event);
             }
@@ -246,7 +261,7 @@ async fn flush(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Write>) {
                 Err(_) => break,
             }
         }
-        let mut batch = Batch::default();
+        let mut batch = Batch::sized_for(&received);
         for write in received.drain(..) {
             batch.push(write);
         }
@@ -379,16 +394,17 @@ fn settle<'a, T: OfJob>(
         shared.leases.remove(item.job());
     }
     match written {
-        Ok(flags) => items
-            .iter()
-            .zip(flags)
-            .filter_map(|(item, ok)| {
-                if !ok {
+        Ok(flags) => {
+            let mut accepted = Vec::with_capacity(items.len());
+            for (item, ok) in items.iter().zip(flags) {
+                if ok {
+                    accepted.push(item);
+                } else {
                     tracing::warn!(job.id = %item.job(), "write refused: the lease was lost");
                 }
-                ok.then_some(item)
-            })
-            .collect(),
+            }
+            accepted
+        }
         Err(e) => {
             // The leases lapse and the jobs run again: at least once, never lost.
             tracing::error!(error = %e, jobs = items.len(), "could not record outcomes; their leases will lapse");

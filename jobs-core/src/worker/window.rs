@@ -88,6 +88,8 @@ impl Window {
 
     /// Adds the free slots to `permits`, up to a fetch's worth.
     pub(super) fn take_free(&self, permits: &mut Vec<OwnedSemaphorePermit>) {
+        let room = MAX_FETCH.saturating_sub(permits.len());
+        permits.reserve(self.slots.available_permits().min(room));
         while permits.len() < MAX_FETCH {
             match self.slots.clone().try_acquire_owned() {
                 Ok(permit) => permits.push(permit),

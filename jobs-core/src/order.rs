@@ -1,0 +1,154 @@
+//! Keys that order jobs, made of plain integers: the ordered indexes (the memory store's, the
+//! run gate's) compare keys at every level of a B-tree on every insert, and since jobs mostly
+//! arrive at the end, each insert compares its key with every key of the nodes on its way.
+//! Integers compare in a few instructions where a timestamp's and a UUID's fields take many.
+
+use uuid::Uuid;
+
+use crate::model::{JobId, JobRecord, Timestamp};
+
+/// A job's place in the run order: its priority, then when it is due, then its id (first in,
+/// first out: ids are time-ordered).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct RunOrder {
+    priority: i16,
+    due: Moment,
+    id: Id,
+}
+
+impl RunOrder {
+    /// The place of `record`'s job.
+    pub(crate) fn of(record: &JobRecord) -> Self {
+        RunOrder {
+            priority: record.priority,
+            due: record.run_at.into(),
+            id: record.id.into(),
+        }
+    }
+
+    /// The job's id.
+    pub(crate) fn id(&self) -> JobId {
+        self.id.into()
+    }
+}
+
+/// A job keyed by a moment of its (a lease's expiry, a finish), then by its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct AtMoment {
+    at: Moment,
+    id: Id,
+}
+
+impl AtMoment {
+    /// Job `id`'s key at `at`.
+    pub(crate) fn new(at: Timestamp, id: JobId) -> Self {
+        AtMoment {
+            at: at.into(),
+            id: id.into(),
+        }
+    }
+
+    /// The first key at `at` or later.
+    pub(crate) fn first_at(at: Timestamp) -> Self {
+        AtMoment {
+            at: at.into(),
+            id: Id(0, 0),
+        }
+    }
+
+    /// Whether the key's moment is before `at`.
+    pub(crate) fn before(&self, at: Timestamp) -> bool {
+        self.at < Moment::from(at)
+    }
+
+    /// The job's id.
+    pub(crate) fn id(&self) -> JobId {
+        self.id.into()
+    }
+}
+
+/// A timestamp as whole seconds and nanoseconds since the epoch, which order as it does (a leap
+/// second's nanoseconds run past a billion, after the second's own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Moment {
+    secs: i64,
+    nanos: u32,
+}
+
+impl From<Timestamp> for Moment {
+    fn from(t: Timestamp) -> Self {
+        Moment {
+            secs: t.timestamp(),
+            nanos: t.timestamp_subsec_nanos(),
+        }
+    }
+}
+
+/// A job id as two halves, in the id's own order; halves keep keys 8-byte aligned, so a key
+/// holds no padding that a `u128` would bring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Id(u64, u64);
+
+impl From<JobId> for Id {
+    fn from(id: JobId) -> Self {
+        let (high, low) = id.0.as_u64_pair();
+        Id(high, low)
+    }
+}
+
+impl From<Id> for JobId {
+    fn from(Id(high, low): Id) -> Self {
+        JobId(Uuid::from_u64_pair(high, low))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::record;
+    use chrono::{Duration, TimeZone, Utc};
+
+    #[test]
+    fn run_order_is_priority_then_due_then_id() {
+        let now = Utc.with_ymd_and_hms(2026, 12, 5, 12, 0, 0).unwrap();
+        let mut urgent = record(0);
+        let mut early = record(5);
+        let mut late = record(5);
+        let mut later_id = record(5);
+        early.run_at = now;
+        late.run_at = now + Duration::nanoseconds(1);
+        later_id.run_at = now;
+        urgent.run_at = now + Duration::days(1);
+        later_id.id = JobId::new();
+        early.id = JobId(Uuid::from_u128(1));
+        let mut keys = [&late, &later_id, &early, &urgent].map(RunOrder::of);
+        keys.sort();
+        let ids = keys.map(|k| k.id());
+        assert_eq!(ids, [urgent.id, early.id, later_id.id, late.id]);
+    }
+
+    #[test]
+    fn ids_order_and_come_back_as_they_went_in() {
+        let (a, b) = (JobId(Uuid::from_u128(u64::MAX as u128)), JobId::new());
+        assert!(Id::from(a) < Id::from(b), "{a} before {b}");
+        assert_eq!(JobId::from(Id::from(b)), b);
+        assert_eq!(a.cmp(&b), Id::from(a).cmp(&Id::from(b)));
+    }
+
+    #[test]
+    fn moments_order_as_timestamps_across_the_epoch() {
+        let epoch = Utc.timestamp_opt(0, 0).unwrap();
+        let times = [
+            epoch - Duration::nanoseconds(1_500_000_000),
+            epoch - Duration::nanoseconds(1),
+            epoch,
+            epoch + Duration::nanoseconds(999_999_999),
+            epoch + Duration::seconds(1),
+        ];
+        for pair in times.windows(2) {
+            let (a, b) = (AtMoment::first_at(pair[0]), AtMoment::first_at(pair[1]));
+            assert!(a < b, "{} before {}", pair[0], pair[1]);
+            assert!(a.before(pair[1]) && !b.before(pair[0]));
+        }
+    }
+}
