@@ -202,11 +202,15 @@ async fn run_handler(
             None => std::future::pending().await,
         }
     };
-    // Dropping the handler's future on any other branch stops it.
+    // Dropping the handler's future on any other branch stops it. A job is cancelled when its
+    // lease is lost, and when the grace period runs out (which hands it back).
     let outcome = tokio::select! {
         biased;
-        _ = shared.hard_stop.cancelled() => Outcome::Interrupted,
-        _ = ctx.cancelled() => Outcome::Abandoned,
+        _ = ctx.cancelled() => if shared.stopped_hard() {
+            Outcome::Interrupted
+        } else {
+            Outcome::Abandoned
+        },
         _ = deadline => Outcome::Failed(JobError::of_kind(ErrorKind::Timeout, format!(
             "timed out after {}",
             humantime::format_duration(record.timeout.unwrap_or_default())

@@ -191,6 +191,13 @@ impl Leases {
         }
     }
 
+    /// Tells every held job to stop (the grace period ran out).
+    pub(super) fn stop_all(&self) {
+        for h in self.held().values() {
+            h.ctx.cancel();
+        }
+    }
+
     /// The leases held now.
     pub(super) fn snapshot(&self) -> Vec<LeaseRef> {
         self.held().values().map(|h| h.ctx.lease()).collect()

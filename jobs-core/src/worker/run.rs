@@ -1,6 +1,7 @@
 //! Running a worker: start-up, the background tasks, the fetch loop, and graceful shutdown.
 
 use std::future::Future;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -81,7 +82,7 @@ impl Worker {
             handoffs: Handoffs::default(),
             places: Places::default(),
             stopping: CancellationToken::new(),
-            hard_stop: CancellationToken::new(),
+            hard_stop: AtomicBool::new(false),
             retries: Retries::default(),
             metrics,
         });
@@ -145,7 +146,7 @@ impl Worker {
                 jobs = jobs.len(),
                 "grace period over: handing running jobs back"
             );
-            shared.hard_stop.cancel();
+            shared.stop_running();
             while jobs.join_next().await.is_some() {}
         }
         flusher.close(sink).await;

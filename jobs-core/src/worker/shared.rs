@@ -3,6 +3,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,8 +45,9 @@ pub(crate) struct Shared {
     pub places: Places,
     /// Shutdown began: fetch nothing more, hand back jobs that have not started.
     pub stopping: CancellationToken,
-    /// The grace period ran out: stop running jobs and hand them back.
-    pub hard_stop: CancellationToken,
+    /// The grace period ran out: running jobs were told to stop, and are handed back (see
+    /// [`Shared::stop_running`]).
+    pub hard_stop: AtomicBool,
     /// When recorded retries become due.
     pub retries: Retries,
     /// The metric handles of its jobs (feature `metrics`).
@@ -89,6 +91,18 @@ impl Retries {
 }
 
 impl Shared {
+    /// The grace period ran out: tells every running job to stop, through its own context, so
+    /// that no job waits on a signal shared by all of them.
+    pub(super) fn stop_running(&self) {
+        self.hard_stop.store(true, Ordering::Release);
+        self.leases.stop_all();
+    }
+
+    /// Whether the grace period ran out (see [`Shared::stop_running`]).
+    pub(super) fn stopped_hard(&self) -> bool {
+        self.hard_stop.load(Ordering::Acquire)
+    }
+
     /// Tells the store of the places its promoted jobs hold, where they changed (all of them
     /// when `again`): see [`Places::tell`].
     pub(super) async fn tell_places(&self, again: bool) {
