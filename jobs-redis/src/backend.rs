@@ -2,7 +2,7 @@
 //! modules of each group of operations.
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use jobs_core::{
@@ -110,7 +110,7 @@ impl RedisBackend {
     fn with_keys(conn: Conn, subscribers: Vec<Client>, keys: Keys) -> Self {
         let channel = keys.channel();
         let delivery_channel = keys.deliveries(&Uuid::new_v4().simple().to_string());
-        let inner = Arc::new_cyclic(|inner| {
+        let inner = Arc::new_cyclic(|inner: &Weak<Inner>| {
             let deliveries = Arc::new(Deliveries::new(inner.clone()));
             let relay: Arc<dyn Relay> = deliveries.clone();
             Inner {

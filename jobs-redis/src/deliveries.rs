@@ -10,21 +10,15 @@
 //! dead, as a fetch fails it; one lost on the way (the connection dropped) is rescued when its
 //! lease lapses, as a dead worker's jobs are.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use chrono::DateTime;
-use jobs_core::{
-    DeliveryLedger, EndDeliveriesParams, Error, Failure, Lease, LeaseRef, LeaseToken, LeasedJob,
-    Relay, Release, ReleaseParams,
-};
+use jobs_core::{DeliveryLedger, Error, Failure, Lease, LeaseRef, LeaseToken, LeasedJob, Relay};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::backend::Inner;
 use crate::leases::leased_record;
 use crate::record::{parse_id, Stored};
-use crate::scripts::SCRIPTS;
-use crate::RedisBackend;
 
 /// One message on the delivery channel.
 #[derive(Deserialize)]
@@ -48,21 +42,37 @@ struct Message {
     p: Option<String>,
 }
 
+/// Where a relay hands the jobs it hears: the backend instance whose channel it is (see
+/// `delivered.rs`).
+pub(crate) trait Recipient: Send + Sync {
+    /// Hands `job` to the subscription of `worker`, or back to the store when the worker has
+    /// none here.
+    fn take(self: Arc<Self>, worker: &str, job: LeasedJob);
+
+    /// Fails, as dead, a delivered job that does not decode.
+    fn fail(self: Arc<Self>, failure: Failure);
+}
+
 /// The relay of a backend instance's delivery channel.
 pub(crate) struct Deliveries {
-    backend: Weak<Inner>,
+    recipient: Weak<dyn Recipient>,
     /// What was heard: an offer is a delivery token's first 24 hex digits, and the rest is a
     /// delivery's index in it, from 0, so the ledger counts index + 1 (see fetch.lua).
     ledger: DeliveryLedger,
 }
 
 impl Deliveries {
-    /// The relay of the backend that `backend` will point to.
-    pub(crate) fn new(backend: Weak<Inner>) -> Self {
+    /// The relay of the instance that `recipient` will point to.
+    pub(crate) fn new(recipient: Weak<dyn Recipient>) -> Self {
         Deliveries {
-            backend,
+            recipient,
             ledger: DeliveryLedger::default(),
         }
+    }
+
+    /// What was heard, and the ends awaited, per worker.
+    pub(crate) fn ledger(&self) -> &DeliveryLedger {
+        &self.ledger
     }
 
     /// The token prefix of the last delivery to `worker` heard, and how many of that prefix
@@ -86,10 +96,9 @@ impl Deliveries {
     /// has none here, failed when it does not decode.
     fn hand(&self, message: Message, id: &str) {
         self.hear(&message.w, &message.t);
-        let Some(inner) = self.backend.upgrade() else {
+        let Some(recipient) = self.recipient.upgrade() else {
             return;
         };
-        let backend = RedisBackend::of(inner);
         let token = match u128::from_str_radix(&message.t, 16) {
             Ok(bits) => LeaseToken(Uuid::from_u128(bits)),
             Err(e) => {
@@ -98,22 +107,13 @@ impl Deliveries {
             }
         };
         match delivered_job(&message, id, token) {
-            Ok(job) => {
-                if let Some(job) = backend.wake_hub().deliver(&message.w, job) {
-                    tokio::spawn(async move { backend.hand_back(job.lease()).await });
-                }
-            }
+            Ok(job) => recipient.take(&message.w, job),
             Err(e) => {
                 let Ok(id) = parse_id(id) else {
                     tracing::warn!(job = id, error = %e, "a delivered job's id does not parse");
                     return;
                 };
-                let failure = Failure::undecodable(LeaseRef { id, token }, &e);
-                tokio::spawn(async move {
-                    backend
-                        .fail_corrupt(vec![failure], chrono::Utc::now())
-                        .await
-                });
+                recipient.fail(Failure::undecodable(LeaseRef { id, token }, &e));
             }
         }
     }
@@ -165,45 +165,4 @@ impl Relay for Deliveries {
     /// A delivery missed while away is rescued when its lease lapses (the wake-up hub, on the
     /// same connection, wakes every worker).
     fn missed(&self) {}
-}
-
-impl RedisBackend {
-    /// Withdraws `p.worker`'s offers in each of its queues and waits until the mark that
-    /// follows its last delivery of each is heard.
-    pub(crate) async fn end_deliveries_to(&self, p: EndDeliveriesParams) -> Result<(), Error> {
-        let ended = self.withdraw_and_hear(&p).await;
-        self.deliveries().ledger.forget(&p.worker);
-        ended
-    }
-
-    /// The work of [`end_deliveries_to`](Self::end_deliveries_to), which then forgets the
-    /// worker whatever came of it.
-    async fn withdraw_and_hear(&self, p: &EndDeliveriesParams) -> Result<(), Error> {
-        let mut queues = p.queues.clone();
-        queues.sort_unstable();
-        queues.dedup();
-        let ledger = &self.deliveries().ledger;
-        let mut ended = Vec::with_capacity(queues.len());
-        for queue in &queues {
-            ended.push(ledger.expect_end(&p.worker, queue));
-            let mut inv = self.timeless_invocation(&SCRIPTS.withdraw, queue);
-            inv.arg(&p.worker).arg(self.delivery_channel());
-            self.run::<i64>(&inv).await?;
-        }
-        ledger.await_ends(&p.worker, ended).await
-    }
-
-    /// Hands a delivered job whose worker stopped back to its queue, its attempt unspent.
-    async fn hand_back(&self, lease: LeaseRef) {
-        let params = ReleaseParams {
-            items: vec![Release {
-                lease,
-                run_at: None,
-            }],
-            now: chrono::Utc::now(),
-        };
-        if let Err(e) = self.release_jobs(params).await {
-            tracing::warn!(job = %lease.id, error = %e, "could not hand back a job delivered to a stopped worker; it is rescued when its lease lapses");
-        }
-    }
 }

@@ -66,6 +66,7 @@
 mod backend;
 mod catalog;
 mod connect;
+mod delivered;
 mod deliveries;
 mod enqueue;
 mod events;
