@@ -136,6 +136,24 @@ mod tests {
     }
 
     #[test]
+    fn a_leap_second_orders_within_its_minute() {
+        let day = chrono::NaiveDate::from_ymd_opt(2016, 12, 31).unwrap();
+        let at = |h, m, s, nanos| {
+            let time = chrono::NaiveTime::from_hms_nano_opt(h, m, s, nanos).unwrap();
+            Utc.from_utc_datetime(&day.and_time(time))
+        };
+        let times = [
+            at(23, 59, 59, 999_999_999),
+            at(23, 59, 59, 1_500_000_000),
+            Utc.from_utc_datetime(&day.succ_opt().unwrap().and_hms_opt(0, 0, 0).unwrap()),
+        ];
+        assert!(times.windows(2).all(|pair| pair[0] < pair[1]));
+        for pair in times.windows(2) {
+            assert!(AtMoment::first_at(pair[0]) < AtMoment::first_at(pair[1]));
+        }
+    }
+
+    #[test]
     fn moments_order_as_timestamps_across_the_epoch() {
         let epoch = Utc.timestamp_opt(0, 0).unwrap();
         let times = [

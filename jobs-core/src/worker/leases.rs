@@ -67,8 +67,11 @@ impl Leases {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Holds a fetched job, `reserved` or not.
+    /// Holds a fetched job, `reserved` or not. An earlier attempt of the job still held here
+    /// lost its lease (it lapsed, and the job was leased to this worker again): it is told to
+    /// stop, as a job whose renewal is refused is.
     pub(super) fn insert(&self, ctx: JobContext, reserved: bool) {
+        let lease = ctx.lease();
         let held = Held {
             ctx,
             reserved,
@@ -77,7 +80,10 @@ impl Leases {
             finishing: false,
             committing: false,
         };
-        self.held().insert(held.ctx.id(), held);
+        let earlier = self.held().insert(lease.id, held);
+        if let Some(earlier) = earlier.filter(|h| h.ctx.lease() != lease) {
+            earlier.ctx.cancel();
+        }
     }
 
     /// Marks job `ended`, whose attempt ended, as having handed its place to the reserved job
@@ -183,9 +189,18 @@ impl Leases {
             .collect()
     }
 
-    /// Forgets a job whose outcome was written, or given up on.
-    pub(super) fn remove(&self, id: JobId) {
-        let removed = self.held().remove(&id);
+    /// Forgets the attempt under `lease`, whose outcome was written or given up on; not a later
+    /// attempt of the same job that this worker holds now.
+    pub(super) fn remove(&self, lease: LeaseRef) {
+        let removed = {
+            let mut held = self.held();
+            let current = held.get(&lease.id).is_some_and(|h| h.ctx.lease() == lease);
+            if current {
+                held.remove(&lease.id)
+            } else {
+                None
+            }
+        };
         if removed.is_some_and(|h| h.committing) {
             self.free_one();
         }
@@ -243,6 +258,15 @@ mod tests {
 
     /// Two jobs leased from a memory store, with their contexts.
     async fn two_contexts() -> Vec<JobContext> {
+        let (any, leased) = two_leased().await;
+        leased
+            .iter()
+            .map(|j| JobContext::new(any.clone(), j))
+            .collect()
+    }
+
+    /// Two jobs leased from a memory store, and the store.
+    async fn two_leased() -> (crate::AnyBackend, Vec<crate::LeasedJob>) {
         let backend = MemoryBackend::new();
         let now = SystemClock.now();
         let jobs = (0..2u64)
@@ -268,11 +292,34 @@ mod tests {
             })
             .await
             .unwrap();
-        let any = crate::AnyBackend::new(backend);
-        leased
-            .iter()
-            .map(|j| JobContext::new(any.clone(), j))
-            .collect()
+        (crate::AnyBackend::new(backend), leased)
+    }
+
+    #[tokio::test]
+    async fn a_job_leased_again_stops_its_earlier_attempt_which_forgets_only_its_own_lease() {
+        let (any, leased) = two_leased().await;
+        let mut again = leased[0].clone();
+        again.token = crate::LeaseToken::new();
+        let earlier = JobContext::new(any.clone(), &leased[0]);
+        let later = JobContext::new(any, &again);
+        let leases = Leases::default();
+        leases.insert(earlier.clone(), false);
+        leases.insert(later.clone(), false);
+        assert!(
+            earlier.is_cancelled(),
+            "the earlier attempt's lease lapsed: it is told to stop"
+        );
+        assert!(!later.is_cancelled());
+        leases.remove(earlier.lease());
+        assert_eq!(
+            leases.snapshot(),
+            vec![later.lease()],
+            "the earlier attempt's outcome forgets its own lease only"
+        );
+        leases.stop_all();
+        assert!(later.is_cancelled(), "the grace period's end stops it");
+        leases.remove(later.lease());
+        assert!(leases.snapshot().is_empty());
     }
 
     #[tokio::test]

@@ -20,7 +20,7 @@ use crate::backoff::random_unit;
 use crate::clock;
 use crate::context::{BackendContext as _, CompletionHook, JobContext};
 use crate::error::Next;
-use crate::model::{JobId, JobRecord, Json, Timestamp};
+use crate::model::{JobRecord, Json, Timestamp};
 use crate::{Error, JobError};
 
 use crate::event::{EventKind, JobEvent};
@@ -57,12 +57,12 @@ enum Write {
     Release(Release),
 }
 
-impl OfJob for Write {
-    fn job(&self) -> JobId {
+impl OfLease for Write {
+    fn lease(&self) -> LeaseRef {
         match self {
-            Write::Complete(_, ctx, _) => ctx.id(),
-            Write::Fail(failure) => failure.1.id,
-            Write::Release(release) => release.job(),
+            Write::Complete(completion, ..) => completion.lease,
+            Write::Fail(failure) => failure.0.lease,
+            Write::Release(release) => release.lease,
         }
     }
 }
@@ -132,6 +132,7 @@ impl Sink {
         record: &JobRecord,
     ) {
         let shared = &self.shared;
+        let lease = completion.lease;
         match hook.complete(completion, shared.clock.now()).await {
             Ok(true) => {
                 shared.metrics.job(&record.queue, &record.name).completed();
@@ -142,7 +143,7 @@ impl Sink {
             Ok(false) => tracing::warn!("completion refused: the lease was lost"),
             Err(e) => tracing::error!(error = %e, "could not record completion"),
         }
-        shared.leases.remove(record.id);
+        shared.leases.remove(lease);
     }
 
     /// The failure to write: retried after the job's backoff (or the delay the handler asked
@@ -172,9 +173,9 @@ impl Sink {
 
     fn send(&self, write: Write) {
         if let Err(unsent) = self.writes.send(write) {
-            let id = unsent.0.job();
-            tracing::error!(job.id = %id, "outcome sink stopped; the lease will lapse");
-            self.shared.leases.remove(id);
+            let lease = unsent.0.lease();
+            tracing::error!(job.id = %lease.id, "outcome sink stopped; the lease will lapse");
+            self.shared.leases.remove(lease);
         }
     }
 }
@@ -207,8 +208,8 @@ impl Flusher {
 struct Batch {
     completions: Vec<Completion>,
     completed: Vec<Completed>,
-    failures: Vec<Failure>,
-    failed: Vec<JobEvent>,
+    /// Each failure with its event, which carries the error and the retry time.
+    failed: Vec<(Failure, JobEvent)>,
     releases: Vec<Release>,
 }
 
@@ -232,11 +233,7 @@ impl Batch {
                 self.completions.push(completion);
                 self.completed.push(Completed { ctx, at });
             }
-            Write::Fail(failure) => {
-                let (failure, event) = *failure;
-                self.failures.push(failure);
-                self.failed.push(event);
-            }
+            Write::Fail(failure) => self.failed.push(*failure),
             Write::Release(release) => self.releases.push(release),
         }
     }
@@ -244,7 +241,7 @@ impl Batch {
     async fn write(self, shared: &Shared) {
         shared.tell_places(false).await;
         complete(shared, self.completions, self.completed).await;
-        fail(shared, self.failures, self.failed).await;
+        fail(shared, self.failed).await;
         release(shared, self.releases).await;
     }
 }
@@ -302,20 +299,20 @@ async fn complete(shared: &Shared, items: Vec<Completion>, completed: Vec<Comple
     shared.backend.publish(accepted);
 }
 
-async fn fail(shared: &Shared, items: Vec<Failure>, events: Vec<JobEvent>) {
-    if items.is_empty() {
+async fn fail(shared: &Shared, failed: Vec<(Failure, JobEvent)>) {
+    if failed.is_empty() {
         return;
     }
     let written = with_retries(|| {
         shared.backend.fail(FailParams {
-            items: items.clone(),
+            items: failed.iter().map(|(failure, _)| failure.clone()).collect(),
             now: shared.clock.now(),
         })
     })
     .await;
     let heard = shared.backend.events_heard();
     let mut accepted = Vec::new();
-    for event in settle(shared, &events, written) {
+    for (_, event) in settle(shared, &failed, written) {
         let metrics = shared.metrics.job(&event.queue, &event.name);
         metrics.failed(event.retry_at.is_some());
         let error = event.error.as_deref().unwrap_or_default();
@@ -360,38 +357,38 @@ async fn release(shared: &Shared, items: Vec<Release>) {
     }
 }
 
-/// What a write was about: one job.
-trait OfJob {
-    fn job(&self) -> JobId;
+/// What a write was about: one attempt of a job, by its lease.
+trait OfLease {
+    fn lease(&self) -> LeaseRef;
 }
 
-impl OfJob for Completed {
-    fn job(&self) -> JobId {
-        self.ctx.id()
+impl OfLease for Completed {
+    fn lease(&self) -> LeaseRef {
+        self.ctx.lease()
     }
 }
 
-impl OfJob for JobEvent {
-    fn job(&self) -> JobId {
-        self.id
+impl OfLease for (Failure, JobEvent) {
+    fn lease(&self) -> LeaseRef {
+        self.0.lease
     }
 }
 
-impl OfJob for Release {
-    fn job(&self) -> JobId {
-        self.lease.id
+impl OfLease for Release {
+    fn lease(&self) -> LeaseRef {
+        self.lease
     }
 }
 
 /// Forgets the leases of the jobs written, and gives the items whose write the store
 /// accepted.
-fn settle<'a, T: OfJob>(
+fn settle<'a, T: OfLease>(
     shared: &Shared,
     items: &'a [T],
     written: Result<Vec<bool>, Error>,
 ) -> Vec<&'a T> {
     for item in items {
-        shared.leases.remove(item.job());
+        shared.leases.remove(item.lease());
     }
     match written {
         Ok(flags) => {
@@ -400,7 +397,7 @@ fn settle<'a, T: OfJob>(
                 if ok {
                     accepted.push(item);
                 } else {
-                    tracing::warn!(job.id = %item.job(), "write refused: the lease was lost");
+                    tracing::warn!(job.id = %item.lease().id, "write refused: the lease was lost");
                 }
             }
             accepted
