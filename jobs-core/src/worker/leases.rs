@@ -1,5 +1,6 @@
 //! The leases a worker holds: its running and prefetched jobs, each with its context.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
@@ -192,16 +193,11 @@ impl Leases {
     /// Forgets the attempt under `lease`, whose outcome was written or given up on; not a later
     /// attempt of the same job that this worker holds now.
     pub(super) fn remove(&self, lease: LeaseRef) {
-        let removed = {
-            let mut held = self.held();
-            let current = held.get(&lease.id).is_some_and(|h| h.ctx.lease() == lease);
-            if current {
-                held.remove(&lease.id)
-            } else {
-                None
-            }
+        let committing = match self.held().entry(lease.id) {
+            Entry::Occupied(held) if held.get().ctx.lease() == lease => held.remove().committing,
+            _ => false,
         };
-        if removed.is_some_and(|h| h.committing) {
+        if committing {
             self.free_one();
         }
     }
