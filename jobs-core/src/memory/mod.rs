@@ -275,8 +275,15 @@ impl Store {
     fn update<T>(&mut self, id: JobId, change: impl FnOnce(&mut JobRecord) -> T) -> Option<T> {
         let record = self.jobs.get_mut(&id)?;
         let status = record.status;
+        #[cfg(debug_assertions)]
+        let queue = record.queue.clone();
         self.idx.unlist(record);
         let out = change(record);
+        #[cfg(debug_assertions)]
+        assert_eq!(
+            queue, record.queue,
+            "an update never moves a job to another queue"
+        );
         self.idx.list(record);
         if record.status != status {
             self.idx.recount(&record.queue, status, record.status);
