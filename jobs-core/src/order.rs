@@ -1,6 +1,7 @@
 //! Keys that order jobs, made of plain integers: the ordered indexes (the memory store's, the
-//! run gate's) compare keys at every level of a B-tree on every insert, and since jobs mostly
-//! arrive at the end, each insert compares its key with every key of the nodes on its way.
+//! worker's run queue's) compare keys at every level of a B-tree on every insert, and since
+//! jobs mostly arrive at the end, each insert compares its key with every key of the nodes on
+//! its way.
 //! Integers compare in a few instructions where a timestamp's and a UUID's fields take many.
 
 use uuid::Uuid;

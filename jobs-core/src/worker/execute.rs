@@ -1,13 +1,16 @@
-//! Runs one leased job: waits for its turn (a reserved job first for a place handed on by an
-//! ended one), runs the handler (a panic is a failed attempt, not a dead worker), enforces the
-//! timeout, hands its place under its queue's limit on to a reserved job waiting for one, and
-//! hands what the attempt ended in to the sink.
+//! Runs leased jobs: a runner takes one job after another from the run queue, runs its
+//! handler (a panic is a failed attempt, not a dead worker), enforces the timeout, hands its
+//! place under its queue's limit on to a reserved job waiting for one, and hands what the
+//! attempt ended in to the sink. A reserved job first waits, in a task of its own, for a place
+//! handed on by an ended one.
 
 use std::future::Future;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{oneshot, OwnedSemaphorePermit};
+use tokio::sync::oneshot;
+use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::context::JobContext;
@@ -16,37 +19,176 @@ use crate::model::JobRecord;
 use crate::workflow::payload_of;
 use crate::JobError;
 
-use super::gate::{RunGate, RunPermit};
 use super::handoff::{Hand, Handed};
 use super::outcome::{Outcome, Sink};
+use super::run_queue::{Place, Queued, RunQueue};
 use super::shared::Shared;
 use super::unwind::{panic_message, CatchUnwind};
 
 /// How long a job of a name this worker does not run is handed back for.
 const UNKNOWN_NAME_BACKOFF: Duration = Duration::from_secs(1);
 
-/// How a leased job gets its turn to run.
-pub(crate) enum Start {
-    /// Its turn from the run gate, which admitted it.
-    Turn(oneshot::Receiver<RunPermit>),
-    /// A reserved job: once an ended job hands it its place, its turn from this gate.
-    Reserved(Handed, Arc<RunGate>),
+/// What a runner needs besides the job: the worker's shared state, the queue it takes jobs
+/// from, the sink of their outcomes, and where the tasks of jobs that wait are tracked.
+#[derive(Clone)]
+pub(crate) struct Runners {
+    pub shared: Arc<Shared>,
+    pub queue: Arc<RunQueue>,
+    pub sink: Sink,
+    pub tasks: TaskTracker,
 }
 
-/// Runs one leased job to its recorded outcome. `slot` (none for a delivered job) is held until
-/// the end, or until the handler is done and its place waits for a fetch's reserved jobs.
-///
-/// Not an `async fn`: the future of one would keep its arguments beside the running state that
-/// takes them over, and a task's future is allocated per job.
-pub(crate) fn execute(
-    shared: Arc<Shared>,
-    ctx: JobContext,
-    mut slot: Option<OwnedSemaphorePermit>,
-    start: Start,
-    sink: Sink,
-) -> impl Future<Output = ()> + Send {
-    let record = ctx.record();
-    // Named and attributed for OpenTelemetry's messaging conventions (see `crate::otel`).
+impl Runners {
+    /// Spawns one runner per place, tracked with the jobs' other tasks.
+    pub(super) fn spawn(&self) {
+        for _ in 0..self.queue.runners() {
+            self.tasks.spawn(self.clone().run());
+        }
+    }
+
+    /// Runs queued jobs one after another until the queue closes.
+    async fn run(self) {
+        while let Some((job, place)) = self.queue.next().await {
+            // A panic outside the handler (a bug of the worker's own) loses that job's outcome
+            // (its lease is handed back when the worker stops), never the runner.
+            let running = pin!(self.execute(job, place));
+            if let Err(panic) = CatchUnwind(running).await {
+                tracing::error!(error = %panic_message(&*panic), "a job's run panicked");
+            }
+        }
+    }
+
+    /// Starts queued jobs: the reserved ones wait for a place in a task each, the others are
+    /// queued. Hands back at once what the queue refuses.
+    pub(super) fn start(&self, jobs: Vec<Queued>, reserved: Vec<(Queued, Handed)>) {
+        for (job, handed) in reserved {
+            self.tasks.spawn(self.clone().wait_for_place(job, handed));
+        }
+        for job in self.queue.admit(jobs) {
+            let runners = self.clone();
+            self.tasks
+                .spawn(async move { runners.hand_back(job).await });
+        }
+    }
+
+    /// A reserved job: once an ended job hands it its place, it is queued as any other.
+    async fn wait_for_place(self, job: Queued, mut handed: Handed) {
+        let shared = &self.shared;
+        // Most often handed its place already (by a job that ended while it was fetched): no
+        // need to wait for it.
+        let now = if job.ctx.is_cancelled() {
+            None
+        } else {
+            ready(shared, &mut handed)
+        };
+        let handed = match now {
+            Some(handed) => handed.unwrap_or(false),
+            None => tokio::select! {
+                biased;
+                _ = shared.stopping.cancelled() => false,
+                _ = job.ctx.cancelled() => false,
+                handed = handed => handed.unwrap_or(false),
+            },
+        };
+        let refused = if handed {
+            self.queue.admit([job])
+        } else {
+            vec![job]
+        };
+        for job in refused {
+            self.hand_back(job).await;
+        }
+    }
+
+    /// Ends a job that never started: handed back, its attempt not spent (nothing is written
+    /// when its lease was lost meanwhile).
+    pub(super) async fn hand_back(&self, job: Queued) {
+        let outcome = if job.ctx.is_cancelled() {
+            Outcome::Abandoned
+        } else {
+            Outcome::Interrupted
+        };
+        finish(&self.shared, &job.ctx, outcome, false, &self.sink).await;
+    }
+
+    /// Runs one job whose turn came to its recorded outcome. Its window slot is held until the
+    /// end, or until the handler is done and its place waits for a fetch's reserved jobs; the
+    /// runner's place until the handler is done and the outcome needs no wait.
+    fn execute(&self, job: Queued, place: Place) -> impl Future<Output = ()> + Send + '_ {
+        let Queued { ctx, mut slot } = job;
+        let span = span_of(ctx.record());
+        async move {
+            let shared = &self.shared;
+            let record = ctx.record();
+            let outcome = run_handler(shared, record, &ctx).await;
+            let hand = if hands_on(&outcome, &ctx) {
+                shared
+                    .handoffs
+                    .hand(&record.queue, record.id, &shared.leases)
+            } else {
+                Hand::Nowhere
+            };
+            let handed = match hand {
+                Hand::Handed => true,
+                // Its handler is done: its slot goes to the next fetch, its place to the next
+                // job, while it waits for this one. Shutdown drops the fetch under way, whose
+                // answer then never comes.
+                Hand::Later(answer) => {
+                    drop((slot.take(), place));
+                    let finishing = self.clone().finish_later(ctx, outcome, answer);
+                    self.tasks.spawn(finishing.in_current_span());
+                    return;
+                }
+                Hand::Nowhere => false,
+            };
+            if matches!(outcome, Outcome::Completed(_)) && ctx.has_completion_hook() {
+                // The hook's commit is the job's own wait: the next job need not wait for it.
+                drop(place);
+                let (shared, sink) = (shared.clone(), self.sink.clone());
+                self.tasks.spawn(
+                    async move {
+                        finish(&shared, &ctx, outcome, handed, &sink).await;
+                        drop(slot);
+                    }
+                    .in_current_span(),
+                );
+                return;
+            }
+            finish(shared, &ctx, outcome, handed, &self.sink).await;
+            drop((slot, place));
+        }
+        .instrument(span)
+    }
+
+    /// Records the outcome of a job whose place waits for the reserved jobs of a fetch.
+    async fn finish_later(
+        self,
+        ctx: JobContext,
+        outcome: Outcome,
+        answer: oneshot::Receiver<bool>,
+    ) {
+        let handed = tokio::select! {
+            answer = answer => answer.unwrap_or(false),
+            _ = self.shared.stopping.cancelled() => false,
+        };
+        finish(&self.shared, &ctx, outcome, handed, &self.sink).await;
+    }
+}
+
+/// Records what a job's attempt ended in; one whose place went to no reserved job gives it up
+/// first.
+async fn finish(shared: &Shared, ctx: &JobContext, outcome: Outcome, handed: bool, sink: &Sink) {
+    if !handed {
+        let record = ctx.record();
+        shared.leases.finishing(record.id);
+        shared.handoffs.trim(&record.queue, &shared.leases);
+    }
+    sink.record(ctx, outcome).await;
+}
+
+/// The span a job runs in, named and attributed for OpenTelemetry's messaging conventions (see
+/// `crate::otel`).
+fn span_of(record: &JobRecord) -> tracing::Span {
     let span = tracing::info_span!(
         "job",
         otel.name = %format_args!("process {}", record.queue),
@@ -65,37 +207,7 @@ pub(crate) fn execute(
     if let Some(traceparent) = &record.trace_context {
         crate::otel::restore(&span, traceparent, record.attempt);
     }
-    async move {
-        let record = ctx.record();
-        let outcome = run_handler(&shared, record, &ctx, start).await;
-        let hand = if hands_on(&outcome, &ctx) {
-            shared
-                .handoffs
-                .hand(&record.queue, record.id, &shared.leases)
-        } else {
-            Hand::Nowhere
-        };
-        let handed = match hand {
-            Hand::Handed => true,
-            // Its handler is done: its slot goes to the next fetch while it waits for this one.
-            // Shutdown drops the fetch under way, whose answer then never comes.
-            Hand::Later(answer) => {
-                drop(slot.take());
-                tokio::select! {
-                    answer = answer => answer.unwrap_or(false),
-                    _ = shared.stopping.cancelled() => false,
-                }
-            }
-            Hand::Nowhere => false,
-        };
-        if !handed {
-            shared.leases.finishing(record.id);
-            shared.handoffs.trim(&record.queue, &shared.leases);
-        }
-        sink.record(&ctx, outcome).await;
-        drop(slot);
-    }
-    .instrument(span)
+    span
 }
 
 /// Whether an attempt that ended in `outcome` hands its place on: when the sink writes its
@@ -109,49 +221,7 @@ fn hands_on(outcome: &Outcome, ctx: &JobContext) -> bool {
     }
 }
 
-/// Waits for the job's turn: its permit, or the outcome that ends it unstarted.
-async fn turn(
-    shared: &Shared,
-    record: &JobRecord,
-    ctx: &JobContext,
-    start: Start,
-) -> Result<RunPermit, Outcome> {
-    let mut turn = match start {
-        Start::Turn(turn) => turn,
-        Start::Reserved(mut handed, gate) => {
-            // Most often handed its place already (by a job that ended while it was fetched):
-            // no need to wait for it.
-            let now = if ctx.is_cancelled() {
-                None
-            } else {
-                ready(shared, &mut handed)
-            };
-            let handed = match now {
-                Some(handed) => handed.unwrap_or(false),
-                None => tokio::select! {
-                    biased;
-                    _ = shared.stopping.cancelled() => false,
-                    _ = ctx.cancelled() => return Err(Outcome::Abandoned),
-                    handed = handed => handed.unwrap_or(false),
-                },
-            };
-            if !handed {
-                return Err(Outcome::Interrupted);
-            }
-            gate.admit([record]).pop().expect("one admitted")
-        }
-    };
-    if let Some(permit) = ready(shared, &mut turn) {
-        return permit.map_err(|_| Outcome::Interrupted);
-    }
-    tokio::select! {
-        biased;
-        _ = shared.stopping.cancelled() => Err(Outcome::Interrupted),
-        permit = turn => permit.map_err(|_| Outcome::Interrupted),
-    }
-}
-
-/// What `rx` holds already, unless the worker is stopping: what the `select!`s above would
+/// What `rx` holds already, unless the worker is stopping: what the `select!` above would
 /// take at once, without registering with the shared stop signal (a lock each way).
 fn ready<T>(shared: &Shared, rx: &mut oneshot::Receiver<T>) -> Option<Result<T, ()>> {
     if shared.stopping.is_cancelled() {
@@ -163,17 +233,8 @@ fn ready<T>(shared: &Shared, rx: &mut oneshot::Receiver<T>) -> Option<Result<T, 
     }
 }
 
-/// Runs the handler once its turn comes, and tells how the attempt ended.
-async fn run_handler(
-    shared: &Shared,
-    record: &JobRecord,
-    ctx: &JobContext,
-    start: Start,
-) -> Outcome {
-    let _running = match turn(shared, record, ctx, start).await {
-        Ok(permit) => permit,
-        Err(outcome) => return outcome,
-    };
+/// Runs the handler, and tells how the attempt ended.
+async fn run_handler(shared: &Shared, record: &JobRecord, ctx: &JobContext) -> Outcome {
     let Some(job_type) = shared.types.get(&record.name) else {
         // Only a backend that ignores `FetchParams::names` hands out such a job: give it back
         // without spending an attempt, for a worker that knows its name.

@@ -4,9 +4,10 @@
 //!
 //! `run` drives it all: it starts from the checks of `start`, spawns the background tasks
 //! (`renew`, `maintenance` with `rescue` and `gone`, `queue_state`, `cron`, `heartbeat`) and
-//! one task per leased job (`execute`), which hands each attempt's outcome to the one sink that
-//! writes it (`outcome`); a reserved job waits in `handoff` for an ended job's place, which
-//! `places` counts. They share `shared`, `leases`, `handoff`, `places`, `retry`, `gate` and
+//! one runner per place of its concurrency (`execute`), which take leased jobs one after another
+//! from the `run_queue` and hand each attempt's outcome to the one sink that writes it
+//! (`outcome`); a reserved job waits in `handoff` for an ended job's place, which `places`
+//! counts. They share `shared`, `leases`, `handoff`, `places`, `retry`, `run_queue` and
 //! `events`, which depend on none of them; `metrics` holds the metric handles they record
 //! through (feature `metrics`; empty without it).
 
@@ -15,7 +16,6 @@ mod cron;
 mod drain;
 mod events;
 mod execute;
-mod gate;
 mod gone;
 mod handoff;
 mod heartbeat;
@@ -31,6 +31,7 @@ mod rescue;
 mod retry;
 mod room;
 mod run;
+mod run_queue;
 mod shared;
 mod shutdown;
 mod start;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::backend::{
     Backend, EndDeliveriesParams, FetchParams, HoldParams, LeaseRef, SubscribeParams,
@@ -22,8 +23,7 @@ use crate::wake::Wakeup;
 use crate::Error;
 
 use super::config::Worker;
-use super::execute::{execute, Start};
-use super::gate::RunGate;
+use super::execute::Runners;
 use super::handoff::{Handed, Handoffs};
 use super::heartbeat::Presence;
 use super::leases::Leases;
@@ -35,6 +35,7 @@ use super::queue_state::{watch_queue_state, QueueStates, FLOW_RETRY, FLOW_RETRY_
 use super::rate::RatedStarts;
 use super::renew::keep_alive;
 use super::room::hold_off;
+use super::run_queue::{Queued, RunQueue};
 use super::shared::{Retries, Shared};
 use super::start::{plan, Periodic};
 use super::window::Window;
@@ -126,28 +127,38 @@ impl Worker {
         let (sink, flusher) = Sink::start(shared.clone());
 
         let mut states = watch_queue_state(&shared, background_stop.clone()).await;
-        let mut jobs = JoinSet::new();
-        let fetching = self.fetch_loop(&shared, &queues, &wakeup, &mut states, &mut jobs, &sink);
+        let runners = Runners {
+            shared: shared.clone(),
+            queue: RunQueue::new(self.concurrency),
+            sink,
+            tasks: TaskTracker::new(),
+        };
+        runners.spawn();
+        let fetching = self.fetch_loop(&runners, &queues, &wakeup, &mut states);
         tokio::select! {
             _ = signal => {}
             _ = fetching => {}
         }
 
         // Graceful shutdown.
-        tracing::info!(worker = %self.id, running = jobs.len(), "worker stopping");
+        tracing::info!(worker = %self.id, "worker stopping");
         shared.stopping.cancel();
+        for job in runners.queue.close() {
+            runners.hand_back(job).await;
+        }
         end_deliveries(&shared, &queues, &wakeup).await;
-        let drained = tokio::time::timeout(self.grace, async {
-            while jobs.join_next().await.is_some() {}
-        })
-        .await;
-        if drained.is_err() {
+        let Runners { sink, tasks, .. } = runners;
+        tasks.close();
+        if tokio::time::timeout(self.grace, tasks.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!(
-                jobs = jobs.len(),
+                tasks = tasks.len(),
                 "grace period over: handing running jobs back"
             );
             shared.stop_running();
-            while jobs.join_next().await.is_some() {}
+            tasks.wait().await;
         }
         flusher.close(sink).await;
         background_stop.cancel();
@@ -200,14 +211,13 @@ impl Worker {
     /// Leases jobs while there are free slots, sleeping on the backend's wake-up when idle.
     async fn fetch_loop(
         &self,
-        shared: &Arc<Shared>,
+        runners: &Runners,
         queues: &[String],
         wakeup: &Wakeup,
         states: &mut QueueStates,
-        jobs: &mut JoinSet<()>,
-        sink: &Sink,
     ) {
-        let gate = RunGate::new(self.concurrency);
+        let shared = &runners.shared;
+        let queue = &runners.queue;
         let mut window = Window::new(self.concurrency, self.prefetch);
         let mut pause = Duration::from_millis(50);
         let mut flow_retry = FLOW_RETRY;
@@ -226,7 +236,6 @@ impl Worker {
             .collect();
         known.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         loop {
-            while jobs.try_join_next().is_some() {}
             // Jobs leased straight to this worker while it was idle (see
             // `FetchParams::deliver`) take a free slot each, if there is one: it offered places
             // its handlers had idle, not slots, and a fetch that took jobs since ended the offer
@@ -235,7 +244,7 @@ impl Worker {
             if !delivered.is_empty() {
                 let held = hold(shared, delivered, None);
                 let slots = std::iter::repeat_with(|| window.try_slot());
-                start_held(shared, &gate, held, slots, jobs, sink);
+                start_held(runners, held, slots);
                 // As after a fetch: they start before the next fetch is prepared.
                 tokio::task::yield_now().await;
             }
@@ -316,7 +325,7 @@ impl Worker {
             };
             // An idle worker takes jobs straight away, as many as its handlers are idle; not
             // where limits hold jobs back, which only a fetch checks.
-            let deliver = if limited { 0 } else { gate.open_places() };
+            let deliver = if limited { 0 } else { queue.open_places() };
             let params = FetchParams {
                 known: Some(known.clone()),
                 queues: open,
@@ -332,7 +341,7 @@ impl Worker {
             let asked = permits.len();
             let (leased, failed) = match shared.backend.fetch(params).await {
                 Ok(leased) => {
-                    let (waiting, idle) = gate.backlog();
+                    let (waiting, idle) = queue.backlog();
                     window.fetched(asked, leased.len(), waiting, idle);
                     (leased, None)
                 }
@@ -375,14 +384,7 @@ impl Worker {
             if let Some(flow) = &rates {
                 rated.record(now, flow, held.contexts.iter().map(|(ctx, _)| ctx.queue()));
             }
-            start_held(
-                shared,
-                &gate,
-                held,
-                permits.into_iter().map(Some),
-                jobs,
-                sink,
-            );
+            start_held(runners, held, permits.into_iter().map(Some));
             // Let the jobs just spawned start before the next fetch is prepared and sent: on this
             // thread they would otherwise wait for it (about 35 µs of an idle worker's pickup).
             tokio::task::yield_now().await;
@@ -391,16 +393,14 @@ impl Worker {
 }
 
 /// Starts held jobs, each in its slot of `slots`: tells their start to whoever listens, then
-/// spawns each one's task, which waits for its turn.
+/// queues each one for a runner (a reserved one once a place is handed to it).
 fn start_held(
-    shared: &Arc<Shared>,
-    gate: &Arc<RunGate>,
+    runners: &Runners,
     held: Held,
     slots: impl Iterator<Item = Option<OwnedSemaphorePermit>>,
-    jobs: &mut JoinSet<()>,
-    sink: &Sink,
 ) {
     let Held { contexts, handed } = held;
+    let shared = &runners.shared;
     if shared.backend.events_heard() {
         let now = shared.clock.now();
         let started = contexts
@@ -408,18 +408,18 @@ fn start_held(
             .map(|(ctx, _)| JobEvent::of(ctx.record(), EventKind::Started, now));
         shared.backend.publish(started.collect());
     }
-    let counted = contexts.iter().filter(|(_, reserved)| !reserved);
-    let mut turns = gate.admit(counted.map(|(ctx, _)| ctx.record())).into_iter();
+    let mut jobs = Vec::with_capacity(contexts.len() - handed.len());
+    let mut reserved = Vec::with_capacity(handed.len());
     let mut handed = handed.into_iter();
-    for ((ctx, reserved), slot) in contexts.into_iter().zip(slots) {
-        let start = if reserved {
-            let handed = handed.next().expect("one per reserved job");
-            Start::Reserved(handed, gate.clone())
+    for ((ctx, is_reserved), slot) in contexts.into_iter().zip(slots) {
+        let job = Queued { ctx, slot };
+        if is_reserved {
+            reserved.push((job, handed.next().expect("one per reserved job")));
         } else {
-            Start::Turn(turns.next().expect("a turn per job admitted"))
-        };
-        jobs.spawn(execute(shared.clone(), ctx, slot, start, sink.clone()));
+            jobs.push(job);
+        }
     }
+    runners.start(jobs, reserved);
 }
 
 /// Ends the deliveries to a stopping worker, and holds the jobs delivered that did not start,

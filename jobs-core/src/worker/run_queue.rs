@@ -1,0 +1,202 @@
+//! The run queue: leased jobs wait here for one of the worker's `concurrency` runners, which
+//! take them in the job model's order (priority, then run_at, then FIFO) however the fetches
+//! that leased them happened to come back.
+//!
+//! A runner is a task that runs one job after another, so starting a job costs neither a task
+//! nor a signal of its own: the queue holds each job's context, and counts the queued jobs in a
+//! semaphore that idle runners wait on.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::context::JobContext;
+use crate::order::RunOrder;
+
+/// The jobs waiting for a runner, and how many runners have one.
+pub(crate) struct RunQueue {
+    state: Mutex<State>,
+    /// One permit per queued job; closed when the worker stops.
+    queued: Semaphore,
+    runners: usize,
+}
+
+struct State {
+    waiting: BTreeMap<RunOrder, Queued>,
+    /// Runners with a job, from taking it until it hands its place back.
+    busy: usize,
+    /// The worker stops: nothing queued from now on runs.
+    closed: bool,
+}
+
+/// A leased job waiting for its turn, with the window slot it holds (none for a delivered job
+/// that found none free).
+pub(crate) struct Queued {
+    pub ctx: JobContext,
+    pub slot: Option<OwnedSemaphorePermit>,
+}
+
+/// A runner's place, taken with a job: it frees when dropped.
+pub(crate) struct Place {
+    queue: Arc<RunQueue>,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.queue.state().busy -= 1;
+    }
+}
+
+impl RunQueue {
+    /// A queue for `runners` runners.
+    pub(super) fn new(runners: usize) -> Arc<Self> {
+        Arc::new(RunQueue {
+            state: Mutex::new(State {
+                waiting: BTreeMap::new(),
+                busy: 0,
+                closed: false,
+            }),
+            queued: Semaphore::new(0),
+            runners,
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `jobs`, the whole batch before any runner takes one, so the batch's own order
+    /// does not matter. Returns the jobs refused, to be handed back unstarted: all of them once
+    /// the queue is closed, and an earlier attempt of a job queued again (its lease lapsed and
+    /// this worker leased it anew).
+    pub(super) fn admit(&self, jobs: impl IntoIterator<Item = Queued>) -> Vec<Queued> {
+        let mut refused = Vec::new();
+        let mut state = self.state();
+        if state.closed {
+            refused.extend(jobs);
+            return refused;
+        }
+        let mut added = 0;
+        for job in jobs {
+            match state.waiting.insert(RunOrder::of(job.ctx.record()), job) {
+                Some(earlier) => refused.push(earlier),
+                None => added += 1,
+            }
+        }
+        drop(state);
+        self.queued.add_permits(added);
+        refused
+    }
+
+    /// The next job to run, and the place it holds; `None` once the queue is closed.
+    pub(super) async fn next(self: &Arc<Self>) -> Option<(Queued, Place)> {
+        loop {
+            self.queued.acquire().await.ok()?.forget();
+            let mut state = self.state();
+            if state.closed {
+                return None;
+            }
+            if let Some((_, job)) = state.waiting.pop_first() {
+                state.busy += 1;
+                return Some((
+                    job,
+                    Place {
+                        queue: self.clone(),
+                    },
+                ));
+            }
+        }
+    }
+
+    /// Closes the queue: runners take no job from now on. Returns the jobs that waited, to be
+    /// handed back unstarted.
+    pub(super) fn close(&self) -> Vec<Queued> {
+        let mut state = self.state();
+        state.closed = true;
+        self.queued.close();
+        std::mem::take(&mut state.waiting).into_values().collect()
+    }
+
+    /// How many runners take jobs from the queue.
+    pub(super) fn runners(&self) -> usize {
+        self.runners
+    }
+
+    /// How many jobs wait for a runner, and whether a runner is idle (no job to run).
+    pub(super) fn backlog(&self) -> (usize, bool) {
+        let state = self.state();
+        (state.waiting.len(), state.busy < self.runners)
+    }
+
+    /// How many jobs could start at once: the idle runners, none while jobs wait for one.
+    pub(super) fn open_places(&self) -> usize {
+        let state = self.state();
+        if state.waiting.is_empty() {
+            self.runners - state.busy
+        } else {
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::record;
+
+    #[tokio::test]
+    async fn runners_take_jobs_by_priority_not_arrival() {
+        let queue = RunQueue::new(1);
+        let (low, high) = (queued(record(10)), queued(record(0)));
+        let (low_id, high_id) = (low.ctx.record().id, high.ctx.record().id);
+        assert!(queue.admit([low, high]).is_empty());
+        assert_eq!(queue.backlog(), (2, true));
+        let (first, place) = queue.next().await.unwrap();
+        assert_eq!(first.ctx.record().id, high_id, "the urgent job runs first");
+        assert_eq!(queue.backlog(), (1, false), "its runner is busy");
+        assert_eq!(queue.open_places(), 0);
+        drop(place);
+        let (second, _place) = queue.next().await.unwrap();
+        assert_eq!(second.ctx.record().id, low_id, "then the routine one");
+    }
+
+    #[tokio::test]
+    async fn a_closed_queue_gives_back_what_waited_and_refuses_more() {
+        let queue = RunQueue::new(2);
+        assert_eq!(queue.open_places(), 2);
+        queue.admit([queued(record(1)), queued(record(2))]);
+        let waited = queue.close();
+        assert_eq!(waited.len(), 2);
+        assert!(queue.next().await.is_none(), "runners stop");
+        assert_eq!(queue.admit([queued(record(3))]).len(), 1, "refused");
+    }
+
+    #[tokio::test]
+    async fn a_job_queued_again_refuses_its_earlier_attempt() {
+        let queue = RunQueue::new(1);
+        let job = record(1);
+        assert!(queue.admit([queued(job.clone())]).is_empty());
+        let refused = queue.admit([queued(job.clone())]);
+        assert_eq!(refused.len(), 1, "the earlier attempt is handed back");
+        assert_eq!(queue.backlog(), (1, true));
+        let (_, _place) = queue.next().await.unwrap();
+        assert_eq!(queue.backlog(), (0, false));
+        assert_eq!(queue.queued.available_permits(), 0, "one permit per job");
+    }
+
+    fn queued(record: crate::model::JobRecord) -> Queued {
+        let backend = crate::AnyBackend::new(crate::MemoryBackend::new());
+        Queued {
+            ctx: JobContext::of(
+                backend,
+                crate::model::LeasedJob {
+                    record,
+                    token: crate::LeaseToken::new(),
+                    reserved: false,
+                },
+            ),
+            slot: None,
+        }
+    }
+}
