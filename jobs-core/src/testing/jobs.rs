@@ -105,6 +105,27 @@ impl Job for Panics {
     }
 }
 
+/// Its payload's decoding panics (an assertion in a `Deserialize` of the user's own).
+#[derive(Debug, Serialize)]
+pub(super) struct PanicsDecoding {}
+
+impl<'de> Deserialize<'de> for PanicsDecoding {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        panic!("undecodable")
+    }
+}
+
+impl Job for PanicsDecoding {
+    const NAME: &'static str = "conformance.panics_decoding";
+    type Output = ();
+    fn options() -> JobOptions {
+        options(1, FAST)
+    }
+    async fn run(self, _ctx: JobContext, _state: StateMap) -> Result<(), JobError> {
+        Ok(())
+    }
+}
+
 /// Reports 1 % progress once started, then sleeps `ms` milliseconds.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Sleeps {

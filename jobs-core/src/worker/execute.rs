@@ -5,15 +5,16 @@
 //! handed on by an ended one.
 
 use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
-use tokio_util::task::TaskTracker;
+use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 use tracing::Instrument;
 
-use crate::context::JobContext;
+use crate::context::{BackendContext as _, JobContext};
 use crate::error::{ErrorKind, Next};
 use crate::model::JobRecord;
 use crate::workflow::payload_of;
@@ -39,11 +40,12 @@ pub(crate) struct Runners {
 }
 
 impl Runners {
-    /// Spawns one runner per place, tracked with the jobs' other tasks.
-    pub(super) fn spawn(&self) {
-        for _ in 0..self.queue.runners() {
-            self.tasks.spawn(self.clone().run());
-        }
+    /// Spawns one runner per place, tracked with the jobs' other tasks. Dropping the handles
+    /// stops them, jobs and all, as the death of the process would.
+    pub(super) fn spawn(&self) -> Vec<AbortOnDropHandle<()>> {
+        (0..self.queue.runners())
+            .map(|_| AbortOnDropHandle::new(self.tasks.spawn(self.clone().run())))
+            .collect()
     }
 
     /// Runs queued jobs one after another until the queue closes.
@@ -108,7 +110,10 @@ impl Runners {
         } else {
             Outcome::Interrupted
         };
-        finish(&self.shared, &job.ctx, outcome, false, &self.sink).await;
+        let span = span_of(job.ctx.record());
+        finish(&self.shared, &job.ctx, outcome, false, &self.sink)
+            .instrument(span)
+            .await;
     }
 
     /// Runs one job whose turn came to its recorded outcome. Its window slot is held until the
@@ -180,7 +185,7 @@ impl Runners {
 async fn finish(shared: &Shared, ctx: &JobContext, outcome: Outcome, handed: bool, sink: &Sink) {
     if !handed {
         let record = ctx.record();
-        shared.leases.finishing(record.id);
+        shared.leases.finishing(ctx.lease());
         shared.handoffs.trim(&record.queue, &shared.leases);
     }
     sink.record(ctx, outcome).await;
@@ -252,7 +257,18 @@ async fn run_handler(shared: &Shared, record: &JobRecord, ctx: &JobContext) -> O
     };
     let metrics = shared.metrics.job(&record.queue, &record.name);
     let timer = metrics.started(shared.clock.as_ref(), record.run_at);
-    let handler = job_type.run(&payload, record.version, ctx.clone(), shared.state.clone());
+    // Decoding (and upgrading) the payload runs here, outside the handler's future: a panic
+    // in a `Deserialize` or an upgrade is a failed attempt too.
+    let built = catch_unwind(AssertUnwindSafe(|| {
+        job_type.run(&payload, record.version, ctx.clone(), shared.state.clone())
+    }));
+    let handler = match built {
+        Ok(handler) => handler,
+        Err(panic) => {
+            metrics.ran(timer);
+            return Outcome::Failed(JobError::of_kind(ErrorKind::Panic, panic_message(&*panic)));
+        }
+    };
     // Boxed, and only when there is a timeout: a timer is large, and most jobs have none.
     let limit = record
         .timeout

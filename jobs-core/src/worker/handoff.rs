@@ -133,7 +133,7 @@ impl Handoffs {
             return Hand::Nowhere;
         };
         while let Some(next) = line.waiting.pop_front() {
-            // Closed when its task ended meanwhile (its lease was lost): the next one.
+            // Closed when it stopped waiting meanwhile (its lease was lost): the next one.
             if !next.start.is_closed() {
                 leases.hand_on(ended, next.lease.id);
                 let _ = next.start.send(true);

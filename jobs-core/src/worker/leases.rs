@@ -130,8 +130,14 @@ impl Leases {
     /// A job that finishes through a completion hook keeps counting against limits until its
     /// outcome is written: its handler's writes commit only then, and a limit of one per key
     /// must not let the next job of the key read around them.
-    pub(super) fn finishing(&self, id: JobId) {
-        if let Some(held) = self.held().get_mut(&id) {
+    ///
+    /// An earlier attempt that a later one of the same job replaced (see [`Leases::insert`])
+    /// leaves the later one as it is.
+    pub(super) fn finishing(&self, lease: LeaseRef) {
+        if let Some(held) = self.held().get_mut(&lease.id) {
+            if held.ctx.lease() != lease {
+                return;
+            }
             held.finishing = true;
             held.committing = held.ctx.has_completion_hook();
             if held.committing {
@@ -306,6 +312,11 @@ mod tests {
             "the earlier attempt's lease lapsed: it is told to stop"
         );
         assert!(!later.is_cancelled());
+        leases.finishing(earlier.lease());
+        assert!(
+            leases.ended().is_empty(),
+            "the earlier attempt's end leaves the later one running"
+        );
         leases.remove(earlier.lease());
         assert_eq!(
             leases.snapshot(),
@@ -335,7 +346,7 @@ mod tests {
             leases.ended().is_empty(),
             "the ended job handed its place on"
         );
-        leases.finishing(reserved.id());
+        leases.finishing(reserved.lease());
         assert!(leases.places().is_empty(), "its place given up as it ends");
         assert!(
             leases.ended().is_empty(),
@@ -349,7 +360,7 @@ mod tests {
         let leases = Leases::default();
         leases.insert(running.clone(), false);
         leases.insert(finishing.clone(), false);
-        leases.finishing(finishing.id());
+        leases.finishing(finishing.lease());
 
         assert!(
             leases.lost(running.lease()),
@@ -384,7 +395,7 @@ mod tests {
         leases.insert(a.clone(), false);
         leases.insert(b.clone(), false);
         let mark = leases.freed_mark();
-        leases.finishing(a.id());
+        leases.finishing(a.lease());
         let wait = leases.freed_to(mark + 2);
         tokio::pin!(wait);
         assert!(
@@ -393,7 +404,7 @@ mod tests {
                 .is_err(),
             "one of two places freed: still waiting"
         );
-        leases.finishing(b.id());
+        leases.finishing(b.lease());
         tokio::time::timeout(Duration::from_secs(5), &mut wait)
             .await
             .expect("the second place freed, counted from the mark taken before the first");

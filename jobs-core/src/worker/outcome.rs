@@ -67,7 +67,7 @@ impl OfLease for Write {
     }
 }
 
-/// Where each job's task hands its outcome; cheap to clone.
+/// Where the runners hand each attempt's outcome; cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Sink {
     shared: Arc<Shared>,
@@ -182,7 +182,7 @@ impl Sink {
 
 impl Flusher {
     /// Drops the `last` sink, waits until every outcome sent is written, then hands back the
-    /// jobs still held (a job's task that ended without an outcome) without spending an attempt,
+    /// jobs still held (a job whose run ended without an outcome) without spending an attempt,
     /// and gives up the places under limits that none of them holds now.
     pub(super) async fn close(self, last: Sink) {
         let shared = last.shared.clone();

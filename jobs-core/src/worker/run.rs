@@ -133,17 +133,28 @@ impl Worker {
             sink,
             tasks: TaskTracker::new(),
         };
-        runners.spawn();
+        // Should this future be dropped instead of shut down (a caller's timeout, say), the
+        // runners stop with it, their jobs and all, as they would if the process died; the
+        // jobs' other tasks (a reserved job waiting for a place, say) end as at shutdown.
+        let _runners = runners.spawn();
+        let _stopping = shared.stopping.clone().drop_guard();
         let fetching = self.fetch_loop(&runners, &queues, &wakeup, &mut states);
         tokio::select! {
             _ = signal => {}
             _ = fetching => {}
         }
 
-        // Graceful shutdown.
-        tracing::info!(worker = %self.id, "worker stopping");
+        // Graceful shutdown. The queue closes first: no job a runner takes has started after
+        // shutdown began.
+        let waiting = runners.queue.close();
+        tracing::info!(
+            worker = %self.id,
+            held = shared.leases.snapshot().len(),
+            waiting = waiting.len(),
+            "worker stopping"
+        );
         shared.stopping.cancel();
-        for job in runners.queue.close() {
+        for job in waiting {
             runners.hand_back(job).await;
         }
         end_deliveries(&shared, &queues, &wakeup).await;
@@ -154,7 +165,7 @@ impl Worker {
             .is_err()
         {
             tracing::warn!(
-                tasks = tasks.len(),
+                jobs = shared.leases.snapshot().len(),
                 "grace period over: handing running jobs back"
             );
             shared.stop_running();
@@ -385,8 +396,9 @@ impl Worker {
                 rated.record(now, flow, held.contexts.iter().map(|(ctx, _)| ctx.queue()));
             }
             start_held(runners, held, permits.into_iter().map(Some));
-            // Let the jobs just spawned start before the next fetch is prepared and sent: on this
-            // thread they would otherwise wait for it (about 35 µs of an idle worker's pickup).
+            // Let the runners start the jobs just queued before the next fetch is prepared and
+            // sent: on this thread they would otherwise wait for it (about 35 µs of an idle
+            // worker's pickup).
             tokio::task::yield_now().await;
         }
     }

@@ -6,6 +6,7 @@
 //! nor a signal of its own: the queue holds each job's context, and counts the queued jobs in a
 //! semaphore that idle runners wait on.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -79,9 +80,17 @@ impl RunQueue {
         }
         let mut added = 0;
         for job in jobs {
-            match state.waiting.insert(RunOrder::of(job.ctx.record()), job) {
-                Some(earlier) => refused.push(earlier),
-                None => added += 1,
+            match state.waiting.entry(RunOrder::of(job.ctx.record())) {
+                Entry::Vacant(entry) => {
+                    entry.insert(job);
+                    added += 1;
+                }
+                // The later attempt stopped the earlier one (see `Leases::insert`), which may
+                // come second (a reserved job queued once handed a place).
+                Entry::Occupied(mut entry) if entry.get().ctx.is_cancelled() => {
+                    refused.push(entry.insert(job))
+                }
+                Entry::Occupied(_) => refused.push(job),
             }
         }
         drop(state);
@@ -123,10 +132,15 @@ impl RunQueue {
         self.runners
     }
 
-    /// How many jobs wait for a runner, and whether a runner is idle (no job to run).
+    /// How many jobs wait for a runner, and whether a runner is idle (no job to run). The jobs
+    /// that idle runners are about to take (just admitted, or between two jobs) do not wait.
     pub(super) fn backlog(&self) -> (usize, bool) {
         let state = self.state();
-        (state.waiting.len(), state.busy < self.runners)
+        let idle = self.runners - state.busy;
+        (
+            state.waiting.len().saturating_sub(idle),
+            state.waiting.len() < idle,
+        )
     }
 
     /// How many jobs could start at once: the idle runners, none while jobs wait for one.
@@ -143,6 +157,7 @@ impl RunQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::BackendContext as _;
     use crate::fixtures::record;
 
     #[tokio::test]
@@ -151,7 +166,11 @@ mod tests {
         let (low, high) = (queued(record(10)), queued(record(0)));
         let (low_id, high_id) = (low.ctx.record().id, high.ctx.record().id);
         assert!(queue.admit([low, high]).is_empty());
-        assert_eq!(queue.backlog(), (2, true));
+        assert_eq!(
+            queue.backlog(),
+            (1, false),
+            "the idle runner is about to take one"
+        );
         let (first, place) = queue.next().await.unwrap();
         assert_eq!(first.ctx.record().id, high_id, "the urgent job runs first");
         assert_eq!(queue.backlog(), (1, false), "its runner is busy");
@@ -159,12 +178,23 @@ mod tests {
         drop(place);
         let (second, _place) = queue.next().await.unwrap();
         assert_eq!(second.ctx.record().id, low_id, "then the routine one");
+        assert_eq!(queue.backlog(), (0, false));
+    }
+
+    #[tokio::test]
+    async fn idle_runners_are_open_places() {
+        let queue = RunQueue::new(3);
+        assert_eq!((queue.open_places(), queue.backlog()), (3, (0, true)));
+        queue.admit([queued(record(1))]);
+        assert_eq!(queue.open_places(), 0, "a job waits for a runner");
+        assert_eq!(queue.backlog(), (0, true), "which two others leave idle");
+        let (_, _place) = queue.next().await.unwrap();
+        assert_eq!((queue.open_places(), queue.backlog()), (2, (0, true)));
     }
 
     #[tokio::test]
     async fn a_closed_queue_gives_back_what_waited_and_refuses_more() {
         let queue = RunQueue::new(2);
-        assert_eq!(queue.open_places(), 2);
         queue.admit([queued(record(1)), queued(record(2))]);
         let waited = queue.close();
         assert_eq!(waited.len(), 2);
@@ -173,16 +203,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_job_queued_again_refuses_its_earlier_attempt() {
-        let queue = RunQueue::new(1);
-        let job = record(1);
-        assert!(queue.admit([queued(job.clone())]).is_empty());
-        let refused = queue.admit([queued(job.clone())]);
-        assert_eq!(refused.len(), 1, "the earlier attempt is handed back");
-        assert_eq!(queue.backlog(), (1, true));
-        let (_, _place) = queue.next().await.unwrap();
-        assert_eq!(queue.backlog(), (0, false));
-        assert_eq!(queue.queued.available_permits(), 0, "one permit per job");
+    async fn a_job_queued_again_keeps_its_later_attempt_whichever_comes_first() {
+        for later_first in [false, true] {
+            let queue = RunQueue::new(1);
+            let job = record(1);
+            let (earlier, later) = (queued(job.clone()), queued(job));
+            let (earlier_lease, later_lease) = (earlier.ctx.lease(), later.ctx.lease());
+            // As `Leases::insert` does when the later attempt is leased.
+            earlier.ctx.cancel();
+            let (first, second) = if later_first {
+                (later, earlier)
+            } else {
+                (earlier, later)
+            };
+            assert!(queue.admit([first]).is_empty());
+            let refused = queue.admit([second]);
+            assert_eq!(refused.len(), 1);
+            assert_eq!(
+                refused[0].ctx.lease(),
+                earlier_lease,
+                "the earlier is handed back"
+            );
+            let (run, _place) = queue.next().await.unwrap();
+            assert_eq!(run.ctx.lease(), later_lease, "the later runs");
+            assert_eq!(queue.queued.available_permits(), 0, "one permit per job");
+        }
     }
 
     fn queued(record: crate::model::JobRecord) -> Queued {

@@ -131,6 +131,7 @@ macro_rules! __conformance_checks {
                 worker_dead_after_max_attempts,
                 worker_fatal_error_goes_dead_at_once,
                 worker_survives_a_panicking_handler,
+                worker_survives_a_panicking_decode,
                 worker_fails_an_undeserializable_payload,
                 worker_leaves_a_job_of_an_unknown_name_waiting,
                 worker_times_out_slow_attempts,
@@ -151,6 +152,7 @@ macro_rules! __conformance_checks {
             worker::leases {
                 worker_reruns_jobs_of_a_dead_worker,
                 worker_reruns_jobs_of_a_gone_worker_at_once,
+                worker_dropped_mid_run_runs_nothing_more,
                 worker_never_runs_a_job_twice_across_two_workers,
                 worker_stops_a_cancelled_job,
             }

@@ -1,5 +1,5 @@
-//! The worker and leases: a dead worker's jobs run again, no job runs twice, a cancelled job
-//! is stopped.
+//! The worker and leases: a dead worker's jobs run again, a dropped worker runs nothing more,
+//! no job runs twice, a cancelled job is stopped.
 
 use std::time::Duration;
 
@@ -75,6 +75,40 @@ pub async fn worker_reruns_jobs_of_a_gone_worker_at_once(b: AnyBackend) {
         )
     );
     rescuer.stop().await.unwrap();
+}
+
+/// A worker dropped mid-run (its task aborted, as its process would die) stops with it: the
+/// jobs it ran are dropped unfinished, and the jobs it leased ahead never start; only a rescue
+/// runs them again, so that no two workers ever run a job at once.
+pub async fn worker_dropped_mid_run_runs_nothing_more(b: AnyBackend) {
+    let jobs = (0..12).map(|_| Sleeps { ms: 1_000 });
+    let handles = Sleeps::enqueue_many(&b, jobs).await.unwrap();
+    let started = || async {
+        let mut started = 0;
+        for handle in &handles {
+            started += usize::from(handle.record(&b).await.unwrap().progress > 0);
+        }
+        started
+    };
+    let doomed = Running::start(worker(&b).register::<Sleeps>());
+    eventually("as many jobs start as the concurrency", || async {
+        started().await == 4
+    })
+    .await;
+    assert!(
+        counts(&b).await.running > 4,
+        "more were leased ahead, waiting for their turn"
+    );
+    doomed.kill().await;
+    // Past the end of the jobs that ran: a worker that outlived its task would have finished
+    // them, and started those leased ahead.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(started().await, 4, "no job leased ahead started");
+    assert_eq!(
+        counts(&b).await.completed,
+        0,
+        "the jobs that ran never finished"
+    );
 }
 
 /// Two workers on one queue never run the same job twice.

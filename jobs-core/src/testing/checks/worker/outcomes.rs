@@ -260,6 +260,22 @@ pub async fn worker_survives_a_panicking_handler(b: AnyBackend) {
     running.stop().await.unwrap();
 }
 
+/// A panic while the payload decodes (in a `Deserialize` of the user's own, or an upgrade) is a
+/// failed attempt of kind `panic` too, its outcome written at once: the job does not stay
+/// running.
+pub async fn worker_survives_a_panicking_decode(b: AnyBackend) {
+    let running = Running::start(worker(&b).register::<PanicsDecoding>().register::<Echo>());
+    let id = PanicsDecoding {}.enqueue(&b).await.unwrap().id();
+    let r = wait_for(&b, id, "the job is dead", |r| r.status == JobStatus::Dead).await;
+    assert_eq!(
+        (r.errors[0].kind, r.errors[0].message.as_str()),
+        (ErrorKind::Panic, "handler panicked: undecodable")
+    );
+    let after = Echo { n: 4 }.enqueue(&b).await.unwrap();
+    assert_eq!(after.wait(&b).await.unwrap(), 8);
+    running.stop().await.unwrap();
+}
+
 /// A payload that no longer deserializes is a failed attempt of kind `decode` with a clear
 /// error; as no retry of the same bytes can succeed, the job is dead at once.
 pub async fn worker_fails_an_undeserializable_payload(b: AnyBackend) {
