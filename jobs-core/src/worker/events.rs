@@ -1,8 +1,11 @@
 //! The worker's hooks, told about each outcome.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::event::JobEvent;
+
+use super::unwind::panic_text;
 
 pub(crate) type Hook = Arc<dyn Fn(&JobEvent) + Send + Sync>;
 
@@ -14,8 +17,12 @@ pub(crate) struct Hooks {
     pub dead: Vec<Hook>,
 }
 
+/// Calls each of `hooks` with `event`. A hook that panics is logged, and the others are
+/// called still: a hook's bug never stops the worker writing outcomes.
 pub(crate) fn call(hooks: &[Hook], event: &JobEvent) {
     for hook in hooks {
-        hook(event);
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| hook(event))) {
+            tracing::error!(job.id = %event.id, panic = panic_text(&*panic), "a worker hook panicked");
+        }
     }
 }

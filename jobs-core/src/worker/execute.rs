@@ -24,7 +24,7 @@ use super::handoff::{Hand, Handed};
 use super::outcome::{Outcome, Sink};
 use super::run_queue::{Place, Queued, RunQueue};
 use super::shared::Shared;
-use super::unwind::{panic_message, CatchUnwind};
+use super::unwind::{panic_message, panic_text, CatchUnwind};
 
 /// How long a job of a name this worker does not run is handed back for.
 const UNKNOWN_NAME_BACKOFF: Duration = Duration::from_secs(1);
@@ -55,7 +55,7 @@ impl Runners {
             // (its lease is handed back when the worker stops), never the runner.
             let running = pin!(self.execute(job, place));
             if let Err(panic) = CatchUnwind(running).await {
-                tracing::error!(error = %panic_message(&*panic), "a job's run panicked");
+                tracing::error!(panic = panic_text(&*panic), "a job's run panicked");
             }
         }
     }

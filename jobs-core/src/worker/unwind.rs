@@ -24,12 +24,16 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
     }
 }
 
-/// The text of a panic's payload.
+/// The failure message of a handler's panic.
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    let text = payload
+    format!("handler panicked: {}", panic_text(payload))
+}
+
+/// The text of a panic's payload.
+pub(crate) fn panic_text(payload: &(dyn Any + Send)) -> &str {
+    payload
         .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string payload".to_string());
-    format!("handler panicked: {text}")
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-string payload")
 }

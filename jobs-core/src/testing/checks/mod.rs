@@ -132,6 +132,7 @@ macro_rules! __conformance_checks {
                 worker_fatal_error_goes_dead_at_once,
                 worker_survives_a_panicking_handler,
                 worker_survives_a_panicking_decode,
+                worker_survives_a_panicking_hook,
                 worker_fails_an_undeserializable_payload,
                 worker_leaves_a_job_of_an_unknown_name_waiting,
                 worker_times_out_slow_attempts,

@@ -276,6 +276,26 @@ pub async fn worker_survives_a_panicking_decode(b: AnyBackend) {
     running.stop().await.unwrap();
 }
 
+/// A worker hook that panics (`on_completed`, say) is logged: the outcomes of the jobs after
+/// it are written all the same, and the hooks after it are called.
+pub async fn worker_survives_a_panicking_hook(b: AnyBackend) {
+    let (heard, hear) = counter();
+    let w = worker(&b)
+        .register::<Echo>()
+        .on_completed(|_| panic!("hook bug"))
+        .on_completed(hear);
+    let running = Running::start(w);
+    for n in 0..3 {
+        let handle = Echo { n }.enqueue(&b).await.unwrap();
+        assert_eq!(handle.wait(&b).await.unwrap(), n * 2, "job {n} completes");
+    }
+    eventually("the next hook hears every job", || async {
+        heard.load(std::sync::atomic::Ordering::SeqCst) == 3
+    })
+    .await;
+    running.stop().await.unwrap();
+}
+
 /// A payload that no longer deserializes is a failed attempt of kind `decode` with a clear
 /// error; as no retry of the same bytes can succeed, the job is dead at once.
 pub async fn worker_fails_an_undeserializable_payload(b: AnyBackend) {
