@@ -60,16 +60,20 @@ impl Runners {
         }
     }
 
-    /// Starts queued jobs: the reserved ones wait for a place in a task each, the others are
-    /// queued. Hands back at once what the queue refuses.
-    pub(super) fn start(&self, jobs: Vec<Queued>, reserved: Vec<(Queued, Handed)>) {
-        for (job, handed) in reserved {
-            self.tasks.spawn(self.clone().wait_for_place(job, handed));
-        }
+    /// Queues `jobs` for the runners, and hands back at once what the queue refuses.
+    pub(super) fn queue_all(&self, jobs: impl IntoIterator<Item = Queued>) {
         for job in self.queue.admit(jobs) {
             let runners = self.clone();
             self.tasks
                 .spawn(async move { runners.hand_back(job).await });
+        }
+    }
+
+    /// Reserved jobs: each waits for a place in a task of its own (see
+    /// [`handoff`](super::handoff)), then is queued.
+    pub(super) fn wait_for_places(&self, reserved: Vec<(Queued, Handed)>) {
+        for (job, handed) in reserved {
+            self.tasks.spawn(self.clone().wait_for_place(job, handed));
         }
     }
 

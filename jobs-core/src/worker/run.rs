@@ -420,18 +420,22 @@ fn start_held(
             .map(|(ctx, _)| JobEvent::of(ctx.record(), EventKind::Started, now));
         shared.backend.publish(started.collect());
     }
-    let mut jobs = Vec::with_capacity(contexts.len() - handed.len());
-    let mut reserved = Vec::with_capacity(handed.len());
+    // Queued as they go by, the reserved ones set aside (none, most often).
+    let mut reserved = Vec::new();
     let mut handed = handed.into_iter();
-    for ((ctx, is_reserved), slot) in contexts.into_iter().zip(slots) {
-        let job = Queued { ctx, slot };
-        if is_reserved {
+    let jobs = contexts
+        .into_iter()
+        .zip(slots)
+        .filter_map(|((ctx, is_reserved), slot)| {
+            let job = Queued { ctx, slot };
+            if !is_reserved {
+                return Some(job);
+            }
             reserved.push((job, handed.next().expect("one per reserved job")));
-        } else {
-            jobs.push(job);
-        }
-    }
-    runners.start(jobs, reserved);
+            None
+        });
+    runners.queue_all(jobs);
+    runners.wait_for_places(reserved);
 }
 
 /// Ends the deliveries to a stopping worker, and holds the jobs delivered that did not start,
