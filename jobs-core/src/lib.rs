@@ -42,6 +42,7 @@ mod deliveries;
 mod enqueue;
 mod error;
 mod event;
+mod fast_hash;
 pub mod fates;
 mod filter;
 #[cfg(test)]

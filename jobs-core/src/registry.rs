@@ -2,7 +2,6 @@
 
 use std::any::TypeId;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -11,6 +10,7 @@ use serde_json::value::RawValue;
 use crate::catalog::JobTypeInfo;
 use crate::context::JobContext;
 use crate::error::{ErrorKind, StartProblem};
+use crate::fast_hash::HashMap;
 use crate::job::{CronSpec, Job, JobOptions};
 use crate::model::Json;
 use crate::state::{StateKey, StateMap};
@@ -182,7 +182,7 @@ pub fn registered() -> Vec<JobType> {
 pub(crate) fn index(
     types: impl IntoIterator<Item = JobType>,
 ) -> (HashMap<String, JobType>, Vec<StartProblem>) {
-    let mut by_name: HashMap<String, JobType> = HashMap::new();
+    let mut by_name: HashMap<String, JobType> = HashMap::default();
     let mut problems = Vec::new();
     for job in types {
         match by_name.get(job.name) {

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::HashMap;
+use crate::fast_hash::HashMap;
 use crate::flow::{Coalesce, QueueLimits, Rate};
 use crate::model::{JobId, JobRecord, Timestamp};
 

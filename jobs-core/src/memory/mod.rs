@@ -31,10 +31,7 @@ mod flow;
 mod reserved;
 mod steps;
 
-/// The store's hash maps: foldhash, not SipHash, for the ids and queue names that every step of
-/// every job looks up.
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
+use crate::fast_hash::{HashMap, HashSet};
 
 use flow::{Flow, Scope, Uncounted};
 use reserved::Reserved;

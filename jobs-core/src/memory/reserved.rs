@@ -3,8 +3,9 @@
 //! queue's limit that each worker's promoted jobs hold, which every limit counts (see
 //! [`Backend::hold_places`](crate::Backend::hold_places)).
 
-use super::{runs_under, HashMap, Store};
+use super::{runs_under, Store};
 use crate::backend::{FetchParams, PlacesParams};
+use crate::fast_hash::HashMap;
 use crate::model::{JobId, JobRecord, LeaseToken};
 use crate::order::RunOrder;
 

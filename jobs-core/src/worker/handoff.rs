@@ -17,12 +17,13 @@
 //! a worker reserves only then. Should none be left (the last one finished through its
 //! completion hook, or lost its lease), the reserved jobs waiting are handed back.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
 use crate::backend::LeaseRef;
+use crate::fast_hash::HashMap;
 use crate::model::JobId;
 
 use super::leases::Leases;

@@ -9,12 +9,13 @@ use tokio::sync::Notify;
 
 use crate::backend::{EndedLease, LeaseRef};
 use crate::context::{BackendContext, JobContext};
+use crate::fast_hash;
 use crate::model::JobId;
 
 /// The jobs this worker holds, each with its context (cancelled when its lease is lost).
 #[derive(Default)]
 pub(crate) struct Leases {
-    held: Mutex<HashMap<JobId, Held>>,
+    held: Mutex<fast_hash::HashMap<JobId, Held>>,
     /// How many places under limits the worker's jobs have freed so far: attempts that ended,
     /// and committing jobs whose outcomes were written.
     freed: AtomicU64,
@@ -64,7 +65,7 @@ impl Held {
 }
 
 impl Leases {
-    fn held(&self) -> MutexGuard<'_, HashMap<JobId, Held>> {
+    fn held(&self) -> MutexGuard<'_, fast_hash::HashMap<JobId, Held>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -2,7 +2,7 @@
 //! loop of its backend writes.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::any::AnyBackend;
 use crate::clock::Clock;
+use crate::fast_hash::HashMap;
 use crate::model::Timestamp;
 use crate::registry::JobType;
 use crate::state::StateMap;

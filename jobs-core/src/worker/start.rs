@@ -3,10 +3,11 @@
 //! queue that no registered job uses is only warned about, since jobs can be enqueued into any
 //! queue with `.queue(..)`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use crate::cron::Schedule;
 use crate::error::StartProblem;
+use crate::fast_hash::HashMap;
 use crate::job::CronSpec;
 use crate::presence::ScheduleInfo;
 use crate::registry::{self, JobType};

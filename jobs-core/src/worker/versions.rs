@@ -3,12 +3,11 @@
 //! [`upgrade`](crate::upgrade)), and it publishes its types, with their versions and schemas, to
 //! the store's catalog.
 
-use std::collections::HashMap;
-
 use crate::any::AnyBackend;
 use crate::backend::{Backend, PublishTypesParams, StoredVersionsParams};
 use crate::catalog::JobTypeInfo;
 use crate::error::StartProblem;
+use crate::fast_hash::HashMap;
 use crate::registry::JobType;
 use crate::upgrade::missing_step;
 use crate::Error;
