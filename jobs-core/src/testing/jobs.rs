@@ -119,7 +119,7 @@ impl Job for PanicsDecoding {
     const NAME: &'static str = "conformance.panics_decoding";
     type Output = ();
     fn options() -> JobOptions {
-        options(1, FAST)
+        options(3, FAST)
     }
     async fn run(self, _ctx: JobContext, _state: StateMap) -> Result<(), JobError> {
         Ok(())
@@ -142,6 +142,56 @@ impl Job for Sleeps {
         ctx.progress(1).await?; // started: visible to the checks
         tokio::time::sleep(Duration::from_millis(self.ms)).await;
         Ok(self.ms)
+    }
+}
+
+/// Reports 1 % progress once started, then waits until its gate opens ([`Gate::open`]).
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Gated {
+    pub gate: u64,
+}
+
+impl Job for Gated {
+    const NAME: &'static str = "conformance.gated";
+    type Output = ();
+    fn options() -> JobOptions {
+        options(1, FAST)
+    }
+    async fn run(self, ctx: JobContext, _state: StateMap) -> Result<(), JobError> {
+        ctx.progress(1).await?; // started: visible to the checks
+        let gate = Gate(self.gate).semaphore();
+        // Closed: open.
+        let _ = gate.acquire().await;
+        Ok(())
+    }
+}
+
+/// What [`Gated`] jobs wait for, one per check (checks of several backends share a process).
+pub(super) struct Gate(u64);
+
+impl Gate {
+    /// A gate of its own, shut.
+    pub(super) fn new() -> Gate {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Gate(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// A job that waits for this gate.
+    pub(super) fn job(&self) -> Gated {
+        Gated { gate: self.0 }
+    }
+
+    /// Lets every job of this gate go on, now and from now on.
+    pub(super) fn open(&self) {
+        self.semaphore().close();
+    }
+
+    fn semaphore(&self) -> Arc<tokio::sync::Semaphore> {
+        static GATES: Mutex<Option<HashMap<u64, Arc<tokio::sync::Semaphore>>>> = Mutex::new(None);
+        let mut gates = GATES.lock().unwrap_or_else(|e| e.into_inner());
+        let gate = gates.get_or_insert_with(HashMap::new).entry(self.0);
+        gate.or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(0)))
+            .clone()
     }
 }
 

@@ -199,8 +199,9 @@ impl Running {
         self.task.await.expect("worker task")
     }
 
-    /// Drops the worker mid-run, as if its process died: no shutdown, no hand-back, no last
-    /// write.
+    /// Drops the worker mid-run, as if its process died: no shutdown, no last write for the jobs
+    /// it ran or leased ahead (they wait for a rescue). Only its reserved jobs still waiting for
+    /// a place are handed back, and outcomes already decided are still written.
     pub(super) async fn kill(self) {
         self.task.abort();
         let _ = self.task.await;

@@ -133,7 +133,7 @@ impl Runners {
             let hand = if hands_on(&outcome, &ctx) {
                 shared
                     .handoffs
-                    .hand(&record.queue, record.id, &shared.leases)
+                    .hand(&record.queue, ctx.lease(), &shared.leases)
             } else {
                 Hand::Nowhere
             };
@@ -262,7 +262,8 @@ async fn run_handler(shared: &Shared, record: &JobRecord, ctx: &JobContext) -> O
     let metrics = shared.metrics.job(&record.queue, &record.name);
     let timer = metrics.started(shared.clock.as_ref(), record.run_at);
     // Decoding (and upgrading) the payload runs here, outside the handler's future: a panic
-    // in a `Deserialize` or an upgrade is a failed attempt too.
+    // in a `Deserialize` or an upgrade fails the attempt as a decode error does, for good
+    // (the same bytes would panic again).
     let built = catch_unwind(AssertUnwindSafe(|| {
         job_type.run(&payload, record.version, ctx.clone(), shared.state.clone())
     }));
@@ -270,7 +271,8 @@ async fn run_handler(shared: &Shared, record: &JobRecord, ctx: &JobContext) -> O
         Ok(handler) => handler,
         Err(panic) => {
             metrics.ran(timer);
-            return Outcome::Failed(JobError::of_kind(ErrorKind::Panic, panic_message(&*panic)));
+            let message = format!("payload decoding panicked: {}", panic_text(&*panic));
+            return Outcome::Failed(JobError::of_kind(ErrorKind::Decode, message));
         }
     };
     // Boxed, and only when there is a timeout: a timer is large, and most jobs have none.

@@ -24,7 +24,6 @@ use tokio::sync::oneshot;
 
 use crate::backend::LeaseRef;
 use crate::fast_hash::HashMap;
-use crate::model::JobId;
 
 use super::leases::Leases;
 
@@ -55,7 +54,7 @@ struct Waiting {
 }
 
 struct Donor {
-    job: JobId,
+    lease: LeaseRef,
     /// Whether a reserved job of the fetch took its place.
     next: oneshot::Sender<bool>,
 }
@@ -103,11 +102,15 @@ impl Handoffs {
             .iter()
             .map(|lease| {
                 let (start, handed) = oneshot::channel();
-                match line.donors.pop_front() {
-                    Some(donor) => {
-                        leases.hand_on(donor.job, lease.id);
+                match line.donors.front() {
+                    Some(donor) if leases.hand_on(donor.lease, *lease) => {
+                        let donor = line.donors.pop_front().expect("just seen");
                         let _ = donor.next.send(true);
                         let _ = start.send(true);
+                    }
+                    // A later attempt of its job replaced it already: handed back.
+                    Some(_) => {
+                        let _ = start.send(false);
                     }
                     None => line.waiting.push_back(Waiting {
                         lease: *lease,
@@ -126,26 +129,27 @@ impl Handoffs {
         handed
     }
 
-    /// Job `ended` of `queue` ended and would hand its place on: to the first reserved job
-    /// still waiting, else to one of the fetch under way.
-    pub(super) fn hand(&self, queue: &str, ended: JobId, leases: &Leases) -> Hand {
+    /// The attempt under `ended`, of `queue`, ended and would hand its place on: to the first
+    /// reserved job still waiting, else to one of the fetch under way.
+    pub(super) fn hand(&self, queue: &str, ended: LeaseRef, leases: &Leases) -> Hand {
         let mut queues = self.queues();
         let Some(line) = queues.get_mut(queue) else {
             return Hand::Nowhere;
         };
         while let Some(next) = line.waiting.pop_front() {
-            // Closed when it stopped waiting meanwhile (its lease was lost): the next one.
-            if !next.start.is_closed() {
-                leases.hand_on(ended, next.lease.id);
+            // Closed when it stopped waiting meanwhile (its lease was lost), not held when a
+            // later attempt of its job replaced it (handed back): the next one.
+            if !next.start.is_closed() && leases.hand_on(ended, next.lease) {
                 let _ = next.start.send(true);
                 return Hand::Handed;
             }
+            let _ = next.start.send(false);
         }
         if !line.fetching {
             return Hand::Nowhere;
         }
         let (next, answer) = oneshot::channel();
-        line.donors.push_back(Donor { job: ended, next });
+        line.donors.push_back(Donor { lease: ended, next });
         Hand::Later(answer)
     }
 

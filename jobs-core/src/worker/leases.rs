@@ -88,20 +88,25 @@ impl Leases {
         }
     }
 
-    /// Marks job `ended`, whose attempt ended, as having handed its place to the reserved job
-    /// `next`, which counts from now on: no place is freed, and `ended` is not reported as
-    /// ended (see [`Leases::finishing`]).
-    pub(super) fn hand_on(&self, ended: JobId, next: JobId) {
+    /// Marks the attempt under `ended`, which ended, as having handed its place to the reserved
+    /// attempt under `next`, which counts from now on: no place is freed, and `ended` is not
+    /// reported as ended (see [`Leases::finishing`]). Does nothing, and says so, when `next` is
+    /// no longer held under its lease (a later attempt of its job replaced it).
+    pub(super) fn hand_on(&self, ended: LeaseRef, next: LeaseRef) -> bool {
         let mut held = self.held();
-        if let Some(h) = held.get_mut(&ended) {
+        match held.get_mut(&next.id) {
+            Some(h) if h.ctx.lease() == next => {
+                h.reserved = false;
+                h.promoted = true;
+            }
+            _ => return false,
+        }
+        self.handed.store(true, SeqCst);
+        if let Some(h) = held.get_mut(&ended.id).filter(|h| h.ctx.lease() == ended) {
             h.finishing = true;
             h.handed_on = true;
         }
-        if let Some(h) = held.get_mut(&next) {
-            h.reserved = false;
-            h.promoted = true;
-            self.handed.store(true, SeqCst);
-        }
+        true
     }
 
     /// How many places under each queue's limits the promoted jobs hold (queues with none are
@@ -304,7 +309,8 @@ mod tests {
         let mut again = leased[0].clone();
         again.token = crate::LeaseToken::new();
         let earlier = JobContext::new(any.clone(), &leased[0]);
-        let later = JobContext::new(any, &again);
+        let later = JobContext::new(any.clone(), &again);
+        let other = JobContext::new(any, &leased[1]);
         let leases = Leases::default();
         leases.insert(earlier.clone(), false);
         leases.insert(later.clone(), false);
@@ -313,12 +319,19 @@ mod tests {
             "the earlier attempt's lease lapsed: it is told to stop"
         );
         assert!(!later.is_cancelled());
+        leases.insert(other.clone(), false);
+        assert!(
+            !leases.hand_on(other.lease(), earlier.lease()),
+            "no place goes to the earlier attempt"
+        );
+        assert!(leases.places().is_empty(), "nor to the later one");
         leases.finishing(earlier.lease());
         assert!(
             leases.ended().is_empty(),
             "the earlier attempt's end leaves the later one running"
         );
         leases.remove(earlier.lease());
+        leases.remove(other.lease());
         assert_eq!(
             leases.snapshot(),
             vec![later.lease()],
@@ -337,7 +350,7 @@ mod tests {
         leases.insert(counted.clone(), false);
         leases.insert(reserved.clone(), true);
         assert!(leases.places().is_empty(), "a reserved job holds no place");
-        leases.hand_on(counted.id(), reserved.id());
+        assert!(leases.hand_on(counted.lease(), reserved.lease()));
         assert_eq!(
             leases.places(),
             HashMap::from([(counted.queue().to_string(), 1)]),

@@ -134,7 +134,8 @@ impl Worker {
             tasks: TaskTracker::new(),
         };
         // Should this future be dropped instead of shut down (a caller's timeout, say), the
-        // runners stop with it, their jobs and all, as they would if the process died; the
+        // runners stop with it, their jobs and all, as they would if the process died (a
+        // handler in the middle of a poll on another thread stops once that poll returns); the
         // jobs' other tasks (a reserved job waiting for a place, say) end as at shutdown.
         let _runners = runners.spawn();
         let _stopping = shared.stopping.clone().drop_guard();
@@ -420,22 +421,22 @@ fn start_held(
             .map(|(ctx, _)| JobEvent::of(ctx.record(), EventKind::Started, now));
         shared.backend.publish(started.collect());
     }
-    // Queued as they go by, the reserved ones set aside (none, most often).
-    let mut reserved = Vec::new();
-    let mut handed = handed.into_iter();
-    let jobs = contexts
+    let jobs = contexts.into_iter().zip(slots);
+    if handed.is_empty() {
+        // No job is reserved (most often): queued as they go by.
+        runners.queue_all(jobs.map(|((ctx, _), slot)| Queued { ctx, slot }));
+        return;
+    }
+    let (reserved, jobs): (Vec<_>, Vec<_>) = jobs.partition(|((_, reserved), _)| *reserved);
+    runners.queue_all(
+        jobs.into_iter()
+            .map(|((ctx, _), slot)| Queued { ctx, slot }),
+    );
+    let reserved = reserved
         .into_iter()
-        .zip(slots)
-        .filter_map(|((ctx, is_reserved), slot)| {
-            let job = Queued { ctx, slot };
-            if !is_reserved {
-                return Some(job);
-            }
-            reserved.push((job, handed.next().expect("one per reserved job")));
-            None
-        });
-    runners.queue_all(jobs);
-    runners.wait_for_places(reserved);
+        .map(|((ctx, _), slot)| Queued { ctx, slot })
+        .zip(handed);
+    runners.wait_for_places(reserved.collect());
 }
 
 /// Ends the deliveries to a stopping worker, and holds the jobs delivered that did not start,

@@ -143,14 +143,11 @@ impl RunQueue {
         )
     }
 
-    /// How many jobs could start at once: the idle runners, none while jobs wait for one.
+    /// How many more jobs could start at once: the idle runners that no queued job is about
+    /// to take.
     pub(super) fn open_places(&self) -> usize {
         let state = self.state();
-        if state.waiting.is_empty() {
-            self.runners - state.busy
-        } else {
-            0
-        }
+        (self.runners - state.busy).saturating_sub(state.waiting.len())
     }
 }
 
@@ -186,8 +183,8 @@ mod tests {
         let queue = RunQueue::new(3);
         assert_eq!((queue.open_places(), queue.backlog()), (3, (0, true)));
         queue.admit([queued(record(1))]);
-        assert_eq!(queue.open_places(), 0, "a job waits for a runner");
-        assert_eq!(queue.backlog(), (0, true), "which two others leave idle");
+        assert_eq!(queue.open_places(), 2, "a runner is about to take it");
+        assert_eq!(queue.backlog(), (0, true), "two others stay idle");
         let (_, _place) = queue.next().await.unwrap();
         assert_eq!((queue.open_places(), queue.backlog()), (2, (0, true)));
     }

@@ -81,8 +81,10 @@ pub async fn worker_reruns_jobs_of_a_gone_worker_at_once(b: AnyBackend) {
 /// jobs it ran are dropped unfinished, and the jobs it leased ahead never start; only a rescue
 /// runs them again, so that no two workers ever run a job at once.
 pub async fn worker_dropped_mid_run_runs_nothing_more(b: AnyBackend) {
-    let jobs = (0..12).map(|_| Sleeps { ms: 1_000 });
-    let handles = Sleeps::enqueue_many(&b, jobs).await.unwrap();
+    let gate = Gate::new();
+    let handles = Gated::enqueue_many(&b, (0..12).map(|_| gate.job()))
+        .await
+        .unwrap();
     let started = || async {
         let mut started = 0;
         for handle in &handles {
@@ -90,7 +92,7 @@ pub async fn worker_dropped_mid_run_runs_nothing_more(b: AnyBackend) {
         }
         started
     };
-    let doomed = Running::start(worker(&b).register::<Sleeps>());
+    let doomed = Running::start(worker(&b).register::<Gated>());
     eventually("as many jobs start as the concurrency", || async {
         started().await == 4
     })
@@ -100,9 +102,10 @@ pub async fn worker_dropped_mid_run_runs_nothing_more(b: AnyBackend) {
         "more were leased ahead, waiting for their turn"
     );
     doomed.kill().await;
-    // Past the end of the jobs that ran: a worker that outlived its task would have finished
-    // them, and started those leased ahead.
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // A worker that outlived its task would now finish the jobs it ran, and start those it
+    // leased ahead.
+    gate.open();
+    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(started().await, 4, "no job leased ahead started");
     assert_eq!(
         counts(&b).await.completed,

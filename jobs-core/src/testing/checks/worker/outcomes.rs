@@ -260,16 +260,21 @@ pub async fn worker_survives_a_panicking_handler(b: AnyBackend) {
     running.stop().await.unwrap();
 }
 
-/// A panic while the payload decodes (in a `Deserialize` of the user's own, or an upgrade) is a
-/// failed attempt of kind `panic` too, its outcome written at once: the job does not stay
-/// running.
+/// A panic while the payload decodes (in a `Deserialize` of the user's own, or an upgrade) fails
+/// the attempt as a decode error does: the job is dead at once, its outcome written (it does
+/// not stay running), and the worker goes on.
 pub async fn worker_survives_a_panicking_decode(b: AnyBackend) {
     let running = Running::start(worker(&b).register::<PanicsDecoding>().register::<Echo>());
     let id = PanicsDecoding {}.enqueue(&b).await.unwrap().id();
     let r = wait_for(&b, id, "the job is dead", |r| r.status == JobStatus::Dead).await;
     assert_eq!(
-        (r.errors[0].kind, r.errors[0].message.as_str()),
-        (ErrorKind::Panic, "handler panicked: undecodable")
+        (r.attempt, r.errors[0].kind, r.errors[0].message.as_str()),
+        (
+            1,
+            ErrorKind::Decode,
+            "payload decoding panicked: undecodable"
+        ),
+        "one attempt of three: the same bytes would panic again"
     );
     let after = Echo { n: 4 }.enqueue(&b).await.unwrap();
     assert_eq!(after.wait(&b).await.unwrap(), 8);
