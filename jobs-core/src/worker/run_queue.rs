@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::context::JobContext;
+use crate::context::{BackendContext as _, JobContext};
 use crate::order::RunOrder;
 
 /// The jobs waiting for a runner, and how many runners have one.
@@ -90,7 +90,10 @@ impl RunQueue {
                 Entry::Occupied(mut entry) if entry.get().ctx.is_cancelled() => {
                     refused.push(entry.insert(job))
                 }
-                Entry::Occupied(_) => refused.push(job),
+                Entry::Occupied(entry) => {
+                    debug_assert!(entry.get().ctx.lease() != job.ctx.lease(), "queued twice");
+                    refused.push(job)
+                }
             }
         }
         drop(state);
@@ -154,7 +157,6 @@ impl RunQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::BackendContext as _;
     use crate::fixtures::record;
 
     #[tokio::test]
