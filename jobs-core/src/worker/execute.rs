@@ -123,14 +123,19 @@ impl Runners {
     /// Runs one job whose turn came to its recorded outcome. Its window slot is held until the
     /// end, or until the handler is done and its place waits for a fetch's reserved jobs; the
     /// runner's place until the handler is done and the outcome needs no wait.
-    fn execute(&self, job: Queued, place: Place) -> impl Future<Output = ()> + Send + '_ {
+    fn execute<'a>(
+        &'a self,
+        job: Queued,
+        place: Place<'a>,
+    ) -> impl Future<Output = ()> + Send + 'a {
         let Queued { ctx, mut slot } = job;
         let span = span_of(ctx.record());
         async move {
             let shared = &self.shared;
             let record = ctx.record();
             let outcome = run_handler(shared, record, &ctx).await;
-            let hand = if hands_on(&outcome, &ctx) {
+            let committing = matches!(outcome, Outcome::Completed(_)) && ctx.has_completion_hook();
+            let hand = if hands_on(&outcome, committing) {
                 shared
                     .handoffs
                     .hand(&record.queue, ctx.lease(), &shared.leases)
@@ -150,7 +155,7 @@ impl Runners {
                 }
                 Hand::Nowhere => false,
             };
-            if matches!(outcome, Outcome::Completed(_)) && ctx.has_completion_hook() {
+            if committing {
                 // The hook's commit is the job's own wait: the next job need not wait for it.
                 drop(place);
                 let (shared, sink) = (shared.clone(), self.sink.clone());
@@ -220,11 +225,11 @@ fn span_of(record: &JobRecord) -> tracing::Span {
 }
 
 /// Whether an attempt that ended in `outcome` hands its place on: when the sink writes its
-/// outcome (not a completion hook, whose commit must land before the place is free) and it
-/// ran (not handed back at shutdown, nor stopped for a lost lease).
-fn hands_on(outcome: &Outcome, ctx: &JobContext) -> bool {
+/// outcome (not `committing` through a completion hook, whose commit must land before the
+/// place is free) and it ran (not handed back at shutdown, nor stopped for a lost lease).
+fn hands_on(outcome: &Outcome, committing: bool) -> bool {
     match outcome {
-        Outcome::Completed(_) => !ctx.has_completion_hook(),
+        Outcome::Completed(_) => !committing,
         Outcome::Failed(_) | Outcome::Snoozed(_) => true,
         Outcome::Interrupted | Outcome::Abandoned => false,
     }

@@ -39,11 +39,11 @@ pub(crate) struct Queued {
 }
 
 /// A runner's place, taken with a job: it frees when dropped.
-pub(crate) struct Place {
-    queue: Arc<RunQueue>,
+pub(crate) struct Place<'q> {
+    queue: &'q RunQueue,
 }
 
-impl Drop for Place {
+impl Drop for Place<'_> {
     fn drop(&mut self) {
         self.queue.state().busy -= 1;
     }
@@ -102,7 +102,7 @@ impl RunQueue {
     }
 
     /// The next job to run, and the place it holds; `None` once the queue is closed.
-    pub(super) async fn next(self: &Arc<Self>) -> Option<(Queued, Place)> {
+    pub(super) async fn next(&self) -> Option<(Queued, Place<'_>)> {
         loop {
             self.queued.acquire().await.ok()?.forget();
             let mut state = self.state();
@@ -111,12 +111,7 @@ impl RunQueue {
             }
             if let Some((_, job)) = state.waiting.pop_first() {
                 state.busy += 1;
-                return Some((
-                    job,
-                    Place {
-                        queue: self.clone(),
-                    },
-                ));
+                return Some((job, Place { queue: self }));
             }
         }
     }
