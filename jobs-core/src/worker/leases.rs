@@ -17,7 +17,8 @@ use crate::model::JobId;
 pub(crate) struct Leases {
     held: Mutex<fast_hash::HashMap<JobId, Held>>,
     /// How many places under limits the worker's jobs have freed so far: attempts that ended,
-    /// and committing jobs whose outcomes were written.
+    /// and those whose outcomes were written while their leases still counted (committing, or
+    /// handed on).
     freed: AtomicU64,
     /// The count of `freed` that the waiting fetch waits for ([`Leases::freed_to`]).
     wake_at: AtomicU64,
@@ -160,8 +161,7 @@ impl Leases {
         }
     }
 
-    /// How many places under limits the worker's jobs have freed so far (attempts that ended,
-    /// committing jobs whose outcomes were written): a mark for [`Leases::freed_to`], taken
+    /// How many places under limits the worker's jobs have freed so far (see `freed`): a mark for [`Leases::freed_to`], taken
     /// before what it waits for is decided, so that a place freed meanwhile is not missed.
     pub(super) fn freed_mark(&self) -> u64 {
         self.freed.load(SeqCst)
@@ -204,12 +204,20 @@ impl Leases {
 
     /// Forgets the attempt under `lease`, whose outcome was written or given up on; not a later
     /// attempt of the same job that this worker holds now.
+    ///
+    /// An attempt whose lease the limits counted up to its outcome's write frees a place then: a
+    /// committing one, and one that handed its place on (the limits counted its lease beside the
+    /// place of the job it handed on to, both for a moment, and the fetch that found no room
+    /// while they did waits for this).
     pub(super) fn remove(&self, lease: LeaseRef) {
-        let committing = match self.held().entry(lease.id) {
-            Entry::Occupied(held) if held.get().ctx.lease() == lease => held.remove().committing,
+        let counted = match self.held().entry(lease.id) {
+            Entry::Occupied(held) if held.get().ctx.lease() == lease => {
+                let held = held.remove();
+                held.committing || held.handed_on
+            }
             _ => false,
         };
-        if committing {
+        if counted {
             self.free_one();
         }
     }
@@ -423,5 +431,38 @@ mod tests {
             .await
             .expect("the second place freed, counted from the mark taken before the first");
         assert_eq!(leases.freed_mark(), mark + 2);
+    }
+
+    /// The limits count an attempt that handed its place on by its lease until its outcome is
+    /// written: that write frees the place, as a committing job's does, and wakes a fetch that
+    /// found no room meanwhile (which would otherwise wait out its retry).
+    #[tokio::test]
+    async fn the_write_of_an_attempt_that_handed_its_place_on_frees_a_place() {
+        use std::time::Duration;
+        let [counted, reserved]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
+        let leases = Leases::default();
+        leases.insert(counted.clone(), false);
+        leases.insert(reserved.clone(), true);
+        assert!(leases.hand_on(counted.lease(), reserved.lease()));
+        leases.finishing(reserved.lease());
+        let mark = leases.freed_mark();
+        let wait = leases.freed_to(mark + 1);
+        tokio::pin!(wait);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(30), &mut wait)
+                .await
+                .is_err(),
+            "the ended job's lease still counts: nothing freed"
+        );
+        leases.remove(counted.lease());
+        tokio::time::timeout(Duration::from_secs(5), &mut wait)
+            .await
+            .expect("its outcome written: its place is free");
+        leases.remove(reserved.lease());
+        assert_eq!(
+            leases.freed_mark(),
+            mark + 1,
+            "the promoted job freed its place as it ended, not again at its write"
+        );
     }
 }
