@@ -161,8 +161,9 @@ impl Leases {
         }
     }
 
-    /// How many places under limits the worker's jobs have freed so far (see `freed`): a mark for [`Leases::freed_to`], taken
-    /// before what it waits for is decided, so that a place freed meanwhile is not missed.
+    /// How many places under limits the worker's jobs have freed so far (see `freed`): a mark
+    /// for [`Leases::freed_to`], taken before what it waits for is decided, so that a place
+    /// freed meanwhile is not missed.
     pub(super) fn freed_mark(&self) -> u64 {
         self.freed.load(SeqCst)
     }
