@@ -138,6 +138,8 @@ impl Leases {
     /// outcome is written: its handler's writes commit only then, and a limit of one per key
     /// must not let the next job of the key read around them.
     ///
+    /// A reserved job that ends unstarted (handed back) frees no place: it never held one.
+    ///
     /// An earlier attempt that a later one of the same job replaced (see [`Leases::insert`])
     /// leaves the later one as it is.
     pub(super) fn finishing(&self, lease: LeaseRef) {
@@ -146,8 +148,8 @@ impl Leases {
                 return;
             }
             held.finishing = true;
-            held.committing = held.ctx.has_completion_hook();
-            if held.committing {
+            held.committing = !held.reserved && held.ctx.has_completion_hook();
+            if held.committing || held.reserved {
                 return;
             }
         }
@@ -432,6 +434,19 @@ mod tests {
             .await
             .expect("the second place freed, counted from the mark taken before the first");
         assert_eq!(leases.freed_mark(), mark + 2);
+    }
+
+    /// A reserved job handed back unstarted never held a place: it frees none, so a fetch that
+    /// waits for room is not woken by it (it would fetch, reserve and hand back again).
+    #[tokio::test]
+    async fn a_reserved_job_handed_back_frees_no_place() {
+        let [reserved, _]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
+        let leases = Leases::default();
+        leases.insert(reserved.clone(), true);
+        let mark = leases.freed_mark();
+        leases.finishing(reserved.lease());
+        leases.remove(reserved.lease());
+        assert_eq!(leases.freed_mark(), mark, "no place freed");
     }
 
     /// The limits count an attempt that handed its place on by its lease until its outcome is

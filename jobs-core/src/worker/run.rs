@@ -236,6 +236,8 @@ impl Worker {
         let mut rated = RatedStarts::default();
         // The last hold-off ran out: fetch now, whatever the room.
         let mut held_off = false;
+        // The last fetch leased no job that counts against the limits: no room, or no job.
+        let mut roomless = false;
         // Only the names and versions this worker runs: another's job waits for a worker that
         // knows it.
         let mut known: Vec<KnownJob> = shared
@@ -330,10 +332,14 @@ impl Worker {
             };
             let now = shared.clock.now();
             let rates = limited.then(|| flow.clone());
-            let reserve = if reserving.is_some() {
-                permits.len()
-            } else {
-                0
+            // With no place held, only this fetch's own limited jobs will hand places on: the
+            // store reserves at most `reserve` more than it leases of those, so 1, the least
+            // that reserves at all. Should it find no room, that one goes back at once, and
+            // the fetches after it reserve nothing until one finds room again.
+            let reserve = match &reserving {
+                Some(queue) if shared.leases.holds_place(queue) => permits.len(),
+                Some(_) if !roomless => 1,
+                _ => 0,
             };
             // An idle worker takes jobs straight away, as many as its handlers are idle; not
             // where limits hold jobs back, which only a fetch checks.
@@ -370,8 +376,21 @@ impl Worker {
                 pause = (pause * 2).min(Duration::from_secs(5));
                 continue;
             }
-            if held.contexts.is_empty() {
-                drop(permits);
+            // A fetch that found no room may still have reserved a job, which no place can be
+            // handed to (see `Handoffs::arrived`): it goes back, and the loop waits as after an
+            // empty fetch.
+            roomless = held.contexts.iter().all(|(_, reserved)| *reserved);
+            let no_room = !held.contexts.is_empty()
+                && roomless
+                && !reserving
+                    .as_deref()
+                    .is_some_and(|queue| shared.leases.holds_place(queue));
+            if held.contexts.is_empty() || no_room {
+                if held.contexts.is_empty() {
+                    drop(permits);
+                } else {
+                    start_held(runners, held, permits.into_iter().map(Some));
+                }
                 let mut idle = shared
                     .retries
                     .idle_for(shared.clock.now(), self.poll_interval);
@@ -382,8 +401,10 @@ impl Worker {
                         idle = idle.min(opens);
                     }
                 }
+                // Without room, new jobs are no reason to fetch again (and the jobs it hands
+                // back wake the queue's workers): room is.
                 tokio::select! {
-                    _ = wakeup.wait() => {}
+                    _ = wakeup.wait(), if !no_room => {}
                     _ = shared.retries.scheduled() => {}
                     _ = states.changed() => {}
                     _ = shared.leases.freed_to(freed + 1), if limited => {}
@@ -492,7 +513,8 @@ fn hold(shared: &Shared, leased: Vec<LeasedJob>, reserving: Option<&str>) -> Hel
 
 /// The queue a fetch from `open` under `flow` reserves leases of beyond its limit (see
 /// [`handoff`](super::handoff)), if any: one queue capped by a concurrency alone, on a backend
-/// that reserves, while one of the worker's jobs of the queue holds a place it can hand on.
+/// that reserves. The worker's jobs of the queue that hold places, and the fetch's own limited
+/// ones, hand them on.
 fn reserving(shared: &Shared, open: &[String], flow: &[QueueFlow]) -> Option<String> {
     let [queue] = open else {
         return None;
@@ -500,6 +522,5 @@ fn reserving(shared: &Shared, open: &[String], flow: &[QueueFlow]) -> Option<Str
     let capped_alone = flow.iter().any(|f| {
         &f.queue == queue && f.limits.concurrency.is_some() && f.limits.rate.is_none() && !f.keyed
     });
-    (capped_alone && shared.backend.reserves() && shared.leases.holds_place(queue))
-        .then(|| queue.clone())
+    (capped_alone && shared.backend.reserves()).then(|| queue.clone())
 }

@@ -144,6 +144,7 @@ macro_rules! __conformance_checks {
             worker::flow {
                 worker_holds_a_queues_concurrency_across_workers,
                 worker_hands_places_under_a_queues_concurrency_on,
+                worker_waits_out_a_limit_another_fills,
                 worker_holds_each_keys_concurrency,
                 worker_counts_a_committing_job_until_it_is_completed,
                 worker_holds_a_queues_rate,

@@ -148,6 +148,90 @@ pub async fn worker_hands_places_under_a_queues_concurrency_on(b: AnyBackend) {
     assert_eq!(leased.len(), 2, "the stopped workers hold no place");
 }
 
+/// A worker that holds no place of a queue whose concurrency another worker fills reserves at
+/// most one lease it cannot start: it hands that back, spending no attempt, and fetches without
+/// reserving from then on, rather than leasing and handing back in a loop. Once the place is
+/// free it runs the backlog, one at a time, each job at its first attempt.
+pub async fn worker_waits_out_a_limit_another_fills(b: AnyBackend) {
+    let limits = QueueLimits::default().concurrency(1);
+    b.set_queue_limits(QUEUE, limits).await.expect("limits");
+    let jobs: Vec<Enqueue<Overlaps>> = (0..6)
+        .map(|_| {
+            Overlaps {
+                ms: 0,
+                commit_ms: 0,
+            }
+            .into()
+        })
+        .collect();
+    let handles = Overlaps::enqueue_many(&b, jobs).await.expect("enqueue");
+    let held = b
+        .fetch(FetchParams {
+            ended: Vec::new(),
+            known: None,
+            queues: vec![QUEUE.into()],
+            limit: 1,
+            worker: "holder".into(),
+            lease_for: Duration::from_secs(60),
+            now: chrono::Utc::now(),
+            flow: b.flow(FlowParams {}).await.expect("flow"),
+            reserve: 0,
+            deliver: 0,
+        })
+        .await
+        .expect("fetch");
+    assert_eq!(held.len(), 1, "another worker holds the one place");
+    let mut events = b
+        .events(EventsParams {
+            queues: vec![QUEUE.into()],
+        })
+        .await
+        .expect("subscribe");
+    let overlap = Overlap::default();
+    let running = Running::start(
+        worker(&b)
+            .concurrency(2)
+            .register::<Overlaps>()
+            .state(overlap.clone()),
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(overlap.max(), 0, "nothing ran while the place was taken");
+    let mut leased = 0;
+    // The events published so far: until none comes for a while, or far too many came.
+    let quiet = Duration::from_millis(50);
+    while leased <= 100 {
+        match tokio::time::timeout(quiet, events.recv()).await {
+            Ok(Some(Received::Event(event))) => {
+                leased += usize::from(event.kind == EventKind::Started);
+            }
+            Ok(Some(Received::Missed)) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+    assert!(
+        leased <= 1,
+        "{leased} leases in 400 ms: at most one, handed back, and then fetches that reserve none"
+    );
+    let result = serde_json::value::to_raw_value(&1u32).expect("result");
+    let done = b
+        .complete(CompleteParams {
+            items: vec![Completion {
+                lease: held[0].lease(),
+                result,
+            }],
+            now: chrono::Utc::now(),
+        })
+        .await
+        .expect("complete");
+    assert_eq!(done, vec![true], "the place is free");
+    for handle in handles {
+        let attempt = handle.wait(&b).await.expect("completed");
+        assert_eq!(attempt, 1, "a lease handed back spends no attempt");
+    }
+    running.stop().await.expect("worker");
+    assert_eq!(overlap.max(), 1, "one at a time, as the limit allows");
+}
+
 /// Jobs of one key with a concurrency of one run one at a time, though twelve slots are free.
 pub async fn worker_holds_each_keys_concurrency(b: AnyBackend) {
     let overlap = Overlap::default();
