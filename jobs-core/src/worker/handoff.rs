@@ -13,9 +13,11 @@
 //! back, and hands it to one of the fetch's reserved jobs.
 //!
 //! A job handed a place hands it on in turn when it ends, so the reserved jobs waiting in line
-//! are served one after another as long as one of the worker's jobs of the queue holds a place;
-//! a worker reserves only then. Should none be left (the last one finished through its
-//! completion hook, or lost its lease), the reserved jobs waiting are handed back.
+//! are served one after another as long as one of the worker's jobs of the queue holds a place:
+//! those it held when the fetch was sent, or the fetch's own limited jobs (a worker that holds
+//! none reserves at most one more than those, see `fetch_loop`). Should none be left (the last
+//! one finished through its completion hook, or lost its lease, or the fetch found no room),
+//! the reserved jobs waiting are handed back.
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
