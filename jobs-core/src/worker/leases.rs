@@ -18,7 +18,7 @@ pub(crate) struct Leases {
     held: Mutex<fast_hash::HashMap<JobId, Held>>,
     /// How many places under limits the worker's jobs have freed so far: attempts that ended,
     /// and those whose outcomes were written while their leases still counted (committing, or
-    /// handed on).
+    /// counted by their leases and handed on).
     freed: AtomicU64,
     /// The count of `freed` that the waiting fetch waits for ([`Leases::freed_to`]).
     wake_at: AtomicU64,
@@ -56,6 +56,12 @@ impl Held {
     /// reserved, and not ended with its place handed on).
     fn counts(&self) -> bool {
         !self.reserved && !self.handed_on && (!self.finishing || self.committing)
+    }
+
+    /// Whether it ended and handed its place on while the limits counted it by its lease (not
+    /// a promoted job, counted among the places), which they do until its outcome is written.
+    fn handed_on_by_lease(&self) -> bool {
+        self.handed_on && !self.promoted
     }
 
     /// Whether its attempt ended, its outcome not yet written, and no limit counts it by its
@@ -182,11 +188,16 @@ impl Leases {
         }
     }
 
-    /// How many held jobs of each queue still count against limits: running, prefetched, or
-    /// ended but committing.
+    /// How many held jobs of each queue the store still counts against limits: running,
+    /// prefetched, ended but committing, or ended and handed on by their leases, their
+    /// outcomes not yet written.
     pub(super) fn counted(&self) -> HashMap<String, usize> {
         let mut counted = HashMap::new();
-        for h in self.held().values().filter(|h| h.counts()) {
+        for h in self
+            .held()
+            .values()
+            .filter(|h| h.counts() || h.handed_on_by_lease())
+        {
             *counted.entry(h.ctx.queue().to_string()).or_default() += 1;
         }
         counted
@@ -209,14 +220,14 @@ impl Leases {
     /// attempt of the same job that this worker holds now.
     ///
     /// An attempt whose lease the limits counted up to its outcome's write frees a place then: a
-    /// committing one, and one that handed its place on (the limits counted its lease beside the
-    /// place of the job it handed on to, both for a moment, and the fetch that found no room
-    /// while they did waits for this).
+    /// committing one, and one that handed its place on while counted by its lease (the limits
+    /// counted that lease beside the place of the job it handed on to, both for a moment, and
+    /// the fetch that found no room while they did waits for this).
     pub(super) fn remove(&self, lease: LeaseRef) {
         let counted = match self.held().entry(lease.id) {
             Entry::Occupied(held) if held.get().ctx.lease() == lease => {
                 let held = held.remove();
-                held.committing || held.handed_on
+                held.committing || held.handed_on_by_lease()
             }
             _ => false,
         };
@@ -275,20 +286,20 @@ mod tests {
         }
     }
 
-    /// Two jobs leased from a memory store, with their contexts.
-    async fn two_contexts() -> Vec<JobContext> {
-        let (any, leased) = two_leased().await;
+    /// `n` jobs leased from a memory store, with their contexts.
+    async fn contexts(n: u64) -> Vec<JobContext> {
+        let (any, leased) = leased(n).await;
         leased
             .iter()
             .map(|j| JobContext::new(any.clone(), j))
             .collect()
     }
 
-    /// Two jobs leased from a memory store, and the store.
-    async fn two_leased() -> (crate::AnyBackend, Vec<crate::LeasedJob>) {
+    /// `n` jobs leased from a memory store, and the store.
+    async fn leased(n: u64) -> (crate::AnyBackend, Vec<crate::LeasedJob>) {
         let backend = MemoryBackend::new();
         let now = SystemClock.now();
-        let jobs = (0..2u64)
+        let jobs = (0..n)
             .map(|n| {
                 crate::enqueue::Enqueue::from(Nothing { n })
                     .to_new_job(now)
@@ -301,7 +312,7 @@ mod tests {
                 ended: Vec::new(),
                 known: None,
                 queues: vec!["default".into()],
-                limit: 2,
+                limit: n as usize,
                 worker: "w".into(),
                 lease_for: std::time::Duration::from_secs(5),
                 now,
@@ -316,7 +327,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_job_leased_again_stops_its_earlier_attempt_which_forgets_only_its_own_lease() {
-        let (any, leased) = two_leased().await;
+        let (any, leased) = leased(2).await;
         let mut again = leased[0].clone();
         again.token = crate::LeaseToken::new();
         let earlier = JobContext::new(any.clone(), &leased[0]);
@@ -356,7 +367,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_promoted_job_holds_a_place_and_is_never_reported_ended() {
-        let [counted, reserved]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
+        let [counted, reserved]: [JobContext; 2] = contexts(2).await.try_into().unwrap();
         let leases = Leases::default();
         leases.insert(counted.clone(), false);
         leases.insert(reserved.clone(), true);
@@ -381,7 +392,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_refused_renewal_stops_a_running_job_but_not_a_finishing_one() {
-        let [running, finishing]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
+        let [running, finishing]: [JobContext; 2] = contexts(2).await.try_into().unwrap();
         let leases = Leases::default();
         leases.insert(running.clone(), false);
         leases.insert(finishing.clone(), false);
@@ -415,7 +426,7 @@ mod tests {
     #[tokio::test]
     async fn a_wait_for_freed_places_resolves_once_enough_attempts_ended() {
         use std::time::Duration;
-        let [a, b]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
+        let [a, b]: [JobContext; 2] = contexts(2).await.try_into().unwrap();
         let leases = Leases::default();
         leases.insert(a.clone(), false);
         leases.insert(b.clone(), false);
@@ -440,7 +451,7 @@ mod tests {
     /// waits for room is not woken by it (it would fetch, reserve and hand back again).
     #[tokio::test]
     async fn a_reserved_job_handed_back_frees_no_place() {
-        let [reserved, _]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
+        let [reserved, _]: [JobContext; 2] = contexts(2).await.try_into().unwrap();
         let leases = Leases::default();
         leases.insert(reserved.clone(), true);
         let mark = leases.freed_mark();
@@ -455,13 +466,27 @@ mod tests {
     #[tokio::test]
     async fn the_write_of_an_attempt_that_handed_its_place_on_frees_a_place() {
         use std::time::Duration;
-        let [counted, reserved]: [JobContext; 2] = two_contexts().await.try_into().unwrap();
+        let [counted, first, reserved]: [JobContext; 3] = contexts(3).await.try_into().unwrap();
         let leases = Leases::default();
         leases.insert(counted.clone(), false);
+        leases.insert(first.clone(), true);
         leases.insert(reserved.clone(), true);
-        assert!(leases.hand_on(counted.lease(), reserved.lease()));
+        let queue = counted.queue().to_string();
+        assert!(leases.hand_on(counted.lease(), first.lease()));
+        assert!(leases.hand_on(first.lease(), reserved.lease()));
         leases.finishing(reserved.lease());
+        assert_eq!(
+            leases.counted(),
+            HashMap::from([(queue, 1)]),
+            "the store counts the first ended job by its lease until its write"
+        );
         let mark = leases.freed_mark();
+        leases.remove(first.lease());
+        assert_eq!(
+            leases.freed_mark(),
+            mark,
+            "a promoted job that handed its place on was counted among the places: nothing freed"
+        );
         let wait = leases.freed_to(mark + 1);
         tokio::pin!(wait);
         assert!(

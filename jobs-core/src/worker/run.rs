@@ -292,7 +292,14 @@ impl Worker {
             let capped = flow
                 .iter()
                 .any(|f| f.limits.concurrency.is_some() || f.keyed);
-            let reserving = reserving(shared, &open, &flow);
+            let counted = shared.leases.counted();
+            // A fetch reserves while one of the worker's jobs of the queue holds a place to hand
+            // on, or while none of its leases counts at all: its own limited jobs will. Not
+            // after a fetch that found no room (until one finds some), nor while ended jobs
+            // still count by their leases (their writes free room: it may hold off for them).
+            let holds_place = |queue: &String| shared.leases.holds_place(queue);
+            let reserving = reserving(shared, &open, &flow)
+                .filter(|queue| holds_place(queue) || (!roomless && !counted.contains_key(queue)));
             // The jobs that end from now until the fetch is back wait for its reserved ones.
             if let Some(queue) = &reserving {
                 shared.handoffs.fetching(queue);
@@ -300,7 +307,7 @@ impl Worker {
             let freed = shared.leases.freed_mark();
             // A fetch that may reserve leases beyond the limits has work to do at once.
             let wait = (capped && !held_off && reserving.is_none())
-                .then(|| hold_off(&flow, &open, &shared.leases.counted(), window.batch()))
+                .then(|| hold_off(&flow, &open, &counted, window.batch()))
                 .flatten();
             if let Some(wait) = wait {
                 drop(permits);
@@ -334,12 +341,11 @@ impl Worker {
             let rates = limited.then(|| flow.clone());
             // With no place held, only this fetch's own limited jobs will hand places on: the
             // store reserves at most `reserve` more than it leases of those, so 1, the least
-            // that reserves at all. Should it find no room, that one goes back at once, and
-            // the fetches after it reserve nothing until one finds room again.
+            // that reserves at all. Should it find no room, that one goes back at once.
             let reserve = match &reserving {
-                Some(queue) if shared.leases.holds_place(queue) => permits.len(),
-                Some(_) if !roomless => 1,
-                _ => 0,
+                Some(queue) if holds_place(queue) => permits.len(),
+                Some(_) => 1,
+                None => 0,
             };
             // An idle worker takes jobs straight away, as many as its handlers are idle; not
             // where limits hold jobs back, which only a fetch checks.
@@ -511,10 +517,9 @@ fn hold(shared: &Shared, leased: Vec<LeasedJob>, reserving: Option<&str>) -> Hel
     Held { contexts, handed }
 }
 
-/// The queue a fetch from `open` under `flow` reserves leases of beyond its limit (see
+/// The queue a fetch from `open` under `flow` may reserve leases of beyond its limit (see
 /// [`handoff`](super::handoff)), if any: one queue capped by a concurrency alone, on a backend
-/// that reserves. The worker's jobs of the queue that hold places, and the fetch's own limited
-/// ones, hand them on.
+/// that reserves.
 fn reserving(shared: &Shared, open: &[String], flow: &[QueueFlow]) -> Option<String> {
     let [queue] = open else {
         return None;
