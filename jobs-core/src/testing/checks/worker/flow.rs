@@ -130,22 +130,27 @@ pub async fn worker_hands_places_under_a_queues_concurrency_on(b: AnyBackend) {
         })
         .collect();
     Overlaps::enqueue_many(&b, more).await.expect("enqueue");
-    let leased = b
-        .fetch(FetchParams {
-            ended: Vec::new(),
-            known: None,
-            queues: vec![QUEUE.into()],
-            limit: 3,
-            worker: "after".into(),
-            lease_for: Duration::from_secs(5),
-            now: chrono::Utc::now(),
-            flow: b.flow(FlowParams {}).await.expect("flow"),
-            reserve: 0,
-            deliver: 0,
-        })
-        .await
-        .expect("fetch");
+    let leased = fetch_as(&b, "after", 3).await;
     assert_eq!(leased.len(), 2, "the stopped workers hold no place");
+}
+
+/// Up to `limit` jobs of `QUEUE` leased for a minute by a worker of id `worker` outside any
+/// running worker, within the queue's limits.
+async fn fetch_as(b: &AnyBackend, worker: &str, limit: usize) -> Vec<LeasedJob> {
+    b.fetch(FetchParams {
+        ended: Vec::new(),
+        known: None,
+        queues: vec![QUEUE.into()],
+        limit,
+        worker: worker.into(),
+        lease_for: Duration::from_secs(60),
+        now: chrono::Utc::now(),
+        flow: b.flow(FlowParams {}).await.expect("flow"),
+        reserve: 0,
+        deliver: 0,
+    })
+    .await
+    .expect("fetch")
 }
 
 /// A worker that holds no place of a queue whose concurrency another worker fills reserves at
@@ -165,21 +170,7 @@ pub async fn worker_waits_out_a_limit_another_fills(b: AnyBackend) {
         })
         .collect();
     let handles = Overlaps::enqueue_many(&b, jobs).await.expect("enqueue");
-    let held = b
-        .fetch(FetchParams {
-            ended: Vec::new(),
-            known: None,
-            queues: vec![QUEUE.into()],
-            limit: 1,
-            worker: "holder".into(),
-            lease_for: Duration::from_secs(60),
-            now: chrono::Utc::now(),
-            flow: b.flow(FlowParams {}).await.expect("flow"),
-            reserve: 0,
-            deliver: 0,
-        })
-        .await
-        .expect("fetch");
+    let held = fetch_as(&b, "holder", 1).await;
     assert_eq!(held.len(), 1, "another worker holds the one place");
     let mut events = b
         .events(EventsParams {
