@@ -120,18 +120,20 @@ pub async fn worker_hands_places_under_a_queues_concurrency_on(b: AnyBackend) {
         );
     }
 
-    let more: Vec<Enqueue<Overlaps>> = (0..3)
-        .map(|_| {
-            Overlaps {
-                ms: 0,
-                commit_ms: 0,
-            }
-            .into()
-        })
-        .collect();
-    Overlaps::enqueue_many(&b, more).await.expect("enqueue");
+    Overlaps::enqueue_many(&b, instant(3))
+        .await
+        .expect("enqueue");
     let leased = fetch_as(&b, "after", 3).await;
     assert_eq!(leased.len(), 2, "the stopped workers hold no place");
+}
+
+/// `n` [`Overlaps`] jobs that end at once.
+fn instant(n: usize) -> Vec<Enqueue<Overlaps>> {
+    let job = || Overlaps {
+        ms: 0,
+        commit_ms: 0,
+    };
+    std::iter::repeat_with(|| job().into()).take(n).collect()
 }
 
 /// Up to `limit` jobs of `QUEUE` leased for a minute by a worker of id `worker` outside any
@@ -160,16 +162,9 @@ async fn fetch_as(b: &AnyBackend, worker: &str, limit: usize) -> Vec<LeasedJob> 
 pub async fn worker_waits_out_a_limit_another_fills(b: AnyBackend) {
     let limits = QueueLimits::default().concurrency(1);
     b.set_queue_limits(QUEUE, limits).await.expect("limits");
-    let jobs: Vec<Enqueue<Overlaps>> = (0..6)
-        .map(|_| {
-            Overlaps {
-                ms: 0,
-                commit_ms: 0,
-            }
-            .into()
-        })
-        .collect();
-    let handles = Overlaps::enqueue_many(&b, jobs).await.expect("enqueue");
+    let handles = Overlaps::enqueue_many(&b, instant(6))
+        .await
+        .expect("enqueue");
     let held = fetch_as(&b, "holder", 1).await;
     assert_eq!(held.len(), 1, "another worker holds the one place");
     let mut events = b
