@@ -1,5 +1,6 @@
 //! Running a worker: start-up, the background tasks, the fetch loop, and graceful shutdown.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -292,7 +293,12 @@ impl Worker {
             let capped = flow
                 .iter()
                 .any(|f| f.limits.concurrency.is_some() || f.keyed);
-            let counted = shared.leases.counted();
+            // What the store counts of the worker's own jobs, where a limit caps the fetch.
+            let counted = if capped {
+                shared.leases.counted()
+            } else {
+                HashMap::new()
+            };
             // A fetch reserves while one of the worker's jobs of the queue holds a place to hand
             // on, or while none of its leases counts at all: its own limited jobs will. Not
             // after a fetch that found no room (until one finds some), nor while ended jobs
