@@ -104,6 +104,11 @@ impl Handoffs {
             .iter()
             .map(|lease| {
                 let (start, handed) = oneshot::channel();
+                // A donor that lost its lease meanwhile has no place to hand on.
+                while line.donors.front().is_some_and(|d| !leases.holds(d.lease)) {
+                    let donor = line.donors.pop_front().expect("just seen");
+                    let _ = donor.next.send(false);
+                }
                 match line.donors.front() {
                     Some(donor) if leases.hand_on(donor.lease, *lease) => {
                         let donor = line.donors.pop_front().expect("just seen");

@@ -97,10 +97,14 @@ impl Leases {
 
     /// Marks the attempt under `ended`, which ended, as having handed its place to the reserved
     /// attempt under `next`, which counts from now on: no place is freed, and `ended` is not
-    /// reported as ended (see [`Leases::finishing`]). Does nothing, and says so, when `next` is
-    /// no longer held under its lease (a later attempt of its job replaced it).
+    /// reported as ended (see [`Leases::finishing`]). Does nothing, and says so, when either is
+    /// no longer held under its lease: `ended` lost it (no limit counts it any more: it has no
+    /// place to hand on), or a later attempt of `next`'s job replaced it.
     pub(super) fn hand_on(&self, ended: LeaseRef, next: LeaseRef) -> bool {
         let mut held = self.held();
+        if !held.get(&ended.id).is_some_and(|h| h.ctx.lease() == ended) {
+            return false;
+        }
         match held.get_mut(&next.id) {
             Some(h) if h.ctx.lease() == next => {
                 h.reserved = false;
@@ -109,11 +113,18 @@ impl Leases {
             _ => return false,
         }
         self.handed.store(true, SeqCst);
-        if let Some(h) = held.get_mut(&ended.id).filter(|h| h.ctx.lease() == ended) {
+        if let Some(h) = held.get_mut(&ended.id) {
             h.finishing = true;
             h.handed_on = true;
         }
         true
+    }
+
+    /// Whether the attempt under `lease` is still held (its lease not lost, nor replaced).
+    pub(super) fn holds(&self, lease: LeaseRef) -> bool {
+        self.held()
+            .get(&lease.id)
+            .is_some_and(|h| h.ctx.lease() == lease)
     }
 
     /// How many places under each queue's limits the promoted jobs hold (queues with none are
@@ -445,6 +456,28 @@ mod tests {
             .await
             .expect("the second place freed, counted from the mark taken before the first");
         assert_eq!(leases.freed_mark(), mark + 2);
+    }
+
+    /// A job that lost its lease while its place waited for a fetch has no place to hand on:
+    /// the reserved job is not promoted (it would run beside the job's next attempt, one over
+    /// the limit).
+    #[tokio::test]
+    async fn a_job_that_lost_its_lease_hands_no_place_on() {
+        let [counted, reserved]: [JobContext; 2] = contexts(2).await.try_into().unwrap();
+        let leases = Leases::default();
+        leases.insert(counted.clone(), false);
+        leases.insert(reserved.clone(), true);
+        assert!(
+            leases.lost(counted.lease()),
+            "a running job loses its lease"
+        );
+        assert!(!leases.holds(counted.lease()));
+        assert!(!leases.hand_on(counted.lease(), reserved.lease()));
+        assert!(leases.places().is_empty(), "no place handed on");
+        assert!(
+            leases.holds(reserved.lease()),
+            "still waiting, to be handed back"
+        );
     }
 
     /// A reserved job handed back unstarted never held a place: it frees none, so a fetch that
