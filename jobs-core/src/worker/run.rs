@@ -303,9 +303,12 @@ impl Worker {
             // on, or while none of its leases counts at all: its own limited jobs will. Not
             // after a fetch that found no room (until one finds some), nor while ended jobs
             // still count by their leases (their writes free room: it may hold off for them).
-            let holds_place = |queue: &String| shared.leases.holds_place(queue);
-            let reserving = reserving(shared, &open, &flow)
-                .filter(|queue| holds_place(queue) || (!roomless && !counted.contains_key(queue)));
+            let capped_alone = reserving(shared, &open, &flow);
+            let holds_place = capped_alone
+                .as_ref()
+                .is_some_and(|queue| shared.leases.holds_place(queue));
+            let reserving = capped_alone
+                .filter(|queue| holds_place || (!roomless && !counted.contains_key(queue)));
             // The jobs that end from now until the fetch is back wait for its reserved ones.
             if let Some(queue) = &reserving {
                 shared.handoffs.fetching(queue);
@@ -349,7 +352,7 @@ impl Worker {
             // store reserves at most `reserve` more than it leases of those, so 1, the least
             // that reserves at all. Should it find no room, that one goes back at once.
             let reserve = match &reserving {
-                Some(queue) if holds_place(queue) => permits.len(),
+                Some(_) if holds_place => permits.len(),
                 Some(_) => 1,
                 None => 0,
             };
@@ -392,17 +395,13 @@ impl Worker {
             // handed to (see `Handoffs::arrived`): it goes back, and the loop waits as after an
             // empty fetch.
             roomless = held.contexts.iter().all(|(_, reserved)| *reserved);
-            let no_room = !held.contexts.is_empty()
-                && roomless
+            let no_room = roomless
+                && !held.contexts.is_empty()
                 && !reserving
                     .as_deref()
                     .is_some_and(|queue| shared.leases.holds_place(queue));
             if held.contexts.is_empty() || no_room {
-                if held.contexts.is_empty() {
-                    drop(permits);
-                } else {
-                    start_held(runners, held, permits.into_iter().map(Some));
-                }
+                start_held(runners, held, permits.into_iter().map(Some));
                 let mut idle = shared
                     .retries
                     .idle_for(shared.clock.now(), self.poll_interval);
@@ -446,6 +445,9 @@ fn start_held(
     slots: impl Iterator<Item = Option<OwnedSemaphorePermit>>,
 ) {
     let Held { contexts, handed } = held;
+    if contexts.is_empty() {
+        return;
+    }
     let shared = &runners.shared;
     if shared.backend.events_heard() {
         let now = shared.clock.now();
