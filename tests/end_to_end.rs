@@ -115,7 +115,7 @@ async fn typed_jobs_run_on_every_backend() {
         );
         let record = handle.record(&backend).await.unwrap();
         assert_eq!(
-            (record.status, record.progress, record.name.as_str()),
+            (record.status, record.progress, &*record.name),
             (JobStatus::Completed, 75, "e2e.greet")
         );
         assert_eq!(record.max_attempts, 2);

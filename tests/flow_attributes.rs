@@ -107,7 +107,7 @@ async fn an_enqueue_stores_the_key_limits() {
     assert_ne!(first.id(), second.id());
     let record = first.record(&backend).await.unwrap();
     assert_eq!(
-        (record.queue.as_str(), record.status),
+        (&*record.queue, record.status),
         ("flow.sync", JobStatus::Pending)
     );
     assert_eq!(

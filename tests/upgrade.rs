@@ -48,10 +48,7 @@ async fn a_job_stored_by_the_first_build_runs_upgraded_on_the_second() {
         let backend = jobs::connect(&url).await.expect("connect");
         for id in &ids {
             let stored = backend.job(id.parse().unwrap()).await.expect("stored");
-            assert_eq!(
-                (stored.name.as_str(), stored.version),
-                ("greet_customer", 1)
-            );
+            assert_eq!((&*stored.name, stored.version), ("greet_customer", 1));
         }
 
         let mut args = vec![url.clone()];

@@ -131,7 +131,7 @@ async fn view(app: &App, id: &str) -> Result<Option<(OrderView, WorkflowStatus)>
         .steps
         .iter()
         .map(|s| StepView {
-            name: s.job.name.clone(),
+            name: s.job.name.to_string(),
             role: s.role,
             job: s.job.id.to_string(),
             status: s.job.status,

@@ -238,8 +238,8 @@ pub(crate) async fn list(
     for job in &page.jobs {
         table.row(vec![
             job.id.to_string(),
-            job.name.clone(),
-            job.queue.clone(),
+            job.name.to_string(),
+            job.queue.to_string(),
             job.status.to_string(),
             format!("{}/{}", job.attempt, job.max_attempts),
             format::time(job.created_at),
@@ -281,8 +281,8 @@ fn describe(job: &JobRecord) -> String {
     );
     let fields = [
         ("id", job.id.to_string()),
-        ("name", job.name.clone()),
-        ("queue", job.queue.clone()),
+        ("name", job.name.to_string()),
+        ("queue", job.queue.to_string()),
         ("status", status),
         (
             "attempts",

@@ -46,7 +46,7 @@ fn describe(status: &WorkflowStatus) -> String {
         let job = &step.job;
         table.row(vec![
             stage(step.role),
-            job.name.clone(),
+            job.name.to_string(),
             job.status.to_string(),
             format!("{}/{}", job.attempt, job.max_attempts),
             format!("{}%", job.progress),

@@ -58,7 +58,16 @@ impl<B: Backend + ?Sized> Producer<ViaBackend> for &B {
         }
         let events: Vec<JobEvent> = jobs
             .iter()
-            .map(|job| JobEvent::new(job.id, &job.name, &job.queue, EventKind::Enqueued, 0, now))
+            .map(|job| {
+                JobEvent::new(
+                    job.id,
+                    job.name.as_str(),
+                    job.queue.as_str(),
+                    EventKind::Enqueued,
+                    0,
+                    now,
+                )
+            })
             .collect();
         let stored = self.enqueue(EnqueueParams { jobs, now }).await?;
         let new = events

@@ -64,9 +64,9 @@ pub struct JobEvent {
     /// The job.
     pub id: JobId,
     /// Its stored name.
-    pub name: String,
+    pub name: Arc<str>,
     /// Its queue.
-    pub queue: String,
+    pub queue: Arc<str>,
     /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
@@ -86,8 +86,8 @@ impl JobEvent {
     /// An event without error or retry time.
     pub fn new(
         id: JobId,
-        name: impl Into<String>,
-        queue: impl Into<String>,
+        name: impl Into<Arc<str>>,
+        queue: impl Into<Arc<str>>,
         kind: EventKind,
         attempt: u32,
         at: Timestamp,
@@ -108,8 +108,8 @@ impl JobEvent {
     pub fn of(record: &JobRecord, kind: EventKind, at: Timestamp) -> Self {
         JobEvent::new(
             record.id,
-            &record.name,
-            &record.queue,
+            record.name.clone(),
+            record.queue.clone(),
             kind,
             record.attempt,
             at,
@@ -339,7 +339,7 @@ impl EventStream {
         loop {
             match self.rx.recv().await {
                 Ok(Delivery::Event(event)) => {
-                    if self.queues.is_empty() || self.queues.contains(&event.queue) {
+                    if self.queues.is_empty() || self.queues.iter().any(|q| **q == *event.queue) {
                         return Some(Received::Event((*event).clone()));
                     }
                 }

@@ -81,9 +81,9 @@ impl JobFilter {
 
     /// Whether `job` matches: the rule every backend's query implements.
     pub fn matches(&self, job: &JobRecord) -> bool {
-        self.queue.as_ref().is_none_or(|q| &job.queue == q)
+        self.queue.as_ref().is_none_or(|q| *job.queue == **q)
             && self.status.is_none_or(|s| job.status == s)
-            && self.name.as_ref().is_none_or(|n| &job.name == n)
+            && self.name.as_ref().is_none_or(|n| *job.name == **n)
             && self.tag.as_ref().is_none_or(|t| job.tags.contains(t))
             && self.created_after.is_none_or(|at| job.created_at >= at)
             && self.created_before.is_none_or(|at| job.created_at < at)

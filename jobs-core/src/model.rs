@@ -1,6 +1,7 @@
 //! The job model shared by every backend: ids, statuses and the stored record.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -64,7 +65,7 @@ pub enum DeadReason {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
     /// The worker holding it.
-    pub worker: String,
+    pub worker: Arc<str>,
     /// The token every write must present.
     pub token: LeaseToken,
     /// When it lapses unless renewed.
@@ -164,9 +165,9 @@ pub struct JobRecord {
     /// Its id.
     pub id: JobId,
     /// The stable stored name of the job type.
-    pub name: String,
+    pub name: Arc<str>,
     /// The queue it waits in.
-    pub queue: String,
+    pub queue: Arc<str>,
     /// The arguments, as JSON.
     pub payload: Json,
     /// The payload's version.
@@ -225,8 +226,8 @@ impl JobRecord {
         let status = job.initial_status(now);
         JobRecord {
             id: job.id,
-            name: job.name,
-            queue: job.queue,
+            name: job.name.into(),
+            queue: job.queue.into(),
             payload: job.payload,
             version: job.version,
             priority: job.priority,

@@ -493,12 +493,12 @@ impl<B: Backend + ?Sized> Operations for B {
                 })
                 .await?;
             let mut of_queue: Vec<Stranded> = Vec::new();
-            for job in pending.iter().filter(|j| !known.contains(&j.name.as_str())) {
-                match of_queue.iter_mut().find(|s| s.name == job.name) {
+            for job in pending.iter().filter(|j| !known.contains(&&*j.name)) {
+                match of_queue.iter_mut().find(|s| *s.name == *job.name) {
                     Some(s) => s.jobs += 1,
                     None => of_queue.push(Stranded {
                         queue: queue.clone(),
-                        name: job.name.clone(),
+                        name: job.name.to_string(),
                         jobs: 1,
                         oldest: job.id,
                         since: job.created_at,
@@ -564,7 +564,7 @@ async fn manage_matching<B: Backend + ?Sized>(
 #[cfg(feature = "metrics")]
 async fn count_cancelled<B: Backend + ?Sized>(backend: &B, id: JobId) {
     let queue = match backend.read(ReadParams { id }).await {
-        Ok(Some(job)) => job.queue,
+        Ok(Some(job)) => job.queue.to_string(),
         _ => String::new(),
     };
     crate::metrics::count_by_queue(crate::metrics::CANCELLED, &queue, 1);

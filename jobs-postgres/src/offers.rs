@@ -147,7 +147,7 @@ fn delivered_job(message: &Message<'_>, id: JobId, token: LeaseToken) -> Result<
     record.attempt = 1;
     record.started_at = Some(record.created_at);
     record.lease = Some(Lease {
-        worker: message.w.clone(),
+        worker: message.w.as_str().into(),
         token,
         expires_at,
     });

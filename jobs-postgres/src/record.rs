@@ -27,11 +27,11 @@ pub(crate) fn record(row: &PgRow) -> Result<JobRecord, Error> {
 /// The record of job `id` from its row.
 fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
     let token: Option<Uuid> = row.try_get("lease_token").map_err(db)?;
-    let worker: Option<String> = row.try_get("lease_worker").map_err(db)?;
+    let worker: Option<&str> = row.try_get("lease_worker").map_err(db)?;
     let expires_at: Option<Timestamp> = row.try_get("lease_expires_at").map_err(db)?;
     let lease = match (worker, token, expires_at) {
         (Some(worker), Some(token), Some(expires_at)) => Some(Lease {
-            worker,
+            worker: worker.into(),
             token: LeaseToken(token),
             expires_at,
         }),
@@ -51,8 +51,8 @@ fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
     let inputs: Option<String> = row.try_get("inputs").map_err(db)?;
     Ok(JobRecord {
         id,
-        name: row.try_get("name").map_err(db)?,
-        queue: row.try_get("queue").map_err(db)?,
+        name: row.try_get::<&str, _>("name").map_err(db)?.into(),
+        queue: row.try_get::<&str, _>("queue").map_err(db)?.into(),
         payload: json(row.try_get("payload").map_err(db)?)?,
         version: payload_version(version)?,
         priority: row.try_get("priority").map_err(db)?,

@@ -134,7 +134,7 @@ fn delivered_job(message: &Message, id: &str, token: LeaseToken) -> Result<Lease
         errors: Vec::new(),
     };
     let lease = Lease {
-        worker: message.w.clone(),
+        worker: message.w.as_str().into(),
         token,
         expires_at: expires,
     };

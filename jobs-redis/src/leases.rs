@@ -7,6 +7,7 @@
 //! a token knows which queue's slot to go to.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -190,6 +191,7 @@ impl RedisBackend {
         // What the script wrote, as a read of the job would give it back.
         let started = stored_time(p.now);
         let expires = stored_time(expires);
+        let worker: Arc<str> = p.worker.as_str().into();
         let mut leased = Vec::with_capacity(rows.len());
         let mut corrupt = Vec::new();
         for (index, (id, fields, payload, errors, reserved)) in rows.into_iter().enumerate() {
@@ -201,7 +203,7 @@ impl RedisBackend {
             };
             let token = LeaseToken(Uuid::from_u128(base | index as u128));
             let lease = Lease {
-                worker: p.worker.clone(),
+                worker: worker.clone(),
                 token,
                 expires_at: expires,
             };

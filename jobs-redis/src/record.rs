@@ -478,7 +478,7 @@ impl<'a> Fields<'a> {
             .and_then(DateTime::from_timestamp_micros)
             .ok_or_else(|| bad("bad expiry".into()))?;
         Ok(Some(Lease {
-            worker: worker.to_string(),
+            worker: worker.into(),
             token,
             expires_at,
         }))
@@ -507,8 +507,8 @@ impl<'a> Fields<'a> {
             decode_meta(meta).ok_or_else(|| corrupt(self.id, format!("bad field `m`: {meta}")))?;
         Ok(JobRecord {
             id: parse_id(self.id)?,
-            name: meta.name.to_string(),
-            queue: queue.to_string(),
+            name: meta.name.into(),
+            queue: queue.into(),
             payload: self.payload(payload)?,
             version: self.opt_number("v")?.unwrap_or_else(first_version),
             priority: self.number("pr")?,
@@ -665,7 +665,7 @@ mod tests {
         assert_eq!((r.priority, r.attempt, r.max_attempts), (-3, 2, 2));
         assert_eq!(r.status, jobs_core::JobStatus::Dead);
         assert_eq!(r.payload.get(), r#"{"to":"a@b"}"#);
-        assert_eq!((r.name.as_str(), r.timeout), ("a|name", None));
+        assert_eq!((&*r.name, r.timeout), ("a|name", None));
         assert_eq!(r.backoff, Backoff::fixed(Duration::from_millis(5)));
         assert_eq!(r.errors[0].message, "first: with a colon");
         assert_eq!(r.errors[1].attempt, 2);

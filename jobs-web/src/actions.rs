@@ -47,7 +47,7 @@ pub(crate) fn routes() -> Router<Ctx> {
 /// status.
 fn list_of(job: &JobRecord) -> (&'static str, FilterForm) {
     let form = FilterForm {
-        queue: Some(job.queue.clone()),
+        queue: Some(job.queue.to_string()),
         ..FilterForm::default()
     };
     match job.status {

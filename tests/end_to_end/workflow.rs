@@ -91,7 +91,7 @@ async fn workflows_run_on_every_backend() {
             .steps
             .iter()
             .all(|s| s.job.status == JobStatus::Completed && s.job.attempt == 1));
-        let queues: Vec<&str> = after.steps.iter().map(|s| s.job.queue.as_str()).collect();
+        let queues: Vec<&str> = after.steps.iter().map(|s| &*s.job.queue).collect();
         assert_eq!(
             queues,
             [

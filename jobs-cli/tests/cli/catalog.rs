@@ -224,7 +224,7 @@ fn enqueue_by_name(s: Store) {
         .unwrap_or_else(|| panic!("one id: {out:?}"));
     let job = s.record(id);
     assert_eq!(
-        (job.name.as_str(), job.version, job.queue.as_str()),
+        (&*job.name, job.version, &*job.queue),
         ("report.build", 2, "reports")
     );
     assert_eq!(
@@ -312,7 +312,7 @@ fn enqueue_by_name(s: Store) {
     let out = s.ok(&["enqueue", "ops.ping", "--payload", "[1, 2]"]);
     let ping: JobId = out.trim_end().parse().expect("an id");
     let job = s.record(ping);
-    assert_eq!((job.name.as_str(), job.queue.as_str()), ("ops.ping", "ops"));
+    assert_eq!((&*job.name, &*job.queue), ("ops.ping", "ops"));
     assert_eq!(job.payload.get(), "[1,2]");
 }
 

@@ -89,11 +89,11 @@ pub(super) struct Uncounted {
 impl Uncounted {
     /// Leaves out `r`, a running job, from its queue's count and its key's.
     pub(super) fn leave_out(&mut self, r: &JobRecord) {
-        *self.queues.entry(r.queue.clone()).or_default() += 1;
+        *self.queues.entry(r.queue.to_string()).or_default() += 1;
         if let Some(limits) = &r.key_limits {
             *self
                 .keys
-                .entry((r.queue.clone(), limits.key.clone()))
+                .entry((r.queue.to_string(), limits.key.clone()))
                 .or_default() += 1;
         }
     }

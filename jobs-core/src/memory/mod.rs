@@ -67,7 +67,7 @@ impl MemoryBackend {
             .jobs
             .values()
             .filter(|r| {
-                r.name == name && matches!(r.status, JobStatus::Pending | JobStatus::Scheduled)
+                &*r.name == name && matches!(r.status, JobStatus::Pending | JobStatus::Scheduled)
             })
             .collect();
         waiting.sort_unstable_by_key(|r| r.id);
@@ -78,9 +78,9 @@ impl MemoryBackend {
         self.store.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn wake(&self, queues: impl IntoIterator<Item = String>) {
+    fn wake(&self, queues: impl IntoIterator<Item = impl AsRef<str>>) {
         for queue in queues {
-            self.hub.notify(&queue);
+            self.hub.notify(queue.as_ref());
         }
     }
 }
@@ -175,7 +175,7 @@ impl Indexes {
     fn unlist(&mut self, r: &JobRecord) {
         match r.status {
             JobStatus::Scheduled | JobStatus::Pending => {
-                if let Some(set) = self.waiting.get_mut(&r.queue) {
+                if let Some(set) = self.waiting.get_mut(&*r.queue) {
                     set.remove(&RunOrder::of(r));
                 }
             }
@@ -184,7 +184,7 @@ impl Indexes {
                     self.running.remove(&AtMoment::new(lease.expires_at, r.id));
                 }
                 if let Some(limits) = &r.key_limits {
-                    let slot = (r.queue.clone(), limits.key.clone());
+                    let slot = (r.queue.to_string(), limits.key.clone());
                     if let Some(n) = self.key_running.get_mut(&slot) {
                         *n -= 1;
                         if *n == 0 {
@@ -194,7 +194,7 @@ impl Indexes {
                 }
             }
             JobStatus::Completed | JobStatus::Cancelled => {
-                if let (Some(set), Some(at)) = (self.finished.get_mut(&r.queue), r.finished_at) {
+                if let (Some(set), Some(at)) = (self.finished.get_mut(&*r.queue), r.finished_at) {
                     set.remove(&AtMoment::new(at, r.id));
                 }
             }
@@ -202,7 +202,7 @@ impl Indexes {
         }
         if r.status.is_active() {
             if let Some(key) = &r.unique_key {
-                let slot = (r.queue.clone(), key.clone());
+                let slot = (r.queue.to_string(), key.clone());
                 if self.unique.get(&slot) == Some(&r.id) {
                     self.unique.remove(&slot);
                 }
@@ -223,7 +223,7 @@ impl Indexes {
                 if let Some(limits) = &r.key_limits {
                     *self
                         .key_running
-                        .entry((r.queue.clone(), limits.key.clone()))
+                        .entry((r.queue.to_string(), limits.key.clone()))
                         .or_default() += 1;
                 }
             }
@@ -236,7 +236,7 @@ impl Indexes {
         }
         if r.status.is_active() {
             if let Some(key) = &r.unique_key {
-                self.unique.insert((r.queue.clone(), key.clone()), r.id);
+                self.unique.insert((r.queue.to_string(), key.clone()), r.id);
             }
         }
     }
@@ -319,7 +319,10 @@ impl Store {
     /// The active job, other than `record`, that holds `record`'s unique key.
     fn holder_of(&self, record: &JobRecord) -> Option<HeldKey> {
         let key = record.unique_key.as_ref()?;
-        let holder = *self.idx.unique.get(&(record.queue.clone(), key.clone()))?;
+        let holder = *self
+            .idx
+            .unique
+            .get(&(record.queue.to_string(), key.clone()))?;
         (holder != record.id).then(|| HeldKey {
             job: record.id,
             key: key.clone(),
@@ -502,13 +505,13 @@ impl Store {
             let r = &job.record;
             let queue_rated = flow
                 .iter()
-                .any(|f| f.queue == r.queue && f.limits.rate.is_some());
+                .any(|f| *f.queue == *r.queue && f.limits.rate.is_some());
             if queue_rated {
-                *starts.entry((r.queue.clone(), None)).or_default() += 1;
+                *starts.entry((r.queue.to_string(), None)).or_default() += 1;
             }
             if let Some(limits) = r.key_limits.as_ref().filter(|l| l.rate.is_some()) {
                 *starts
-                    .entry((r.queue.clone(), Some(limits.key.clone())))
+                    .entry((r.queue.to_string(), Some(limits.key.clone())))
                     .or_default() += 1;
             }
         }
@@ -598,6 +601,8 @@ impl Backend for MemoryBackend {
         picked.truncate(p.limit);
         let reserved = store.reservable(&p, &picked, known);
         let expires_at = clock::later(p.now, p.lease_for);
+        // One copy of the worker's id, which every lease of the fetch shares.
+        let worker: Arc<str> = p.worker.as_str().into();
         let mut leased = Vec::with_capacity(picked.len() + reserved.len());
         let marked = picked.iter().map(|k| (k, false));
         for (key, reserved) in marked.chain(reserved.iter().map(|k| (k, true))) {
@@ -608,7 +613,7 @@ impl Backend for MemoryBackend {
                 r.attempt += 1;
                 r.started_at = Some(p.now);
                 r.lease = Some(Lease {
-                    worker: p.worker.clone(),
+                    worker: worker.clone(),
                     token,
                     expires_at,
                 });
@@ -676,7 +681,7 @@ impl Backend for MemoryBackend {
                     let dead = store.update(f.lease.id, |r| {
                         Store::finish_retry_or_dead(r, f.error, f.retry_at, p.now);
                         if r.status == JobStatus::Pending && r.run_at <= p.now {
-                            woken.push(r.queue.clone());
+                            woken.push(r.queue.to_string());
                         }
                         Store::on_dead(r)
                     });
@@ -710,7 +715,7 @@ impl Backend for MemoryBackend {
                                 r.run_at = at;
                             }
                             if r.run_at <= p.now {
-                                woken.push(r.queue.clone());
+                                woken.push(r.queue.to_string());
                             }
                         })
                         .is_some()
@@ -810,7 +815,7 @@ impl Backend for MemoryBackend {
                             r.status = if r.awaits_inputs() {
                                 JobStatus::Waiting
                             } else {
-                                woken.push(r.queue.clone());
+                                woken.push(r.queue.to_string());
                                 JobStatus::Pending
                             };
                             r.attempt = 0;
@@ -854,7 +859,7 @@ impl Backend for MemoryBackend {
                     .jobs
                     .get(id)
                     .and_then(|r| r.lease.as_ref())
-                    .is_some_and(|lease| workers.contains(&lease.worker))
+                    .is_some_and(|lease| workers.iter().any(|w| **w == *lease.worker))
             };
             let running = store.idx.running.iter();
             let expired: Vec<JobId> = match &p.target {
@@ -874,7 +879,7 @@ impl Backend for MemoryBackend {
                     // The job keeps its run_at, and so its place among the ready jobs.
                     let retry_at = (r.attempt < r.max_attempts).then_some(r.run_at);
                     Store::finish_retry_or_dead(r, p.error.clone(), retry_at, p.now);
-                    woken.push(r.queue.clone());
+                    woken.push(r.queue.to_string());
                     Store::on_dead(r)
                 });
                 if let Some(Some(effects)) = &dead {
@@ -1038,7 +1043,7 @@ impl Backend for MemoryBackend {
         let mut counts: BTreeMap<(&str, u32), u64> = BTreeMap::new();
         let waiting = [JobStatus::Pending, JobStatus::Scheduled, JobStatus::Running];
         for job in store.jobs.values() {
-            if waiting.contains(&job.status) && p.names.contains(&job.name) {
+            if waiting.contains(&job.status) && p.names.iter().any(|n| **n == *job.name) {
                 *counts.entry((&job.name, job.version)).or_default() += 1;
             }
         }

@@ -37,7 +37,7 @@ impl Store {
                         if !r.awaits_inputs() {
                             r.status = JobStatus::Pending;
                             r.run_at = now;
-                            woken.push(r.queue.clone());
+                            woken.push(r.queue.to_string());
                         }
                     });
                 }

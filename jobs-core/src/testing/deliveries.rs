@@ -176,7 +176,7 @@ pub async fn deliver_leases_new_jobs_to_an_idle_worker_one_per_place(b: AnyBacke
         "leased by its enqueue"
     );
     let lease = stored.lease.clone().expect("leased");
-    assert_eq!(lease.worker, WORKER);
+    assert_eq!(&*lease.worker, WORKER);
 
     let got = delivered(&wakeup).await;
     let [one] = &got[..] else {

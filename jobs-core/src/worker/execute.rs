@@ -249,7 +249,7 @@ fn ready<T>(shared: &Shared, rx: &mut oneshot::Receiver<T>) -> Option<Result<T, 
 
 /// Runs the handler, and tells how the attempt ended.
 async fn run_handler(shared: &Shared, record: &JobRecord, ctx: &JobContext) -> Outcome {
-    let Some(job_type) = shared.types.get(&record.name) else {
+    let Some(job_type) = shared.types.get(&*record.name) else {
         // Only a backend that ignores `FetchParams::names` hands out such a job: give it back
         // without spending an attempt, for a worker that knows its name.
         tracing::warn!(

@@ -163,7 +163,7 @@ mod imp {
         let mut by_queue: Vec<(String, u64)> = Vec::new();
         for &id in ids {
             let queue = match backend.read(ReadParams { id }).await {
-                Ok(Some(job)) => job.queue,
+                Ok(Some(job)) => job.queue.to_string(),
                 _ => String::new(),
             };
             match by_queue.iter_mut().find(|(q, _)| *q == queue) {

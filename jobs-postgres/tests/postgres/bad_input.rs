@@ -199,8 +199,8 @@ async fn hostile_payloads_keys_and_tags_round_trip() {
         .unwrap()
         .expect("stored");
     assert_eq!(record.payload.get(), payload);
-    assert_eq!(record.name, job.name);
-    assert_eq!(record.queue, job.queue);
+    assert_eq!(*record.name, job.name);
+    assert_eq!(*record.queue, job.queue);
     assert_eq!(record.unique_key.as_deref(), Some(key));
     assert_eq!(record.trace_context.as_deref(), Some("'"));
     assert_eq!(record.tags, job.tags);

@@ -267,7 +267,7 @@ async fn racing_enqueues_take_no_more_places_than_offered() {
         let r = record(&b, id).await;
         match r.status {
             JobStatus::Running => {
-                assert_eq!(r.lease.as_ref().map(|l| l.worker.as_str()), Some(WORKER));
+                assert_eq!(r.lease.as_ref().map(|l| &*l.worker), Some(WORKER));
                 running.push(id);
             }
             _ => assert!(pending_and_unleased(&r), "{r:?}"),

@@ -192,7 +192,10 @@ async fn only_a_queue_with_a_concurrency_marks_its_leases_counted() {
             .fetch_all(backend.pool())
             .await
             .unwrap();
-    let capped = leased.iter().filter(|j| j.record.queue == "capped").count();
+    let capped = leased
+        .iter()
+        .filter(|j| &*j.record.queue == "capped")
+        .count();
     assert_eq!(
         per_queue,
         [
@@ -468,7 +471,7 @@ async fn racing_fetches_of_both_functions_hold_the_limits_and_the_total() {
     for racer in racers.collect::<Vec<_>>() {
         leased.extend(racer.await.expect("racer"));
     }
-    let count = |queue: &str| leased.iter().filter(|j| j.record.queue == queue).count();
+    let count = |queue: &str| leased.iter().filter(|j| *j.record.queue == *queue).count();
     assert_eq!(count("c"), 5, "the concurrency");
     assert_eq!(count("r"), 7, "the rate");
     let total = "SELECT n FROM {schema}.flow_started WHERE queue = 'r'";

@@ -405,7 +405,7 @@ async fn the_two_steps_of_a_group_completing_at_once_both_deliver() {
             ),
         );
         assert!(x && y, "round {round}: both completions apply");
-        let slot = |job: &LeasedJob| if job.record.name == "a" { 0 } else { 1 };
+        let slot = |job: &LeasedJob| if &*job.record.name == "a" { 0 } else { 1 };
         for follower in followers {
             let record = read(&backend, follower).await.expect("stored");
             assert_eq!(record.status, JobStatus::Pending, "round {round}");

@@ -143,10 +143,7 @@ async fn counts_follow_promotion_and_writes_span_queues() {
         assert_eq!(counts(&b, queue).await.completed, completed);
     }
     let r = b.job(jobs[2].id).await.unwrap();
-    assert_eq!(
-        (r.queue.as_str(), r.status),
-        (queues[1], JobStatus::Completed)
-    );
+    assert_eq!((&*r.queue, r.status), (queues[1], JobStatus::Completed));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -60,7 +60,7 @@ fn detail(shell: &Shell, job: &JobRecord) -> Markup {
                 dt { "Id" } dd.mono { (job.id) }
                 dt { "Name" } dd.mono { (job.name) }
                 dt { "Version" } dd #job-version { (job.version) }
-                dt { "Queue" } dd { a href=(with_query("jobs", [("queue", job.queue.as_str())])) { (job.queue) } }
+                dt { "Queue" } dd { a href=(with_query("jobs", [("queue", &*job.queue)])) { (job.queue) } }
                 dt { "Attempt" } dd #job-attempt { (job.attempt) " of " (job.max_attempts) }
                 dt { "Priority" } dd { (job.priority) }
                 dt { "Backoff" } dd.mono { (job.backoff) }

@@ -91,9 +91,9 @@ async fn the_form_enqueues_a_valid_payload_and_refuses_others(b: AnyBackend) {
     assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
     let id = redirected_job(done.location.as_deref());
     let job = b.job(id).await.expect("the job is stored");
-    assert_eq!(job.name, NAME);
+    assert_eq!(&*job.name, NAME);
     assert_eq!(job.version, 2);
-    assert_eq!(job.queue, "email");
+    assert_eq!(&*job.queue, "email");
     assert_eq!(job.max_attempts, 3);
     assert_eq!(job.priority, 2);
     assert_eq!(job.tags, vec!["onboarding".to_string()]);
@@ -227,10 +227,7 @@ async fn the_api_reads_the_catalog_and_enqueues(b: AnyBackend) {
     assert_eq!(created["duplicate"], false);
     let id: JobId = created["id"].as_str().unwrap().parse().unwrap();
     let job = b.job(id).await.expect("the job is stored");
-    assert_eq!(
-        (job.name.as_str(), job.version, job.queue.as_str()),
-        (NAME, 2, "email")
-    );
+    assert_eq!((&*job.name, job.version, &*job.queue), (NAME, 2, "email"));
     assert_eq!(
         serde_json::from_str::<Value>(job.payload.get()).unwrap(),
         body

@@ -39,10 +39,7 @@ pub async fn enqueue_reads_back_every_field(b: AnyBackend) {
     );
 
     let r = record(&b, job.id).await;
-    assert_eq!(
-        (r.id, r.name.as_str(), r.queue.as_str()),
-        (job.id, "reader", QUEUE)
-    );
+    assert_eq!((r.id, &*r.name, &*r.queue), (job.id, "reader", QUEUE));
     assert_eq!(value(&r.payload), value(&job.payload));
     assert_eq!(
         (r.priority, r.run_at, r.status),

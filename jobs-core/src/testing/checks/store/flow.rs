@@ -498,7 +498,7 @@ pub async fn fetch_racing_holds_the_limits(b: AnyBackend) {
         }
     });
     let leased: Vec<LeasedJob> = race(racers).await.into_iter().flatten().collect();
-    let per_queue = |queue: &str| leased.iter().filter(|j| j.record.queue == queue).count();
+    let per_queue = |queue: &str| leased.iter().filter(|j| *j.record.queue == *queue).count();
     assert_eq!(per_queue(QUEUE), 5, "the concurrency");
     assert_eq!(per_queue(OTHER_QUEUE), 7, "the rate");
     assert_eq!(per_queue("conformance-keyed"), 2, "the key's concurrency");

@@ -34,10 +34,7 @@ pub async fn lease_of_a_stale_holder_is_fenced(b: AnyBackend) {
         .lease
         .clone()
         .expect("a running job has a lease");
-    assert_eq!(
-        (held.worker.as_str(), held.expires_at),
-        ("checker", at(5_000))
-    );
+    assert_eq!((&*held.worker, held.expires_at), ("checker", at(5_000)));
     let progress = |lease, progress, now| ProgressParams {
         lease,
         progress,

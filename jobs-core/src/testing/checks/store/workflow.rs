@@ -50,7 +50,7 @@ fn id_of(names: &[(String, JobId)], name: &str) -> JobId {
 /// leased and are ignored by the check).
 async fn lease(b: &AnyBackend, name: &str, now: Timestamp) -> LeasedJob {
     let leased = fetch(b, 10, now).await;
-    let names: Vec<&str> = leased.iter().map(|j| j.record.name.as_str()).collect();
+    let names: Vec<&str> = leased.iter().map(|j| &*j.record.name).collect();
     assert_eq!(names, [name], "only `{name}` is ready");
     leased.into_iter().next().expect("one")
 }
@@ -122,7 +122,12 @@ pub async fn workflow_group_follow_up_waits_for_every_result(b: AnyBackend) {
     let after = id_of(&names, "after");
     let leased = fetch(&b, 10, t0()).await;
     assert_eq!(leased.len(), 3, "the group runs side by side");
-    let by_name = |n: &str| leased.iter().find(|j| j.record.name == n).expect("leased");
+    let by_name = |n: &str| {
+        leased
+            .iter()
+            .find(|j| *j.record.name == *n)
+            .expect("leased")
+    };
     assert!(complete(&b, by_name("g2"), "2", at(10)).await);
     assert!(
         complete(&b, by_name("g2"), "2", at(11)).await,
@@ -344,7 +349,7 @@ pub async fn workflow_results_reach_the_next_step_as_written(b: AnyBackend) {
         .iter()
         .map(|j| Completion {
             lease: j.lease(),
-            result: json(if j.record.name == "a" { text } else { "1" }),
+            result: json(if &*j.record.name == "a" { text } else { "1" }),
         })
         .collect();
     let done = b

@@ -72,10 +72,7 @@ pub async fn worker_publishes_each_jobs_events(b: AnyBackend) {
     let (mut enqueued, mut kinds) = (0, Vec::new());
     while enqueued == 0 || kinds.last() != Some(&EventKind::Completed) {
         let event = next_of(&mut events, echo.id()).await;
-        assert_eq!(
-            (event.name.as_str(), event.queue.as_str()),
-            (Echo::NAME, QUEUE)
-        );
+        assert_eq!((&*event.name, &*event.queue), (Echo::NAME, QUEUE));
         match event.kind {
             EventKind::Enqueued => enqueued += 1,
             kind => kinds.push(kind),

@@ -64,5 +64,5 @@ pub async fn worker_cron_enqueues_each_tick_once_across_workers(b: AnyBackend) {
         ticks.iter().all(|t| t.timestamp_subsec_millis() == 0),
         "ticks fall on whole seconds"
     );
-    assert!(jobs.iter().all(|r| r.name == Ticker::NAME));
+    assert!(jobs.iter().all(|r| &*r.name == Ticker::NAME));
 }

@@ -44,7 +44,7 @@ pub async fn worker_runs_jobs_and_returns_typed_results(b: AnyBackend) {
     assert_eq!(heard.iter().map(|e| e.id).collect::<Vec<_>>(), ids);
     for e in &heard {
         assert_eq!(
-            (e.name.as_str(), e.queue.as_str(), e.kind, e.attempt),
+            (&*e.name, &*e.queue, e.kind, e.attempt),
             (Echo::NAME, QUEUE, EventKind::Completed, 1)
         );
         assert!(
