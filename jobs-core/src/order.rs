@@ -1,5 +1,5 @@
-//! Keys that order jobs, made of plain integers: the ordered indexes (the memory store's, the
-//! worker's run queue's) compare keys at every level of a B-tree on every insert, and since
+//! Keys that order jobs, made of plain integers: the ordered indexes (the memory store's waiting
+//! jobs, the worker's run queue) compare keys at every level of a B-tree on every insert, and since
 //! jobs mostly arrive at the end, each insert compares its key with every key of the nodes on
 //! its way.
 //! Integers compare in a few instructions where a timestamp's and a UUID's fields take many.
@@ -25,41 +25,6 @@ impl RunOrder {
             due: record.run_at.into(),
             id: record.id.into(),
         }
-    }
-
-    /// The job's id.
-    pub(crate) fn id(&self) -> JobId {
-        self.id.into()
-    }
-}
-
-/// A job keyed by a moment of its (a lease's expiry, a finish), then by its id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct AtMoment {
-    at: Moment,
-    id: Id,
-}
-
-impl AtMoment {
-    /// Job `id`'s key at `at`.
-    pub(crate) fn new(at: Timestamp, id: JobId) -> Self {
-        AtMoment {
-            at: at.into(),
-            id: id.into(),
-        }
-    }
-
-    /// The first key at `at` or later.
-    pub(crate) fn first_at(at: Timestamp) -> Self {
-        AtMoment {
-            at: at.into(),
-            id: Id(0, 0),
-        }
-    }
-
-    /// Whether the key's moment is before `at`.
-    pub(crate) fn before(&self, at: Timestamp) -> bool {
-        self.at < Moment::from(at)
     }
 
     /// The job's id.
@@ -150,7 +115,7 @@ mod tests {
         ];
         assert!(times.windows(2).all(|pair| pair[0] < pair[1]));
         for pair in times.windows(2) {
-            assert!(AtMoment::first_at(pair[0]) < AtMoment::first_at(pair[1]));
+            assert!(Moment::from(pair[0]) < Moment::from(pair[1]));
         }
     }
 
@@ -165,9 +130,8 @@ mod tests {
             epoch + Duration::seconds(1),
         ];
         for pair in times.windows(2) {
-            let (a, b) = (AtMoment::first_at(pair[0]), AtMoment::first_at(pair[1]));
+            let (a, b) = (Moment::from(pair[0]), Moment::from(pair[1]));
             assert!(a < b, "{} before {}", pair[0], pair[1]);
-            assert!(a.before(pair[1]) && !b.before(pair[0]));
         }
     }
 }

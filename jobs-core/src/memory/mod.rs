@@ -22,17 +22,19 @@ use crate::model::{
     AttemptError, Enqueued, ErrorReport, JobId, JobRecord, JobStatus, Lease, LeaseToken, LeasedJob,
     NewJob, QueueCounts, Timestamp,
 };
-use crate::order::{AtMoment, RunOrder};
+use crate::order::RunOrder;
 use crate::presence::{StoredSchedule, WorkerInfo};
 use crate::wake::{WakeHub, Wakeup};
 use crate::Error;
 
+mod finished;
 mod flow;
 mod reserved;
 mod steps;
 
 use crate::fast_hash::{HashMap, HashSet};
 
+use finished::Finished;
 use flow::{Flow, Scope, Uncounted};
 use reserved::Reserved;
 
@@ -121,10 +123,12 @@ struct Store {
 struct Indexes {
     /// Pending and scheduled jobs per queue, in run order.
     waiting: HashMap<String, BTreeSet<RunOrder>>,
-    /// Running jobs by lease expiry.
-    running: BTreeSet<AtMoment>,
+    /// Running jobs. A set, not an order by lease expiry: a rescue scans them (they are few),
+    /// where an ordered index would cost every lease and every outcome a B-tree's insert or
+    /// removal.
+    running: HashSet<JobId>,
     /// Completed and cancelled jobs per queue by finish time, for retention.
-    finished: HashMap<String, BTreeSet<AtMoment>>,
+    finished: HashMap<String, Finished>,
     /// Unique keys held by active jobs, per queue.
     unique: HashMap<(String, String), JobId>,
     counts: HashMap<String, QueueCounts>,
@@ -180,9 +184,7 @@ impl Indexes {
                 }
             }
             JobStatus::Running => {
-                if let Some(lease) = &r.lease {
-                    self.running.remove(&AtMoment::new(lease.expires_at, r.id));
-                }
+                self.running.remove(&r.id);
                 if let Some(limits) = &r.key_limits {
                     let slot = (r.queue.to_string(), limits.key.clone());
                     if let Some(n) = self.key_running.get_mut(&slot) {
@@ -194,8 +196,10 @@ impl Indexes {
                 }
             }
             JobStatus::Completed | JobStatus::Cancelled => {
-                if let (Some(set), Some(at)) = (self.finished.get_mut(&*r.queue), r.finished_at) {
-                    set.remove(&AtMoment::new(at, r.id));
+                if let (Some(finished), Some(at)) =
+                    (self.finished.get_mut(&*r.queue), r.finished_at)
+                {
+                    finished.remove(at, r.id);
                 }
             }
             JobStatus::Waiting | JobStatus::Dead => {}
@@ -217,9 +221,7 @@ impl Indexes {
                 per_queue(&mut self.waiting, &r.queue).insert(RunOrder::of(r));
             }
             JobStatus::Running => {
-                if let Some(lease) = &r.lease {
-                    self.running.insert(AtMoment::new(lease.expires_at, r.id));
-                }
+                self.running.insert(r.id);
                 if let Some(limits) = &r.key_limits {
                     *self
                         .key_running
@@ -229,7 +231,7 @@ impl Indexes {
             }
             JobStatus::Completed | JobStatus::Cancelled => {
                 if let Some(at) = r.finished_at {
-                    per_queue(&mut self.finished, &r.queue).insert(AtMoment::new(at, r.id));
+                    per_queue(&mut self.finished, &r.queue).insert(at, r.id);
                 }
             }
             JobStatus::Waiting | JobStatus::Dead => {}
@@ -854,26 +856,23 @@ impl Backend for MemoryBackend {
             if let RescueTarget::Workers(workers) = &p.target {
                 store.reserved.drop_places(workers);
             }
-            let held_by = |id: &JobId, workers: &[String]| {
-                store
-                    .jobs
-                    .get(id)
-                    .and_then(|r| r.lease.as_ref())
-                    .is_some_and(|lease| workers.iter().any(|w| **w == *lease.worker))
+            let targeted = |lease: &Lease| match &p.target {
+                RescueTarget::Lapsed => lease.expires_at < p.now,
+                RescueTarget::Workers(workers) => workers.iter().any(|w| **w == *lease.worker),
             };
-            let running = store.idx.running.iter();
-            let expired: Vec<JobId> = match &p.target {
-                RescueTarget::Lapsed => running
-                    .take_while(|key| key.before(p.now))
-                    .take(p.limit)
-                    .map(AtMoment::id)
-                    .collect(),
-                RescueTarget::Workers(workers) => running
-                    .map(AtMoment::id)
-                    .filter(|id| held_by(id, workers))
-                    .take(p.limit)
-                    .collect(),
-            };
+            // The leases that lapsed first are rescued first.
+            let mut targets: Vec<(Timestamp, JobId)> = (store.idx.running.iter())
+                .filter_map(|id| {
+                    let lease = store.jobs.get(id)?.lease.as_ref()?;
+                    targeted(lease).then_some((lease.expires_at, *id))
+                })
+                .collect();
+            targets.sort_unstable();
+            let expired: Vec<JobId> = targets
+                .into_iter()
+                .take(p.limit)
+                .map(|(_, id)| id)
+                .collect();
             for id in &expired {
                 let dead = store.update(*id, |r| {
                     // The job keeps its run_at, and so its place among the ready jobs.
@@ -901,14 +900,13 @@ impl Backend for MemoryBackend {
         let total = finished.len() as u64;
         let over_count = p.keep_count.map_or(0, |keep| total.saturating_sub(keep));
         let doomed: Vec<JobId> = finished
-            .iter()
+            .oldest_first()
             .enumerate()
-            .take_while(|(i, key)| {
-                (*i as u64) < over_count
-                    || p.finished_before.is_some_and(|before| key.before(before))
+            .take_while(|(i, (at, _))| {
+                (*i as u64) < over_count || p.finished_before.is_some_and(|before| *at < before)
             })
             .take(p.limit)
-            .map(|(_, key)| key.id())
+            .map(|(_, (_, id))| id)
             .collect();
         for id in &doomed {
             store.remove(*id);
@@ -1104,7 +1102,7 @@ impl Backend for MemoryBackend {
         let Some(finished) = store.idx.finished.get(&p.queue) else {
             return Ok(0);
         };
-        Ok(finished.range(AtMoment::first_at(p.since)..).count() as u64)
+        Ok(finished.count_since(p.since) as u64)
     }
 
     fn publish(&self, events: Vec<JobEvent>) {
