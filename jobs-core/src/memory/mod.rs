@@ -68,6 +68,7 @@ impl MemoryBackend {
         let mut waiting: Vec<&JobRecord> = store
             .jobs
             .values()
+            .map(|r| &**r)
             .filter(|r| {
                 &*r.name == name && matches!(r.status, JobStatus::Pending | JobStatus::Scheduled)
             })
@@ -95,9 +96,14 @@ impl std::fmt::Debug for MemoryBackend {
     }
 }
 
+/// The stored records by id. Boxed: the table holds a pointer per job rather than a whole
+/// record, so with a million jobs retained it stays a few dozen MB, not a GB that every lookup
+/// misses the cache (and the TLB) in, and growing it moves pointers, not records.
+type Jobs = HashMap<JobId, Box<JobRecord>>;
+
 #[derive(Default)]
 struct Store {
-    jobs: HashMap<JobId, JobRecord>,
+    jobs: Jobs,
     idx: Indexes,
     /// The token of the lease each completed job was completed under (a record carries no
     /// lease once finished), so that a completion repeated under it is recognised as applied.
@@ -295,13 +301,13 @@ impl Store {
         let record = self.jobs.remove(&id)?;
         self.idx.unindex(&record);
         self.completed_under.remove(&id);
-        Some(record)
+        Some(*record)
     }
 
     /// The running job `lease` names, if the token still matches.
     fn leased(&self, lease: &LeaseRef) -> Option<&JobRecord> {
-        self.jobs
-            .get(&lease.id)
+        (self.jobs.get(&lease.id))
+            .map(|r| &**r)
             .filter(|r| runs_under(r, lease.token))
     }
 
@@ -417,7 +423,7 @@ impl Store {
                 }
                 let record = JobRecord::new(job, now);
                 self.idx.index(&record);
-                self.jobs.insert(record.id, record);
+                self.jobs.insert(record.id, Box::new(record));
             }
         }
     }
@@ -770,7 +776,7 @@ impl Backend for MemoryBackend {
     }
 
     async fn read(&self, p: ReadParams) -> Result<Option<JobRecord>, Error> {
-        Ok(self.store().jobs.get(&p.id).cloned())
+        Ok(self.store().jobs.get(&p.id).map(|r| (**r).clone()))
     }
 
     async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
@@ -778,7 +784,7 @@ impl Backend for MemoryBackend {
         Ok(store
             .matching(&p.filter, p.after, p.limit)
             .into_iter()
-            .map(|id| store.jobs[&id].clone())
+            .map(|id| (*store.jobs[&id]).clone())
             .collect())
     }
 

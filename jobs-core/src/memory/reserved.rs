@@ -3,7 +3,7 @@
 //! queue's limit that each worker's promoted jobs hold, which every limit counts (see
 //! [`Backend::hold_places`](crate::Backend::hold_places)).
 
-use super::{runs_under, Store};
+use super::{runs_under, Jobs, Store};
 use crate::backend::{FetchParams, PlacesParams};
 use crate::fast_hash::HashMap;
 use crate::model::{JobId, JobRecord, LeaseToken};
@@ -20,7 +20,7 @@ pub(super) struct Reserved {
 }
 
 /// Whether job `id` of `jobs` runs under `token`.
-fn holds(jobs: &HashMap<JobId, JobRecord>, id: &JobId, token: LeaseToken) -> bool {
+fn holds(jobs: &Jobs, id: &JobId, token: LeaseToken) -> bool {
     jobs.get(id).is_some_and(|r| runs_under(r, token))
 }
 
@@ -31,7 +31,7 @@ impl Reserved {
     }
 
     /// How many of `queue`'s running jobs run under a reserved lease, dropping stale entries.
-    pub(super) fn in_queue(&mut self, queue: &str, jobs: &HashMap<JobId, JobRecord>) -> u64 {
+    pub(super) fn in_queue(&mut self, queue: &str, jobs: &Jobs) -> u64 {
         self.leases.retain(|id, (_, token)| holds(jobs, id, *token));
         self.leases.values().filter(|(q, _)| q == queue).count() as u64
     }
