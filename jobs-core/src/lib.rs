@@ -62,6 +62,7 @@ pub mod otel;
 mod payload;
 mod presence;
 mod registry;
+mod result_json;
 mod serde_millis;
 mod state;
 mod status;

@@ -13,6 +13,7 @@ use crate::error::{ErrorKind, StartProblem};
 use crate::fast_hash::HashMap;
 use crate::job::{CronSpec, Job, JobOptions};
 use crate::model::Json;
+use crate::result_json::result_json;
 use crate::state::{StateKey, StateMap};
 use crate::upgrade;
 use crate::JobError;
@@ -103,7 +104,7 @@ fn run_erased<J: Job>(
     Box::pin(async move {
         let job = decoded.map_err(|e| JobError::of_kind(ErrorKind::Decode, e))?;
         let output = job.run(ctx, state).await?;
-        serde_json::value::to_raw_value(&output).map_err(|e| {
+        result_json(&output).map_err(|e| {
             JobError::fatal(format!(
                 "result of job `{}` does not serialize: {e}",
                 J::NAME
