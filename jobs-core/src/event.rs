@@ -58,7 +58,8 @@ impl EventKind {
     }
 }
 
-/// One event of one job: what the hooks get, and what subscribers receive.
+/// One event of one job: what the hooks get, and what subscribers receive. Its name and queue
+/// are shared with the record it was made of (see [`JobRecord`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobEvent {
     /// The job.

@@ -160,6 +160,10 @@ pub struct Enqueued {
 }
 
 /// A job as stored, readable by id from any process.
+///
+/// Its name and queue (and its lease's worker) are `Arc<str>`: the copies a worker makes of a
+/// leased record, and the events made of it, share them instead of allocating each again. Read
+/// them as `&str` (`&*record.queue`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct JobRecord {
     /// Its id.
