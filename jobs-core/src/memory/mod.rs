@@ -135,6 +135,8 @@ struct Indexes {
     running: HashSet<JobId>,
     /// Completed and cancelled jobs per queue by finish time, for retention.
     finished: HashMap<String, Finished>,
+    /// Dead jobs: a list of them (the dashboard's dead page, say) reads these, not every job.
+    dead: HashSet<JobId>,
     /// Unique keys held by active jobs, per queue.
     unique: HashMap<(String, String), JobId>,
     counts: HashMap<String, QueueCounts>,
@@ -208,7 +210,10 @@ impl Indexes {
                     finished.remove(at, r.id);
                 }
             }
-            JobStatus::Waiting | JobStatus::Dead => {}
+            JobStatus::Dead => {
+                self.dead.remove(&r.id);
+            }
+            JobStatus::Waiting => {}
         }
         if r.status.is_active() {
             if let Some(key) = &r.unique_key {
@@ -240,7 +245,10 @@ impl Indexes {
                     per_queue(&mut self.finished, &r.queue).insert(at, r.id);
                 }
             }
-            JobStatus::Waiting | JobStatus::Dead => {}
+            JobStatus::Dead => {
+                self.dead.insert(r.id);
+            }
+            JobStatus::Waiting => {}
         }
         if r.status.is_active() {
             if let Some(key) = &r.unique_key {
@@ -313,12 +321,22 @@ impl Store {
 
     /// The ids of up to `limit` jobs matching `filter` after `after`, in id order.
     fn matching(&self, filter: &JobFilter, after: Option<JobId>, limit: usize) -> Vec<JobId> {
-        let mut found: Vec<JobId> = self
-            .jobs
-            .values()
-            .filter(|r| after.is_none_or(|after| r.id > after) && filter.matches(r))
-            .map(|r| r.id)
-            .collect();
+        let fits = |r: &JobRecord| after.is_none_or(|after| r.id > after) && filter.matches(r);
+        // A status kept in a set of its own is read from it, not from every job.
+        let of_status = match filter.status {
+            Some(JobStatus::Dead) => Some(&self.idx.dead),
+            Some(JobStatus::Running) => Some(&self.idx.running),
+            _ => None,
+        };
+        let mut found: Vec<JobId> = match of_status {
+            Some(ids) => (ids.iter().filter_map(|id| self.jobs.get(id)))
+                .filter(|r| fits(r))
+                .map(|r| r.id)
+                .collect(),
+            None => (self.jobs.values().filter(|r| fits(r)))
+                .map(|r| r.id)
+                .collect(),
+        };
         found.sort_unstable();
         found.truncate(limit);
         found

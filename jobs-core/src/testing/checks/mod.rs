@@ -51,6 +51,7 @@ macro_rules! __conformance_checks {
                 list_pages_in_id_order,
                 list_filters_by_queue,
                 list_filters_by_status,
+                list_by_status_follows_a_job_through_its_statuses,
                 list_filters_by_name,
                 list_filters_by_tag_across_queues,
                 list_filters_by_creation_time,

@@ -82,6 +82,44 @@ pub async fn list_filters_by_status(b: AnyBackend) {
     }
 }
 
+/// Listing by status follows a job through its statuses (dead, retried, leased, completed),
+/// and pages by id after a cursor within a status.
+pub async fn list_by_status_follows_a_job_through_its_statuses(b: AnyBackend) {
+    let mut dead = Vec::new();
+    for i in 0..3 {
+        dead.push(job_in(&b, new_job("dies"), JobStatus::Dead, at(i)).await);
+    }
+    dead.sort();
+    let by = |status| listed(&b, JobFilter::new().status(status));
+    assert_eq!(by(JobStatus::Dead).await, dead);
+    let page = ListParams {
+        filter: JobFilter::new().status(JobStatus::Dead),
+        after: Some(dead[0]),
+        limit: 1,
+    };
+    let page: Vec<JobId> = b
+        .list(page)
+        .await
+        .expect("list")
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(page, [dead[1]], "the page after the cursor");
+
+    let revived = dead[1];
+    let retried = manage_ids(&b, Action::Retry, &[revived], at(10)).await;
+    assert_eq!(retried.changed, [revived]);
+    assert_eq!(by(JobStatus::Dead).await, [dead[0], dead[2]]);
+    assert_eq!(by(JobStatus::Pending).await, [revived]);
+    let leased = fetch_one(&b, at(11)).await;
+    assert_eq!(leased.record.id, revived);
+    assert_eq!(by(JobStatus::Running).await, [revived]);
+    assert!(by(JobStatus::Pending).await.is_empty());
+    assert!(complete(&b, &leased, "null", at(12)).await);
+    assert!(by(JobStatus::Running).await.is_empty());
+    assert_eq!(by(JobStatus::Completed).await, [revived]);
+}
+
 /// `name` keeps the jobs of one stored name.
 pub async fn list_filters_by_name(b: AnyBackend) {
     let a1 = put(&b, new_job("email.send")).await;
