@@ -81,9 +81,9 @@ impl MemoryBackend {
         self.store.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn wake(&self, queues: impl IntoIterator<Item = impl AsRef<str>>) {
+    fn wake(&self, queues: impl IntoIterator<Item = String>) {
         for queue in queues {
-            self.hub.notify(queue.as_ref());
+            self.hub.notify(&queue);
         }
     }
 }
