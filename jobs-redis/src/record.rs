@@ -2,8 +2,8 @@
 //!
 //! A job is a hash of short fields, so Redis keeps it in its compact listpack encoding (which
 //! holds only while every value is at most `hash-max-listpack-value`, 64 bytes by default),
-//! plus side keys for what may be long: the payload (a string), a result longer than 64 bytes
-//! (a string; shorter ones stay in the hash) and the attempts' errors (a list).
+//! plus side keys for what may be long: a payload or a result longer than 64 bytes (a string
+//! each; shorter ones stay in the hash) and the attempts' errors (a list).
 //!
 //! | field | meaning                          | field | meaning                          |
 //! |-------|----------------------------------|-------|----------------------------------|
@@ -17,7 +17,7 @@
 //! | `f`   | finished_at                      | `tc`  | trace context                    |
 //! | `k`   | key limits (absent if none)      | `tg`  | tags, a JSON array (absent if none) |
 //! | `v`   | payload version (absent while 1) | `i<n>` | value delivered to slot n (steps) |
-//! |       |                                  | `wn`  | slots filled so far (steps)      |
+//! | `p`   | payload of at most 64 bytes      | `wn`  | slots filled so far (steps)      |
 //!
 //! `wf` is the job's [`Step`] as serde writes it, stored only for a workflow step, so an
 //! ordinary job costs its enqueue no field more. A step with slots is stored waiting (`w`, in no
@@ -294,7 +294,7 @@ type Replies = (
 pub(crate) struct Stored {
     /// The hash, as the flat field/value list of `HGETALL` (empty if the job does not exist).
     pub fields: Vec<String>,
-    /// The payload.
+    /// A payload too long for the hash.
     pub payload: Option<String>,
     /// A result too long for the hash.
     pub long_result: Option<String>,
@@ -484,12 +484,11 @@ impl<'a> Fields<'a> {
         }))
     }
 
-    /// The payload, as `read` says.
+    /// The payload (from the hash, else its own key), as `read` says.
     fn payload(&self, read: PayloadRead) -> Result<Json, Error> {
         let text = self
-            .stored
-            .payload
-            .as_deref()
+            .opt("p")
+            .or(self.stored.payload.as_deref())
             .ok_or_else(|| corrupt(self.id, "the payload is missing"))?;
         match self.json(text) {
             Err(_) if read == PayloadRead::Lenient => {
@@ -711,5 +710,35 @@ mod tests {
         for read in [PayloadRead::Strict, PayloadRead::Lenient] {
             assert!(missing.record(&id, "q", read).is_err());
         }
+    }
+
+    #[test]
+    fn a_short_payload_reads_from_the_hash() {
+        let id = id_text(JobId::new());
+        let stored = |payload: &str| Stored {
+            fields: [
+                ("m", "3|e1000m60000j||email"),
+                ("pr", "0"),
+                ("ra", "1893456000000000"),
+                ("s", "p"),
+                ("c", "1893456000000000"),
+                ("p", payload),
+            ]
+            .iter()
+            .flat_map(|(k, v)| [k.to_string(), v.to_string()])
+            .collect(),
+            payload: None,
+            long_result: None,
+            errors: Vec::new(),
+        };
+        let r = stored(r#"{"user_id":7}"#)
+            .record(&id, "q", PayloadRead::Strict)
+            .unwrap();
+        assert_eq!(r.payload.get(), r#"{"user_id":7}"#);
+        let not_json = stored("not json {");
+        let err = not_json.record(&id, "q", PayloadRead::Strict).unwrap_err();
+        assert!(err.to_string().contains("is corrupt"), "{err}");
+        let shown = not_json.record(&id, "q", PayloadRead::Lenient).unwrap();
+        assert_eq!(shown.payload.get(), r#""not json {""#);
     }
 }

@@ -17,6 +17,8 @@ mod flow;
 mod layout;
 #[path = "redis/memory.rs"]
 mod memory;
+#[path = "redis/payloads.rs"]
+mod payloads;
 #[path = "redis/poison.rs"]
 mod poison;
 #[path = "redis/presence.rs"]

@@ -67,11 +67,10 @@ end
 -- still to come, else pending. Returns whether it is ready now.
 local function debounce(s, id)
   local key = job_key(id)
-  local v = redis.call('HMGET', key, 's', 'pr', 'ra', 'k', 'v')
+  local v = redis.call('HMGET', key, 's', 'pr', 'ra', 'k', 'v', 'p')
   local run_at = ARGV[s + 8]
   redis.call('ZREM', ready_of(v[4]), ready_member(v[3], id))
   redis.call('ZREM', DELAYED, id)
-  redis.call('SET', side_key('p', id), ARGV[s + 2])
   local status = 'p'
   if tonumber(run_at) > NOW then
     status = 's'
@@ -79,14 +78,31 @@ local function debounce(s, id)
   else
     redis.call('ZADD', ready_of(v[4]), v[2], ready_member(run_at, id))
   end
+  -- The new payload goes where store.lua puts it, and the old one, where it was, goes.
+  local fields, gone = { 's', status, 'ra', run_at }, {}
+  local payload = ARGV[s + 2]
+  if #payload <= LONG then
+    fields[#fields + 1] = 'p'
+    fields[#fields + 1] = payload
+    if not v[6] then
+      redis.call('DEL', side_key('p', id))
+    end
+  else
+    redis.call('SET', side_key('p', id), payload)
+    if v[6] then
+      gone[#gone + 1] = 'p'
+    end
+  end
   local version = version_arg(s)
   if version then
-    redis.call('HSET', key, 's', status, 'ra', run_at, 'v', version)
-  else
-    redis.call('HSET', key, 's', status, 'ra', run_at)
-    if v[5] then
-      redis.call('HDEL', key, 'v')
-    end
+    fields[#fields + 1] = 'v'
+    fields[#fields + 1] = version
+  elseif v[5] then
+    gone[#gone + 1] = 'v'
+  end
+  redis.call('HSET', key, unpack(fields))
+  if #gone > 0 then
+    redis.call('HDEL', key, unpack(gone))
   end
   recount(v[1], status)
   return status == 'p'

@@ -13,8 +13,10 @@
 -- way (made, but not heard of), which those places do not count yet.
 -- Returns {id, fields, payload, errors, reserved} per leased job, in order, `fields` being the
 -- hash as HGETALL gave it before the lease: the caller knows what the lease wrote (status
--- running, one more attempt, started now, the lease itself), so it is not sent back. `reserved`
--- is 1 for a lease reserved beyond the queue's concurrency (see flow.lua), else 0.
+-- running, one more attempt, started now, the lease itself), so it is not sent back. `payload`
+-- is false when the hash holds it (a payload of at most LONG bytes), else the payload key's
+-- value. `reserved` is 1 for a lease reserved beyond the queue's concurrency (see flow.lua),
+-- else 0.
 local promoted = promote(1000)
 local flow = read_flow(8)
 local known = known_jobs(14)
@@ -69,18 +71,22 @@ if promoted > 0 and not none_ready() then
 end
 local out = {}
 local expiry, worker, tokens = ARGV[4], ARGV[5], ARGV[7]
-local running, reserved, payload_keys = {}, {}, {}
+-- The payload keys of the jobs whose payload is not in their hash, and those jobs' places in
+-- `out`.
+local running, reserved, payload_keys, long = {}, {}, {}, {}
 for _, job in ipairs(taken) do
   local id = string.sub(job[1], 15)
   local key = job_key(id)
   local fields = job[3]
-  local attempt, errors = 0, {}
+  local attempt, errors, inline = 0, {}, false
   for f = 1, #fields, 2 do
     local name = fields[f]
     if name == 'a' then
       attempt = tonumber(fields[f + 1])
     elseif name == 'ne' then
       errors = redis.call('LRANGE', side_key('e', id), 0, -1)
+    elseif name == 'p' then
+      inline = true
     end
   end
   local n = #out
@@ -93,7 +99,10 @@ for _, job in ipairs(taken) do
     reserved[#reserved + 1] = expiry
     reserved[#reserved + 1] = id
   end
-  payload_keys[n + 1] = side_key('p', id)
+  if not inline then
+    payload_keys[#payload_keys + 1] = side_key('p', id)
+    long[#long + 1] = n + 1
+  end
   out[n + 1] = { id, fields, false, errors, beyond and 1 or 0 }
 end
 if #out > 0 then
@@ -102,8 +111,8 @@ if #out > 0 then
     bulk('ZADD', RESERVED, reserved, 1000)
   end
   local payloads = bulk('MGET', nil, payload_keys, 500)
-  for n = 1, #out do
-    out[n][3] = payloads[n]
+  for j, n in ipairs(long) do
+    out[n][3] = payloads[j]
   end
   recount_by('p', -#out)
   recount_by('r', #out)

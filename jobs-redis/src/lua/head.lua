@@ -11,8 +11,9 @@
 -- their KEYS[1] is `{prefix}:` and their ARGV[2] is empty.
 --
 -- Keys of a queue:
---   j:<id>     hash, one job's short fields (see record.rs), kept in Redis' compact listpack
---   p:<id>     string, its payload
+--   j:<id>     hash, one job's short fields (see record.rs), kept in Redis' compact listpack,
+--              its payload among them (field `p`) when at most LONG bytes
+--   p:<id>     string, its payload when longer than LONG bytes
 --   r:<id>     string, its result when longer than LONG bytes (shorter ones stay in the hash)
 --   e:<id>     list, the error of each failed attempt, as JSON:
 --              {"a":attempt,"t":at,"kind":...,"message":...,"chain":[...]} (before kinds were

@@ -38,9 +38,23 @@ local function index_tags(id, tags)
   end
 end
 
--- Writes the hash of the job starting at ARGV[s] (its arguments ending at ARGV[last]).
-local function write_job(s, last, status)
-  redis.call('HSET', job_key(ARGV[s]), 's', status, 'c', NOW_S, unpack(ARGV, s + 5, last))
+-- Writes the job starting at ARGV[s] (its arguments ending at ARGV[last]): its hash, holding
+-- its payload in field `p` when that is at most LONG bytes; a longer payload goes to its
+-- payload key, or into `payloads` (key and value pairs, for one MSET), when given.
+local function write_job(s, last, status, payloads)
+  local id, payload = ARGV[s], ARGV[s + 2]
+  if #payload <= LONG then
+    redis.call('HSET', job_key(id), 's', status, 'c', NOW_S, 'p', payload,
+      unpack(ARGV, s + 5, last))
+    return
+  end
+  redis.call('HSET', job_key(id), 's', status, 'c', NOW_S, unpack(ARGV, s + 5, last))
+  if payloads then
+    payloads[#payloads + 1] = side_key('p', id)
+    payloads[#payloads + 1] = payload
+  else
+    redis.call('SET', side_key('p', id), payload)
+  end
 end
 
 -- Whether `new` more waiting jobs would take the queue beyond its max depth `md` (text; nil:
@@ -72,7 +86,6 @@ local function deliver(s, last, tags)
   redis.call('HSET', job_key(id), 'a', '1', 'st', NOW_S, 'w', worker, 'l', token .. ':' .. expiry)
   redis.call('ZADD', RUNNING, expiry, id)
   index_tags(id, tags)
-  redis.call('SET', side_key('p', id), ARGV[s + 2])
   recount_by('r', 1)
   local fields = { 's', 'p', 'c', NOW_S, unpack(ARGV, s + 5, last) }
   redis.call('PUBLISH', channel, cjson.encode({
@@ -88,9 +101,10 @@ end
 
 -- Stores the job starting at ARGV[s], the only one of its call and without flow (`md` the
 -- queue's max depth, nil if none; `direct`: the queue is neither paused nor limited, so an
--- idle worker may take the job straight away): as `store_jobs`, in the fewest commands (seven
--- in all with the limits' HMGET and the counts, eight with the wake-up, two more for a bounded
--- queue, one more to look for idle workers' offers when the ready set is empty).
+-- idle worker may take the job straight away): as `store_jobs`, in the fewest commands (six
+-- in all with the limits' HMGET and the counts, seven with the wake-up, one more for a payload
+-- longer than LONG, two more for a bounded queue, one more to look for idle workers' offers
+-- when the ready set is empty).
 local function store_one(s, md, direct)
   local id = ARGV[s]
   local last, ukey, tags = job_args(s)
@@ -128,7 +142,6 @@ local function store_one(s, md, direct)
   end
   write_job(s, last, status)
   index_tags(id, tags)
-  redis.call('SET', side_key('p', id), ARGV[s + 2])
   recount_by(status, 1)
   return answer('ok', md, {}), wakes
 end
@@ -177,7 +190,7 @@ end
 -- depth and a {batch index (from 1), holder id} pair for each duplicate; and whether the
 -- queue's workers are to be woken (a ready set went from empty to not, or a job became ready).
 --
--- Per job: one HSET; the payloads, the sets' additions and the counts go in one call each.
+-- Per job: one HSET; the long payloads, the sets' additions and the counts go in one call each.
 local function store_jobs(first, mode, last)
   last = last or #ARGV
   -- `lm`: the queue has a concurrency or a rate; `pz`: it is paused (see flow.rs, paused.rs).
@@ -235,10 +248,8 @@ local function store_jobs(first, mode, last)
         ready[#ready + 1] = ARGV[s + 6]
         ready[#ready + 1] = member
       end
-      write_job(s, last, status)
+      write_job(s, last, status, payloads)
       index_tags(id, tags)
-      payloads[#payloads + 1] = side_key('p', id)
-      payloads[#payloads + 1] = ARGV[s + 2]
     end
   end
   local wakes = (#ready > 0 and none_ready())

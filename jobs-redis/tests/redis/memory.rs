@@ -11,13 +11,18 @@ use serde_json::value::RawValue;
 
 use crate::support::{redis_url, single_backend};
 
-fn job(queue: &str, now: chrono::DateTime<chrono::Utc>) -> NewJob {
+/// A payload of 43 bytes: short enough for the job's hash.
+const SHORT: &str = r#"{"user_id":123,"email":"alice@example.com"}"#;
+
+/// A payload of 104 bytes: longer than a hash value may be, so it lives in its own key.
+const LONG: &str = r#"{"user_id":123,"email":"alice@example.com","template":"welcome","locale":"en-GB","campaign":"autumn"}"#;
+
+fn job(queue: &str, now: chrono::DateTime<chrono::Utc>, payload: &str) -> NewJob {
     NewJob {
         id: JobId::new(),
         name: "send_welcome_email".into(),
         queue: queue.into(),
-        payload: RawValue::from_string(r#"{"user_id":123,"email":"alice@example.com"}"#.into())
-            .unwrap(),
+        payload: RawValue::from_string(payload.into()).unwrap(),
         version: 1,
         priority: 10,
         run_at: now,
@@ -33,30 +38,44 @@ fn job(queue: &str, now: chrono::DateTime<chrono::Utc>) -> NewJob {
     }
 }
 
-/// MEMORY USAGE of a job's hash and of its payload key.
+/// What a job takes in Redis: MEMORY USAGE of its hash and of its payload key (`None`: no
+/// such key, the payload is in the hash), and the hash's encoding.
+#[derive(Debug)]
+struct Usage {
+    hash: u64,
+    payload_key: Option<u64>,
+    encoding: String,
+}
+
 async fn memory_usage(
     conn: &mut redis::aio::MultiplexedConnection,
     prefix: &str,
     queue: &str,
     id: JobId,
-) -> (u64, u64) {
-    let usage = |kind: char| {
-        let mut conn = conn.clone();
-        let key = format!("{{{prefix}:{queue}}}:{kind}:{}", id.0.simple());
-        async move {
-            redis::cmd("MEMORY")
-                .arg("USAGE")
-                .arg(&key)
-                .query_async::<u64>(&mut conn)
-                .await
-                .expect("MEMORY USAGE")
-        }
-    };
-    (usage('j').await, usage('p').await)
+) -> Usage {
+    let key = |kind: char| format!("{{{prefix}:{queue}}}:{kind}:{}", id.0.simple());
+    let (hash, payload_key, encoding): (u64, Option<u64>, String) = redis::pipe()
+        .cmd("MEMORY")
+        .arg("USAGE")
+        .arg(key('j'))
+        .cmd("MEMORY")
+        .arg("USAGE")
+        .arg(key('p'))
+        .cmd("OBJECT")
+        .arg("ENCODING")
+        .arg(key('j'))
+        .query_async(conn)
+        .await
+        .expect("MEMORY USAGE");
+    Usage {
+        hash,
+        payload_key,
+        encoding,
+    }
 }
 
-/// A waiting job's hash and a retained completed job's hash stay small (listpack-encoded), the
-/// payload beside them.
+/// A waiting job's hash and a retained completed job's hash stay small (listpack-encoded), a
+/// short payload inside, a long one beside them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_hash_stays_small() {
     let backend = single_backend().await;
@@ -65,11 +84,12 @@ async fn a_job_hash_stays_small() {
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let now = chrono::Utc::now();
 
-    let done = job("email", now);
-    let waiting = job("email", now);
+    let done = job("email", now, SHORT);
+    let waiting = job("email", now, SHORT);
+    let long = job("email", now, LONG);
     backend
         .enqueue(EnqueueParams {
-            jobs: vec![done.clone(), waiting.clone()],
+            jobs: vec![done.clone(), waiting.clone(), long.clone()],
             now,
         })
         .await
@@ -107,16 +127,16 @@ async fn a_job_hash_stays_small() {
         JobStatus::Completed
     );
 
-    let waiting_bytes = memory_usage(&mut conn, &prefix, "email", waiting.id).await;
-    let completed_bytes = memory_usage(&mut conn, &prefix, "email", done.id).await;
-    eprintln!(
-        "MEMORY USAGE (hash, payload): waiting job {waiting_bytes:?} B, completed job \
-         {completed_bytes:?} B"
-    );
-    assert!(waiting_bytes.0 < 250, "waiting job: {waiting_bytes:?} B");
-    assert!(
-        completed_bytes.0 < 300,
-        "completed job: {completed_bytes:?} B"
-    );
-    assert!(completed_bytes.1 < 200, "payload: {completed_bytes:?} B");
+    let waiting = memory_usage(&mut conn, &prefix, "email", waiting.id).await;
+    let completed = memory_usage(&mut conn, &prefix, "email", done.id).await;
+    let long = memory_usage(&mut conn, &prefix, "email", long.id).await;
+    eprintln!("MEMORY USAGE: waiting job {waiting:?}, completed job {completed:?}, long {long:?}");
+    for usage in [&waiting, &completed, &long] {
+        assert_eq!(usage.encoding, "listpack", "{usage:?}");
+    }
+    assert_eq!((waiting.payload_key, completed.payload_key), (None, None));
+    assert!(waiting.hash < 300, "waiting job: {waiting:?}");
+    assert!(completed.hash < 400, "completed job: {completed:?}");
+    assert!(long.hash < 250, "waiting job, long payload: {long:?}");
+    assert!(matches!(long.payload_key, Some(b) if b < 250), "{long:?}");
 }

@@ -113,7 +113,11 @@ async fn only_steps_store_step_fields_and_results_keep_their_text() {
         .unwrap();
 
     let fields: Vec<String> = hash(&b, &plain).await.into_keys().collect();
-    assert_eq!(fields, ["c", "m", "pr", "ra", "s"], "a job without a step");
+    assert_eq!(
+        fields,
+        ["c", "m", "p", "pr", "ra", "s"],
+        "a job without a step"
+    );
 
     let waiting = hash(&b, &second).await;
     assert_eq!(waiting["s"], "w");
@@ -124,7 +128,7 @@ async fn only_steps_store_step_fields_and_results_keep_their_text() {
         "no input yet: {waiting:?}"
     );
     let ready: Vec<String> = hash(&b, &first).await.into_keys().collect();
-    assert_eq!(ready, ["c", "m", "pr", "ra", "s", "tg", "wf"]);
+    assert_eq!(ready, ["c", "m", "p", "pr", "ra", "s", "tg", "wf"]);
     let c = counts(&b, "wq").await;
     assert_eq!((c.waiting, c.pending), (1, 2));
 
