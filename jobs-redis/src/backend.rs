@@ -21,17 +21,19 @@ use jobs_core::{
 use jobs_core::{
     JobTypesParams, PublishTypesParams, PublishedType, StoredVersion, StoredVersionsParams,
 };
-use redis::{Client, Cmd, FromRedisValue, Script};
+use redis::{Client, Cmd, FromRedisValue};
 use uuid::Uuid;
 
 use crate::connect::{self, Conn, Connected};
 use crate::deliveries::Deliveries;
 use crate::events;
 use crate::keys::{Keys, DEFAULT_PREFIX};
+use crate::library;
 use crate::listen::Listener;
 use crate::options::{Options, Timeouts};
 use crate::queues::KnownQueues;
 use crate::record::micros;
+use crate::scripts::Function;
 
 /// A job store in Redis or a Redis Cluster. Clones share one connection.
 ///
@@ -186,7 +188,7 @@ impl RedisBackend {
     /// channel, queue name, now), ready for the script's own.
     pub(crate) fn invocation(
         &self,
-        script: &'static Script,
+        script: &'static Function,
         queue: &str,
         now: Timestamp,
     ) -> ScriptCall {
@@ -194,7 +196,7 @@ impl RedisBackend {
     }
 
     /// A call of a script on `queue` that does not depend on the time (it gets 0 as now).
-    pub(crate) fn timeless_invocation(&self, script: &'static Script, queue: &str) -> ScriptCall {
+    pub(crate) fn timeless_invocation(&self, script: &'static Function, queue: &str) -> ScriptCall {
         self.call(script, self.inner.keys.queue(queue), queue, 0)
     }
 
@@ -202,39 +204,35 @@ impl RedisBackend {
     /// depend on the time gets 0 as now.
     pub(crate) fn global_invocation(
         &self,
-        script: &'static Script,
+        script: &'static Function,
         now: Option<Timestamp>,
     ) -> ScriptCall {
         self.call(script, self.inner.keys.global(), "", now.map_or(0, micros))
     }
 
-    fn call(&self, script: &'static Script, base: String, queue: &str, now: i64) -> ScriptCall {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(script.get_hash())
+    fn call(&self, script: &'static Function, base: String, queue: &str, now: i64) -> ScriptCall {
+        let mut cmd = redis::cmd("FCALL");
+        cmd.arg(&script.name)
             .arg(1)
             .arg(base)
             .arg(&self.inner.channel)
             .arg(queue)
             .arg(now);
-        ScriptCall { script, cmd }
+        ScriptCall { cmd }
     }
 
-    /// Runs a script by its hash, loading it first if the server lacks it (as
-    /// `redis::ScriptInvocation` does, but with the arguments packed in one buffer as they are
-    /// added rather than copied from one allocation each).
+    /// Runs a script's function, loading the library first if the server lacks it (with the
+    /// arguments packed in one buffer as they were added).
     pub(crate) async fn run<T: FromRedisValue>(&self, call: &ScriptCall) -> Result<T, Error> {
         let mut conn = self.inner.conn.clone();
         match call.cmd.query_async(&mut conn).await {
-            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                call.script
-                    .load_async(&mut conn)
-                    .await
-                    .map_err(Error::backend)?;
+            Err(e) if library::is_missing(&e) => {
+                library::load(&mut conn).await?;
                 call.cmd.query_async(&mut conn).await
             }
             answer => answer,
         }
-        .map_err(Error::backend)
+        .map_err(library::explain)
     }
 
     /// Runs one command.
@@ -255,10 +253,9 @@ impl RedisBackend {
     }
 }
 
-/// A script call being built: `EVALSHA`, the script's hash, its key and arguments. Arguments are
-/// added with [`Cmd::arg`] through `Deref`.
+/// A script call being built: `FCALL`, the script's function, its key and arguments. Arguments
+/// are added with [`Cmd::arg`] through `Deref`.
 pub(crate) struct ScriptCall {
-    script: &'static Script,
     cmd: Cmd,
 }
 

@@ -16,14 +16,14 @@ use jobs_core::{
     later, CompleteParams, Error, FailParams, Failure, FetchParams, JobRecord, JobStatus, Lease,
     LeaseRef, LeaseToken, LeasedJob, ProgressParams, ReleaseParams, RenewParams, Timestamp,
 };
-use redis::{Cmd, Script};
+use redis::Cmd;
 use uuid::Uuid;
 
 use crate::flow::fetch_flow;
 use crate::ids::{id_text, token_text};
 use crate::queues::queue_tag;
 use crate::record::{encode_report, micros, parse_id, stored_time, PayloadRead, Stored};
-use crate::scripts::SCRIPTS;
+use crate::scripts::{Function, SCRIPTS};
 use crate::RedisBackend;
 
 /// The first 96 bits of a fetch's tokens on `queue`: fresh random bits and the tag (the last 32
@@ -336,7 +336,7 @@ impl RedisBackend {
     /// then per item its id, its token and what `item` adds. Returns which items were accepted.
     async fn under_leases<T>(
         &self,
-        script: &'static Script,
+        script: &'static Function,
         now: Timestamp,
         items: &[T],
         lease: impl Fn(&T) -> LeaseRef,

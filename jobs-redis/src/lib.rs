@@ -75,6 +75,7 @@ mod ids;
 mod keys;
 mod layout;
 mod leases;
+mod library;
 mod listen;
 mod liveness;
 mod maintenance;

@@ -1,89 +1,117 @@
-//! The Lua scripts, one per state change, each prefixed with `head.lua` (keys, counts, helpers) and
-//! the shared parts it uses: `idle.lua`, `coalesce.lua`, `store.lua`, `lease.lua`, `effects.lua`,
-//! `promote.lua`, `known.lua`, `flow.lua`, `states.lua`, `filter.lua`, `presence.lua`. Redis runs a
-//! script's whole text on every call, so the hot scripts (enqueue, fetch, complete) carry only what
-//! they use: each local function defined costs a little on every call.
+//! The Lua scripts, one per state change, loaded into Redis as one library of functions
+//! (`FUNCTION LOAD`, Redis 7.0 or newer) and called with `FCALL`. The library's text is
+//! `head.lua` (keys, counts, helpers, the call's state), the shared parts (`idle.lua`,
+//! `coalesce.lua`, `store.lua`, `lease.lua`, `effects.lua`, `promote.lua`, `known.lua`,
+//! `flow.lua`, `states.lua`, `filter.lua`, `presence.lua`), then one function per script whose
+//! body is the script's own file. Redis runs that text once, when it loads the library, so a
+//! call runs only its own script: the shared functions are not defined again on every call, as
+//! they would be in a script sent with `EVALSHA`.
 //!
-//! `redis::Script` calls a script by its SHA1 (`EVALSHA`) and loads it only when the server
-//! answers `NOSCRIPT` (a fresh or restarted server; in a cluster, `SCRIPT LOAD` goes to every
-//! primary), so each script crosses the network once per server.
+//! The library's name holds the SHA1 of its text, so processes of different releases sharing a
+//! server each call their own functions. A call of a function the server lacks (a fresh or
+//! restarted server, one that lost its functions, a failover to a replica that never had them)
+//! loads the library and is sent again; in a cluster, `FUNCTION LOAD` goes to every primary.
 
 use std::sync::LazyLock;
 
-use redis::Script;
+/// The shared parts, in the order their functions are defined.
+const PARTS: &str = concat!(
+    include_str!("lua/head.lua"),
+    include_str!("lua/idle.lua"),
+    include_str!("lua/coalesce.lua"),
+    include_str!("lua/store.lua"),
+    include_str!("lua/lease.lua"),
+    include_str!("lua/effects.lua"),
+    include_str!("lua/promote.lua"),
+    include_str!("lua/known.lua"),
+    include_str!("lua/flow.lua"),
+    include_str!("lua/states.lua"),
+    include_str!("lua/filter.lua"),
+    include_str!("lua/presence.lua"),
+);
 
-/// The text of a script: the head, the parts it uses, then its own file.
-macro_rules! source {
-    ($($part:literal),* ; $file:literal) => {
-        concat!(
-            include_str!("lua/head.lua"),
-            $(include_str!(concat!("lua/", $part)),)*
-            include_str!(concat!("lua/", $file))
-        )
-    };
+/// One function of the library, called by its name.
+pub(crate) struct Function {
+    /// The name the library registers it under: the library's name, then the script's.
+    pub name: String,
 }
 
-/// Declares every script: its name, the parts it uses and its file.
+/// The library: its name and its text, as `FUNCTION LOAD` takes it.
+pub(crate) struct Library {
+    pub name: String,
+    pub text: String,
+}
+
+/// Declares every script: its name and its file.
 macro_rules! scripts {
-    ($($name:ident: $($part:literal),* ; $file:literal,)*) => {
-        /// Every script of the backend.
+    ($($name:ident: $file:literal,)*) => {
+        /// Every script of the backend, as a function of the library.
         pub(crate) struct Scripts {
-            $(pub $name: Script,)*
+            $(pub $name: Function,)*
         }
 
-        /// The scripts, hashed once per process.
-        pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-            $($name: Script::new(source!($($part),*; $file)),)*
-        });
-
         /// Every script's name and text.
-        #[cfg(test)]
-        const SOURCES: &[(&str, &str)] = &[$((stringify!($name), source!($($part),*; $file)),)*];
+        const SOURCES: &[(&str, &str)] = &[$((stringify!($name), include_str!(concat!("lua/", $file))),)*];
+
+        /// The scripts, named once per process.
+        pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+            $($name: Function { name: function_name(stringify!($name)) },)*
+        });
     };
 }
 
 scripts! {
-    enqueue: "idle.lua", "coalesce.lua", "store.lua"; "enqueue.lua",
-    cron: "idle.lua", "coalesce.lua", "store.lua"; "cron.lua",
-    fetch: "idle.lua", "promote.lua", "known.lua", "flow.lua"; "fetch.lua",
-    withdraw: "idle.lua"; "withdraw.lua",
-    peek: "idle.lua", "promote.lua", "known.lua", "flow.lua"; "peek.lua",
-    enqueue_all: "idle.lua", "coalesce.lua", "store.lua"; "enqueue_all.lua",
-    complete: "lease.lua", "effects.lua"; "complete.lua",
-    fail: "lease.lua", "effects.lua", "states.lua"; "fail.lua",
-    release: "lease.lua"; "release.lua",
-    renew: "lease.lua"; "renew.lua",
-    places: ; "places.lua",
-    progress: "lease.lua"; "progress.lua",
-    scan: "filter.lua"; "scan.lua",
-    manage: "lease.lua", "effects.lua", "states.lua", "filter.lua"; "manage.lua",
-    rescue: "idle.lua", "lease.lua", "effects.lua", "states.lua"; "rescue.lua",
-    prune: "lease.lua", "effects.lua", "states.lua"; "prune.lua",
-    heartbeat: "presence.lua"; "heartbeat.lua",
-    deregister: "presence.lua"; "deregister.lua",
-    workers: "presence.lua"; "workers.lua",
-    versions: ; "versions.lua",
+    enqueue: "enqueue.lua",
+    cron: "cron.lua",
+    fetch: "fetch.lua",
+    withdraw: "withdraw.lua",
+    peek: "peek.lua",
+    enqueue_all: "enqueue_all.lua",
+    complete: "complete.lua",
+    fail: "fail.lua",
+    release: "release.lua",
+    renew: "renew.lua",
+    places: "places.lua",
+    progress: "progress.lua",
+    scan: "scan.lua",
+    manage: "manage.lua",
+    rescue: "rescue.lua",
+    prune: "prune.lua",
+    heartbeat: "heartbeat.lua",
+    deregister: "deregister.lua",
+    workers: "workers.lua",
+    versions: "versions.lua",
+}
+
+/// The library, built once per process.
+pub(crate) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
+    let body = |name: &str| {
+        let mut text = String::from(PARTS);
+        for (script, source) in SOURCES {
+            text.push_str(&format!(
+                "redis.register_function('{name}_{script}', function(keys, args)\n\
+                 begin(keys, args)\n{source}\nend)\n"
+            ));
+        }
+        text
+    };
+    // The SHA1 of the text with a placeholder name: what names the library.
+    let sha = redis::Script::new(&body("jobs")).get_hash().to_string();
+    let name = format!("jobs_{}", &sha[..16]);
+    let text = format!("#!lua name={name}\n{}", body(&name));
+    Library { name, text }
+});
+
+/// The name `script` is registered under.
+fn function_name(script: &str) -> String {
+    format!("{}_{script}", LIBRARY.name)
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
 
-    /// The parts a script may include, in the order `script!` puts them.
-    const PARTS: [(&str, &str); 12] = [
-        ("head.lua", include_str!("lua/head.lua")),
-        ("idle.lua", include_str!("lua/idle.lua")),
-        ("coalesce.lua", include_str!("lua/coalesce.lua")),
-        ("store.lua", include_str!("lua/store.lua")),
-        ("lease.lua", include_str!("lua/lease.lua")),
-        ("effects.lua", include_str!("lua/effects.lua")),
-        ("promote.lua", include_str!("lua/promote.lua")),
-        ("known.lua", include_str!("lua/known.lua")),
-        ("flow.lua", include_str!("lua/flow.lua")),
-        ("states.lua", include_str!("lua/states.lua")),
-        ("filter.lua", include_str!("lua/filter.lua")),
-        ("presence.lua", include_str!("lua/presence.lua")),
-    ];
+    use super::{LIBRARY, PARTS, SCRIPTS, SOURCES};
 
     /// The local functions `text` defines.
     fn defined(text: &str) -> BTreeSet<&str> {
@@ -93,25 +121,65 @@ mod tests {
             .collect()
     }
 
-    /// Every script, once assembled, defines each shared function it calls before calling it.
+    /// The library defines each shared function before any line that calls it: Lua resolves a
+    /// name where it is written, so a call written earlier would find no such local.
     #[test]
-    fn scripts_define_what_they_call() {
-        let shared: BTreeSet<&str> = PARTS.iter().flat_map(|(_, t)| defined(t)).collect();
-        for (name, code) in super::SOURCES {
-            let mut seen = BTreeSet::new();
-            for line in code.lines().filter(|l| !l.trim_start().starts_with("--")) {
-                for f in &shared {
-                    let called = line.match_indices(&format!("{f}(")).any(|(at, _)| {
-                        !line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_')
-                            && !line[..at].ends_with("function ")
-                    });
-                    assert!(
-                        !called || seen.contains(f),
-                        "{name}: calls `{f}` before or without defining it: {line}"
-                    );
-                }
-                seen.extend(defined(line));
+    fn the_library_defines_each_shared_function_before_calling_it() {
+        let shared = defined(PARTS);
+        let mut seen = BTreeSet::new();
+        for line in LIBRARY
+            .text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+        {
+            for f in &shared {
+                let called = line.match_indices(&format!("{f}(")).any(|(at, _)| {
+                    !line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                        && !line[..at].ends_with("function ")
+                });
+                assert!(
+                    !called || seen.contains(f),
+                    "calls `{f}` before defining it: {line}"
+                );
             }
+            seen.extend(defined(line));
         }
+    }
+
+    /// No shared function is defined twice (a second one would hide the first from the parts
+    /// after it).
+    #[test]
+    fn shared_functions_have_one_definition_each() {
+        let mut names: Vec<&str> = PARTS
+            .split("local function ")
+            .skip(1)
+            .filter_map(|rest| rest.split('(').next())
+            .collect();
+        let all = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all);
+    }
+
+    /// The library is named by its text's SHA1, and registers every script once under a name
+    /// that starts with the library's.
+    #[test]
+    fn the_library_names_its_functions() {
+        let hex = LIBRARY.name.strip_prefix("jobs_").expect("jobs_<sha>");
+        assert!(hex.len() == 16 && hex.chars().all(|c| c.is_ascii_hexdigit()));
+        assert!(LIBRARY
+            .text
+            .starts_with(&format!("#!lua name={}\n", LIBRARY.name)));
+        assert_eq!(
+            LIBRARY.text.matches("redis.register_function(").count(),
+            SOURCES.len()
+        );
+        for (script, _) in SOURCES {
+            let name = format!("{}_{script}", LIBRARY.name);
+            assert!(LIBRARY
+                .text
+                .contains(&format!("register_function('{name}',")));
+        }
+        assert_eq!(SCRIPTS.fetch.name, format!("{}_fetch", LIBRARY.name));
     }
 }

@@ -7,7 +7,10 @@
 -- A throttle key is the string `th:<key>`, `until:id`: the job kept for the window and when
 -- the window ends (kept a minute longer, then it expires). A debounce key's job is in the hash
 -- `debounce`; it holds the key while it waits (pending or scheduled).
-local DEBOUNCE = BASE .. 'debounce'
+local DEBOUNCE
+on_base(function()
+  DEBOUNCE = BASE .. 'debounce'
+end)
 
 -- A job's flow argument `text` as its parts: whether it has key limits, then its coalesce mode
 -- ('t' or 'd', nil when none), window (µs) and key.

@@ -9,25 +9,10 @@
 -- The key base's prefix: BASE is `{prefix:queue}:`.
 local PREFIX = string.sub(BASE, 2, #BASE - #QUEUE - 3)
 
--- Points the keys of head.lua, coalesce.lua and store.lua, and the counts, at `queue`.
+-- Points the key names and the counts at `queue`.
 local function use(queue)
   QUEUE = queue
-  BASE = '{' .. PREFIX .. ':' .. queue .. '}:'
-  READY = BASE .. 'ready'
-  KREADY = BASE .. 'kready'
-  DELAYED = BASE .. 'delayed'
-  RUNNING = BASE .. 'running'
-  DONE = BASE .. 'done'
-  DEAD = BASE .. 'dead'
-  ALL = BASE .. 'all'
-  COUNTS = BASE .. 'counts'
-  UNIQUE = BASE .. 'unique'
-  CRON = BASE .. 'cron'
-  KRUN = BASE .. 'krun'
-  TAG = BASE .. 'tag:'
-  LIMITS = BASE .. 'limits'
-  IDLE = BASE .. 'idle'
-  DEBOUNCE = BASE .. 'debounce'
+  use_base('{' .. PREFIX .. ':' .. queue .. '}:')
   deltas = {}
 end
 

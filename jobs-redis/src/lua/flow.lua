@@ -17,8 +17,11 @@
 -- Ready jobs with key limits wait in `kready`, apart from `ready`, so that a plain fetch never
 -- reads them; a flow fetch walks both in their merged order (priority, run_at, id).
 
-local STARTS = BASE .. 'starts'
-local KSTARTS = BASE .. 'kstarts:'
+local STARTS, KSTARTS
+on_base(function()
+  STARTS = BASE .. 'starts'
+  KSTARTS = BASE .. 'kstarts:'
+end)
 
 -- At most this many jobs held back by their key are looked past per call (jobs-core's
 -- FLOW_SCAN).
@@ -102,6 +105,10 @@ end
 
 -- Whether jobs with key limits wait in `kready` (asked once per call).
 local keyed = nil
+
+on_call(function()
+  ended, uncounted, keyed = '', nil, nil
+end)
 local function keyed_waiting()
   if keyed == nil then
     keyed = redis.call('ZCARD', KREADY) > 0

@@ -1,6 +1,9 @@
--- The head of every script (prepended at build time, with the other parts a script needs:
--- idle.lua, coalesce.lua, store.lua, lease.lua, effects.lua, promote.lua, known.lua, flow.lua,
--- states.lua, filter.lua, presence.lua, in that order).
+-- The head of the library of functions (see scripts.rs), followed by the shared parts: idle.lua,
+-- coalesce.lua, store.lua, lease.lua, effects.lua, promote.lua, known.lua, flow.lua,
+-- states.lua, filter.lua, presence.lua, in that order; then each script's own file, as the
+-- body of the function registered for it, which begins with `begin(keys, args)`. Redis runs
+-- the library's text once, when it is loaded: the parts' functions are defined once, not per
+-- call.
 --
 -- A script works on one queue. KEYS[1] is the queue's key base `{prefix:queue}:`; every key a
 -- script touches is that base plus a suffix, so all of them share one hash tag and one cluster
@@ -41,23 +44,65 @@
 --   debounce   hash, debounce key -> the job that took it last (it holds it while waiting)
 --   idle       zset, score until when, member worker: idle workers' offers (see idle.lua)
 --   idle:<worker>  hash, one worker's offer: its places, tokens, lease and the jobs it runs
-local BASE = KEYS[1]
-local CHANNEL, QUEUE, NOW_S = ARGV[1], ARGV[2], ARGV[3]
-local NOW = tonumber(NOW_S)
-local READY = BASE .. 'ready'
-local KREADY = BASE .. 'kready'
-local DELAYED = BASE .. 'delayed'
-local RUNNING = BASE .. 'running'
-local DONE = BASE .. 'done'
-local DEAD = BASE .. 'dead'
-local ALL = BASE .. 'all'
-local COUNTS = BASE .. 'counts'
-local UNIQUE = BASE .. 'unique'
-local CRON = BASE .. 'cron'
-local KRUN = BASE .. 'krun'
-local RESERVED = BASE .. 'reserved'
-local PLACES = BASE .. 'places'
-local TAG = BASE .. 'tag:'
+-- A call's arguments and what follows from them, set by `begin`. They live on between calls
+-- (the library's state is Redis' own), so every part keeps what is a call's own in variables
+-- that `begin` sets again: key names in an `on_base` hook, anything else in an `on_call` one.
+local ARGV
+local BASE, CHANNEL, QUEUE, NOW_S, NOW
+local READY, KREADY, DELAYED, RUNNING, DONE, DEAD, ALL, COUNTS, UNIQUE, CRON, KRUN, RESERVED
+local PLACES, TAG
+
+-- Status counts change in this table and reach Redis once per call, in `finish`.
+local deltas = {}
+
+local base_hooks, call_hooks = {}, {}
+
+-- Has `hook` derive a part's key names from BASE whenever a call's key base changes.
+local function on_base(hook)
+  base_hooks[#base_hooks + 1] = hook
+end
+
+-- Has `hook` reset a part's own state at the start of every call.
+local function on_call(hook)
+  call_hooks[#call_hooks + 1] = hook
+end
+
+-- Points the key names at key base `base`: they stay as they are while calls work on one queue.
+local function use_base(base)
+  if base == BASE then
+    return
+  end
+  BASE = base
+  READY = base .. 'ready'
+  KREADY = base .. 'kready'
+  DELAYED = base .. 'delayed'
+  RUNNING = base .. 'running'
+  DONE = base .. 'done'
+  DEAD = base .. 'dead'
+  ALL = base .. 'all'
+  COUNTS = base .. 'counts'
+  UNIQUE = base .. 'unique'
+  CRON = base .. 'cron'
+  KRUN = base .. 'krun'
+  RESERVED = base .. 'reserved'
+  PLACES = base .. 'places'
+  TAG = base .. 'tag:'
+  for _, hook in ipairs(base_hooks) do
+    hook()
+  end
+end
+
+-- Starts a call with key names `keys` and arguments `args`.
+local function begin(keys, args)
+  ARGV = args
+  CHANNEL, QUEUE, NOW_S = args[1], args[2], args[3]
+  NOW = tonumber(NOW_S)
+  use_base(keys[1])
+  deltas = {}
+  for _, hook in ipairs(call_hooks) do
+    hook()
+  end
+end
 
 -- Values longer than this (Redis' default hash-max-listpack-value) would turn a job's hash from
 -- the compact listpack encoding into a hashtable, several times larger.
@@ -95,9 +140,6 @@ local function key_of(k)
   return string.match(k, '^[^|]*|[^|]*|[^|]*|(.*)$')
 end
 
--- Status counts change in this table and reach Redis once per script, in `finish`.
-local deltas = {}
-
 local function recount(from, to)
   if from then
     deltas[from] = (deltas[from] or 0) - 1
@@ -111,7 +153,7 @@ local function recount_by(status, n)
   deltas[status] = (deltas[status] or 0) + n
 end
 
--- Writes the status counts and returns `value`: every script returns through it.
+-- Writes the status counts and returns `value`: every call returns through it.
 local function finish(value)
   for status, delta in pairs(deltas) do
     if delta ~= 0 then

@@ -19,7 +19,10 @@
 -- worker's, see withdraw.lua), the rescue of a gone worker's jobs (rescue.lua), a fetch of
 -- several queues (peek.lua), and its time running out.
 
-local IDLE = BASE .. 'idle'
+local IDLE
+on_base(function()
+  IDLE = BASE .. 'idle'
+end)
 
 -- The hash of `worker`'s offer.
 local function offer_key(worker)

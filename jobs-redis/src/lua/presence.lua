@@ -2,6 +2,9 @@
 -- workers:      zset, score when the worker is forgotten unless it beats again, member its id
 -- worker-info:  hash, worker id -> its description (JSON, as `WorkerInfo` serializes)
 -- liveness:     hash, worker id -> the client name of its liveness connection (see liveness.rs)
-local WORKERS = BASE .. 'workers'
-local INFO = BASE .. 'worker-info'
-local LIVENESS = BASE .. 'liveness'
+local WORKERS, INFO, LIVENESS
+on_base(function()
+  WORKERS = BASE .. 'workers'
+  INFO = BASE .. 'worker-info'
+  LIVENESS = BASE .. 'liveness'
+end)

@@ -13,7 +13,10 @@
 -- sends them again in one call; 'c' only checks whether they would fit and stores nothing.
 -- Without a max depth, 's' and 'p' store and 'c' checks nothing.
 
-local LIMITS = BASE .. 'limits'
+local LIMITS
+on_base(function()
+  LIMITS = BASE .. 'limits'
+end)
 
 -- The index of the last argument of the job starting at ARGV[s], its unique key and its tags
 -- (each nil when it has none).
@@ -76,7 +79,7 @@ local DELIVER_MAX = 65536
 -- pending and ready now, straight to an idle worker that runs it, if one offers (see
 -- idle.lua), and publishes it on the worker's delivery channel as a fetch returns a job: its
 -- hash before the lease, and its payload. Whether it did.
-local function deliver(s, last, tags)
+local function hand_over(s, last, tags)
   local worker, token, expiry, channel = take_offer(s, last)
   if not worker then
     return false
@@ -132,7 +135,7 @@ local function store_one(s, md, direct)
     status = 'w'
   elseif member ~= '' then
     wakes = none_ready()
-    if wakes and direct and #ARGV[s + 2] <= DELIVER_MAX and deliver(s, last, tags) then
+    if wakes and direct and #ARGV[s + 2] <= DELIVER_MAX and hand_over(s, last, tags) then
       return answer('ok', md, {}), false
     end
     redis.call('ZADD', READY, ARGV[s + 6], member)
