@@ -180,14 +180,15 @@
 //!
 //! # Round trips
 //!
-//! Every operation of the hot path is one round trip: one `EVALSHA` per queue, all sent together
+//! Every operation of the hot path is one round trip: one `FCALL` per queue, all sent together
 //! (the registry `SADD`, when due, goes with them). Enqueueing a batch sends its jobs in script calls of 500;
 //! a fetch of up to n jobs from one queue is one call (two across several queues: a peek at each
 //! head, then the leases); completing or failing a batch one; renewing every lease a worker
 //! holds one per renewal period. A list takes a scan call per queue (more when a filter makes it
 //! examine over 2,000 jobs), then one pipelined read per queue; a bulk operation the scans, then
-//! a manage call per queue and 500 jobs. Scripts are sent by SHA1 and loaded only when a server lacks
-//! them, and their arguments are packed straight into the command.
+//! a manage call per queue and 500 jobs. The scripts are functions of one library, loaded only
+//! when a server lacks it (see the `scripts` module), and their arguments are packed straight
+//! into the command.
 //!
 //! Inside Redis, the hot scripts keep the commands per job few, sending whatever concerns the
 //! whole batch as one command with many members:

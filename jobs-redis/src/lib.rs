@@ -1,6 +1,8 @@
-//! The Redis backend of `jobs`: every state change one atomic Lua script, new jobs leased
+//! The Redis backend of `jobs`: every state change one atomic Lua function, new jobs leased
 //! straight to idle workers over pub/sub, and keys laid out so that the same code runs on one
-//! server or a Redis Cluster.
+//! server or a Redis Cluster. It needs Redis 7.0 or newer (or Valkey), for its functions
+//! (`FUNCTION LOAD`, `FCALL`): the backend loads its library by itself, and on an older server
+//! its calls fail with an error that says so.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), jobs_core::Error> {
