@@ -13,6 +13,8 @@ mod bad_input;
 mod deliveries;
 #[path = "redis/flow.rs"]
 mod flow;
+#[path = "redis/functions.rs"]
+mod functions;
 #[path = "redis/layout.rs"]
 mod layout;
 #[path = "redis/memory.rs"]
