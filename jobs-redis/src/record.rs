@@ -2,8 +2,9 @@
 //!
 //! A job is a hash of short fields, so Redis keeps it in its compact listpack encoding (which
 //! holds only while every value is at most `hash-max-listpack-value`, 64 bytes by default),
-//! plus side keys for what may be long: a payload or a result longer than 64 bytes (a string
-//! each; shorter ones stay in the hash) and the attempts' errors (a list).
+//! plus side keys for what may be long: a payload longer than two values of 64 bytes (cut
+//! between characters) or a result longer than 64 (a string each; shorter ones stay in the hash)
+//! and the attempts' errors (a list).
 //!
 //! | field | meaning                          | field | meaning                          |
 //! |-------|----------------------------------|-------|----------------------------------|
@@ -17,7 +18,8 @@
 //! | `f`   | finished_at                      | `tc`  | trace context                    |
 //! | `k`   | key limits (absent if none)      | `tg`  | tags, a JSON array (absent if none) |
 //! | `v`   | payload version (absent while 1) | `i<n>` | value delivered to slot n (steps) |
-//! | `p`   | payload of at most 64 bytes      | `wn`  | slots filled so far (steps)      |
+//! | `p`   | payload, or its first part       | `wn`  | slots filled so far (steps)      |
+//! | `p2`  | the payload's second part        |       |                                  |
 //!
 //! `wf` is the job's [`Step`] as serde writes it, stored only for a workflow step, so an
 //! ordinary job costs its enqueue no field more. A step with slots is stored waiting (`w`, in no
@@ -484,12 +486,18 @@ impl<'a> Fields<'a> {
         }))
     }
 
-    /// The payload (from the hash, else its own key), as `read` says.
+    /// The payload (from the hash, in one or two fields, else its own key), as `read` says.
     fn payload(&self, read: PayloadRead) -> Result<Json, Error> {
-        let text = self
-            .opt("p")
-            .or(self.stored.payload.as_deref())
-            .ok_or_else(|| corrupt(self.id, "the payload is missing"))?;
+        let joined;
+        let text = match (self.opt("p"), self.opt("p2")) {
+            (Some(first), Some(rest)) => {
+                joined = [first, rest].concat();
+                &joined
+            }
+            (first, _) => first
+                .or(self.stored.payload.as_deref())
+                .ok_or_else(|| corrupt(self.id, "the payload is missing"))?,
+        };
         match self.json(text) {
             Err(_) if read == PayloadRead::Lenient => {
                 let quoted = serde_json::to_string(text).expect("strings serialize");
@@ -715,27 +723,34 @@ mod tests {
     #[test]
     fn a_short_payload_reads_from_the_hash() {
         let id = id_text(JobId::new());
-        let stored = |payload: &str| Stored {
+        let stored = |payload: &[(&str, &str)]| Stored {
             fields: [
                 ("m", "3|e1000m60000j||email"),
                 ("pr", "0"),
                 ("ra", "1893456000000000"),
                 ("s", "p"),
                 ("c", "1893456000000000"),
-                ("p", payload),
             ]
             .iter()
+            .chain(payload)
             .flat_map(|(k, v)| [k.to_string(), v.to_string()])
             .collect(),
             payload: None,
             long_result: None,
             errors: Vec::new(),
         };
-        let r = stored(r#"{"user_id":7}"#)
+        let r = stored(&[("p", r#"{"user_id":7}"#)])
             .record(&id, "q", PayloadRead::Strict)
             .unwrap();
         assert_eq!(r.payload.get(), r#"{"user_id":7}"#);
-        let not_json = stored("not json {");
+        let halves = stored(&[("p2", r#"e.com"}"#), ("p", r#"{"email":"a@exampl"#)]);
+        let r = halves.record(&id, "q", PayloadRead::Strict).unwrap();
+        assert_eq!(
+            r.payload.get(),
+            r#"{"email":"a@example.com"}"#,
+            "p, then p2"
+        );
+        let not_json = stored(&[("p", "not json {")]);
         let err = not_json.record(&id, "q", PayloadRead::Strict).unwrap_err();
         assert!(err.to_string().contains("is corrupt"), "{err}");
         let shown = not_json.record(&id, "q", PayloadRead::Lenient).unwrap();

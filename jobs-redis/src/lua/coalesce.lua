@@ -70,7 +70,7 @@ end
 -- still to come, else pending. Returns whether it is ready now.
 local function debounce(s, id)
   local key = job_key(id)
-  local v = redis.call('HMGET', key, 's', 'pr', 'ra', 'k', 'v', 'p')
+  local v = redis.call('HMGET', key, 's', 'pr', 'ra', 'k', 'v', 'p', 'p2')
   local run_at = ARGV[s + 8]
   redis.call('ZREM', ready_of(v[4]), ready_member(v[3], id))
   redis.call('ZREM', DELAYED, id)
@@ -84,9 +84,16 @@ local function debounce(s, id)
   -- The new payload goes where store.lua puts it, and the old one, where it was, goes.
   local fields, gone = { 's', status, 'ra', run_at }, {}
   local payload = ARGV[s + 2]
-  if #payload <= LONG then
+  local cut = payload_cut(payload)
+  if cut then
     fields[#fields + 1] = 'p'
-    fields[#fields + 1] = payload
+    fields[#fields + 1] = string.sub(payload, 1, cut)
+    if cut < #payload then
+      fields[#fields + 1] = 'p2'
+      fields[#fields + 1] = string.sub(payload, cut + 1)
+    elseif v[7] then
+      gone[#gone + 1] = 'p2'
+    end
     if not v[6] then
       redis.call('DEL', side_key('p', id))
     end
@@ -94,6 +101,9 @@ local function debounce(s, id)
     redis.call('SET', side_key('p', id), payload)
     if v[6] then
       gone[#gone + 1] = 'p'
+    end
+    if v[7] then
+      gone[#gone + 1] = 'p2'
     end
   end
   local version = version_arg(s)

@@ -14,8 +14,7 @@
 -- Returns {id, fields, payload, errors, reserved} per leased job, in order, `fields` being the
 -- hash as HGETALL gave it before the lease: the caller knows what the lease wrote (status
 -- running, one more attempt, started now, the lease itself), so it is not sent back. `payload`
--- is false when the hash holds it (a payload of at most LONG bytes), else the payload key's
--- value. `reserved` is 1 for a lease reserved beyond the queue's concurrency (see flow.lua),
+-- is false when the hash holds it (see `payload_cut`), else the payload key's value. `reserved` is 1 for a lease reserved beyond the queue's concurrency (see flow.lua),
 -- else 0.
 local promoted = promote(1000)
 local flow = read_flow(8)

@@ -15,8 +15,9 @@
 --
 -- Keys of a queue:
 --   j:<id>     hash, one job's short fields (see record.rs), kept in Redis' compact listpack,
---              its payload among them (field `p`) when at most LONG bytes
---   p:<id>     string, its payload when longer than LONG bytes
+--              its payload among them when it fits (see `payload_cut`): in field `p`, or cut
+--              in two, its first part in `p` and the rest in `p2`
+--   p:<id>     string, its payload when it does not fit in the hash
 --   r:<id>     string, its result when longer than LONG bytes (shorter ones stay in the hash)
 --   e:<id>     list, the error of each failed attempt, as JSON:
 --              {"a":attempt,"t":at,"kind":...,"message":...,"chain":[...]} (before kinds were
@@ -107,6 +108,27 @@ end
 -- Values longer than this (Redis' default hash-max-listpack-value) would turn a job's hash from
 -- the compact listpack encoding into a hashtable, several times larger.
 local LONG = 64
+
+-- Where a payload is cut between the hash's fields `p` and `p2`: the length of its part in `p`
+-- (all of it when at most LONG bytes; else at most LONG, before a character's first byte, so
+-- that each part is UTF-8 text), or nil when the rest would be longer than LONG too: such a
+-- payload has a key of its own.
+local function payload_cut(payload)
+  local n = #payload
+  if n <= LONG then
+    return n
+  end
+  local cut = LONG
+  local b = string.byte(payload, cut + 1)
+  while b >= 128 and b < 192 and cut > 1 do
+    cut = cut - 1
+    b = string.byte(payload, cut + 1)
+  end
+  if n - cut > LONG then
+    return nil
+  end
+  return cut
+end
 
 local function job_key(id)
   return BASE .. 'j:' .. id

@@ -42,13 +42,18 @@ local function index_tags(id, tags)
 end
 
 -- Writes the job starting at ARGV[s] (its arguments ending at ARGV[last]): its hash, holding
--- its payload in field `p` when that is at most LONG bytes; a longer payload goes to its
--- payload key, or into `payloads` (key and value pairs, for one MSET), when given.
+-- its payload when it fits (see `payload_cut`); a longer payload goes to its payload key, or
+-- into `payloads` (key and value pairs, for one MSET), when given.
 local function write_job(s, last, status, payloads)
   local id, payload = ARGV[s], ARGV[s + 2]
-  if #payload <= LONG then
+  local cut = payload_cut(payload)
+  if cut == #payload then
     redis.call('HSET', job_key(id), 's', status, 'c', NOW_S, 'p', payload,
       unpack(ARGV, s + 5, last))
+    return
+  elseif cut then
+    redis.call('HSET', job_key(id), 's', status, 'c', NOW_S, 'p', string.sub(payload, 1, cut),
+      'p2', string.sub(payload, cut + 1), unpack(ARGV, s + 5, last))
     return
   end
   redis.call('HSET', job_key(id), 's', status, 'c', NOW_S, unpack(ARGV, s + 5, last))
@@ -106,7 +111,7 @@ end
 -- queue's max depth, nil if none; `direct`: the queue is neither paused nor limited, so an
 -- idle worker may take the job straight away): as `store_jobs`, in the fewest commands (six
 -- in all with the limits' HMGET and the counts, seven with the wake-up, one more for a payload
--- longer than LONG, two more for a bounded queue, one more to look for idle workers' offers
+-- too long for the hash, two more for a bounded queue, one more to look for idle workers' offers
 -- when the ready set is empty).
 local function store_one(s, md, direct)
   local id = ARGV[s]

@@ -14,8 +14,11 @@ use crate::support::{redis_url, single_backend};
 /// A payload of 43 bytes: short enough for the job's hash.
 const SHORT: &str = r#"{"user_id":123,"email":"alice@example.com"}"#;
 
-/// A payload of 104 bytes: longer than a hash value may be, so it lives in its own key.
-const LONG: &str = r#"{"user_id":123,"email":"alice@example.com","template":"welcome","locale":"en-GB","campaign":"autumn"}"#;
+/// A payload of 104 bytes: longer than a hash value may be, so the hash holds it in two.
+const MEDIUM: &str = r#"{"user_id":123,"email":"alice@example.com","template":"welcome","locale":"en-GB","campaign":"autumn"}"#;
+
+/// A payload of 145 bytes: too long for the hash, so it lives in its own key.
+const LONG: &str = r#"{"user_id":123,"email":"alice@example.com","template":"welcome","locale":"en-GB","campaign":"autumn","referrer":"https://example.com/newsletter"}"#;
 
 fn job(queue: &str, now: chrono::DateTime<chrono::Utc>, payload: &str) -> NewJob {
     NewJob {
@@ -75,7 +78,7 @@ async fn memory_usage(
 }
 
 /// A waiting job's hash and a retained completed job's hash stay small (listpack-encoded), a
-/// short payload inside, a long one beside them.
+/// payload of up to two values inside, a longer one beside them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_hash_stays_small() {
     let backend = single_backend().await;
@@ -86,10 +89,11 @@ async fn a_job_hash_stays_small() {
 
     let done = job("email", now, SHORT);
     let waiting = job("email", now, SHORT);
+    let medium = job("email", now, MEDIUM);
     let long = job("email", now, LONG);
     backend
         .enqueue(EnqueueParams {
-            jobs: vec![done.clone(), waiting.clone(), long.clone()],
+            jobs: vec![done.clone(), waiting.clone(), medium.clone(), long.clone()],
             now,
         })
         .await
@@ -129,14 +133,20 @@ async fn a_job_hash_stays_small() {
 
     let waiting = memory_usage(&mut conn, &prefix, "email", waiting.id).await;
     let completed = memory_usage(&mut conn, &prefix, "email", done.id).await;
+    let medium = memory_usage(&mut conn, &prefix, "email", medium.id).await;
     let long = memory_usage(&mut conn, &prefix, "email", long.id).await;
-    eprintln!("MEMORY USAGE: waiting job {waiting:?}, completed job {completed:?}, long {long:?}");
-    for usage in [&waiting, &completed, &long] {
+    eprintln!(
+        "MEMORY USAGE: waiting job {waiting:?}, completed job {completed:?}, \
+         medium {medium:?}, long {long:?}"
+    );
+    for usage in [&waiting, &completed, &medium, &long] {
         assert_eq!(usage.encoding, "listpack", "{usage:?}");
     }
-    assert_eq!((waiting.payload_key, completed.payload_key), (None, None));
+    let keys = [&waiting, &completed, &medium].map(|u| u.payload_key);
+    assert_eq!(keys, [None, None, None], "payloads in their hashes");
     assert!(waiting.hash < 300, "waiting job: {waiting:?}");
     assert!(completed.hash < 400, "completed job: {completed:?}");
+    assert!(medium.hash < 350, "waiting job, medium payload: {medium:?}");
     assert!(long.hash < 250, "waiting job, long payload: {long:?}");
-    assert!(matches!(long.payload_key, Some(b) if b < 250), "{long:?}");
+    assert!(matches!(long.payload_key, Some(b) if b < 300), "{long:?}");
 }

@@ -1,7 +1,7 @@
-//! Where a payload lives: in its job's hash (field `p`) when at most 64 bytes, else in its own
-//! key; enqueued alone or in a batch that mixes both, each job is fetched and read with its own
-//! payload, and a debounce that replaces a payload moves it between the two, leaving no stale
-//! copy behind.
+//! Where a payload lives: in its job's hash when it fits in two values of at most 64 bytes
+//! (field `p`, or cut between characters into `p` and `p2`), else in its own key; enqueued
+//! alone or in a batch that mixes them, each job is fetched and read with its own payload, and
+//! a debounce that replaces a payload moves it between the places, leaving no stale copy behind.
 
 use std::time::Duration;
 
@@ -11,11 +11,38 @@ use serde_json::value::RawValue;
 
 use crate::support::{at, fetch, job, raw_connection, single_backend, t0};
 
-/// 64 bytes: the longest payload a hash keeps.
+/// 64 bytes: the longest payload kept in one field.
 const SHORT: &str = r#"{"user_id":123456789,"email":"someone.with.long.name@example.o"}"#;
 
-/// 65 bytes: one too many for the hash.
-const LONG: &str = r#"{"user_id":1234567890,"email":"someone.with.long.name@example.o"}"#;
+/// 97 bytes: cut in two.
+const MEDIUM: &str = r#"{"user_id":123456789,"email":"someone.with.long.name@example.org","template":"welcome-to-a-shop"}"#;
+
+/// 129 bytes: too long for two fields.
+const LONG: &str = r#"{"user_id":123456789,"email":"someone.with.long.name@example.org","template":"welcome-2","locale":"en-GB","campaign":"autumn-20"}"#;
+
+/// 89 bytes whose 65th byte is the second of `é`'s two: the cut falls before the `é`.
+const ACCENTED: &str =
+    r#"{"user_id":12345678,"email":"someone.with.long.nm@ex.org","n":"é and more text to fill"}"#;
+
+/// 128 bytes whose cut moves back before an `é`, leaving 65 for the rest: its own key.
+const ACCENTED_LONG: &str = r#"{"user_id":12345678,"email":"someone.with.long.nm@ex.org","n":"é and more text to fill it up to 128 bytes, all in all, exact."}"#;
+
+/// Where each payload is expected: its parts in `p` and `p2`, or in its key.
+fn expected(payload: &str) -> Stored {
+    match payload {
+        SHORT => (Some(SHORT.into()), None, None),
+        MEDIUM => (Some(MEDIUM[..64].into()), Some(MEDIUM[64..].into()), None),
+        ACCENTED => (
+            Some(ACCENTED[..63].into()),
+            Some(ACCENTED[63..].into()),
+            None,
+        ),
+        other => (None, None, Some(other.into())),
+    }
+}
+
+/// A job's payload as stored: fields `p` and `p2` and the payload key.
+type Stored = (Option<String>, Option<String>, Option<String>);
 
 /// A job of `queue` carrying `payload`.
 fn carrying(queue: &str, payload: &str) -> NewJob {
@@ -31,15 +58,13 @@ async fn put(b: &RedisBackend, jobs: Vec<NewJob>) {
         .expect("enqueue");
 }
 
-/// Where job `id` of `queue` keeps its payload: the hash's field `p` and the payload key.
-async fn stored_payload(
-    b: &RedisBackend,
-    queue: &str,
-    id: JobId,
-) -> (Option<String>, Option<String>) {
+/// Where job `id` of `queue` keeps its payload.
+async fn stored_payload(b: &RedisBackend, queue: &str, id: JobId) -> Stored {
     let base = format!("{{{}:{queue}}}:", b.key_prefix());
+    let job = format!("{base}j:{}", id.0.simple());
     redis::pipe()
-        .hget(format!("{base}j:{}", id.0.simple()), "p")
+        .hget(&job, "p")
+        .hget(&job, "p2")
         .get(format!("{base}p:{}", id.0.simple()))
         .query_async(&mut raw_connection().await)
         .await
@@ -52,34 +77,34 @@ async fn read_payload(b: &RedisBackend, id: JobId) -> String {
 }
 
 #[test]
-fn the_payloads_straddle_the_limit() {
-    assert_eq!((SHORT.len(), LONG.len()), (64, 65));
+fn the_payloads_straddle_the_limits() {
+    let lengths = [SHORT, MEDIUM, LONG, ACCENTED, ACCENTED_LONG].map(str::len);
+    assert_eq!(lengths, [64, 97, 129, 89, 128]);
+    assert!(!ACCENTED.is_char_boundary(64) && ACCENTED.is_char_boundary(63));
+    assert!(!ACCENTED_LONG.is_char_boundary(64) && ACCENTED_LONG.is_char_boundary(63));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn short_payloads_live_in_the_hash_and_long_ones_apart() {
+async fn payloads_live_in_the_hash_when_they_fit_and_apart_when_not() {
     let b = single_backend().await;
-    let alone = [carrying("pq", SHORT), carrying("pq", LONG)];
+    let sizes = [SHORT, MEDIUM, LONG, ACCENTED, ACCENTED_LONG];
+    let alone = sizes.map(|payload| carrying("pq", payload));
     for job in &alone {
         put(&b, vec![job.clone()]).await;
     }
-    // A batch alternating the two, so the fetch's payloads must be matched to their jobs.
-    let batch: Vec<NewJob> = (0..6)
-        .map(|n| carrying("pq", if n % 2 == 0 { LONG } else { SHORT }))
+    // A batch mixing them, so the fetch's payloads must be matched to their jobs.
+    let batch: Vec<NewJob> = (0..10)
+        .map(|n| carrying("pq", sizes[n % sizes.len()]))
         .collect();
     put(&b, batch.clone()).await;
 
     let all: Vec<&NewJob> = alone.iter().chain(&batch).collect();
     for job in &all {
-        let expected = if job.payload.get() == SHORT {
-            (Some(SHORT.to_string()), None)
-        } else {
-            (None, Some(LONG.to_string()))
-        };
-        assert_eq!(stored_payload(&b, "pq", job.id).await, expected);
-        assert_eq!(read_payload(&b, job.id).await, job.payload.get());
+        let payload = job.payload.get();
+        assert_eq!(stored_payload(&b, "pq", job.id).await, expected(payload));
+        assert_eq!(read_payload(&b, job.id).await, payload);
     }
-    let leased = b.fetch(fetch(&["pq"], 10, at(1))).await.unwrap();
+    let leased = b.fetch(fetch(&["pq"], 20, at(1))).await.unwrap();
     assert_eq!(leased.len(), all.len());
     for leased in &leased {
         let job = all.iter().find(|j| j.id == leased.record.id).unwrap();
@@ -100,31 +125,23 @@ async fn a_debounce_moves_the_payload_and_leaves_no_stale_copy() {
     };
     let first = debounced(SHORT);
     put(&b, vec![first.clone()]).await;
-    assert_eq!(
-        stored_payload(&b, "dq", first.id).await,
-        (Some(SHORT.into()), None)
-    );
+    assert_eq!(stored_payload(&b, "dq", first.id).await, expected(SHORT));
 
-    put(&b, vec![debounced(LONG)]).await;
-    assert_eq!(
-        stored_payload(&b, "dq", first.id).await,
-        (None, Some(LONG.into())),
-        "a long payload replaces a short one"
-    );
-    assert_eq!(read_payload(&b, first.id).await, LONG);
-
-    put(&b, vec![debounced(SHORT)]).await;
-    assert_eq!(
-        stored_payload(&b, "dq", first.id).await,
-        (Some(SHORT.into()), None),
-        "a short payload replaces a long one"
-    );
-    assert_eq!(read_payload(&b, first.id).await, SHORT);
+    // Every move between one field, two fields and the key, each way.
+    for payload in [MEDIUM, LONG, SHORT, LONG, MEDIUM, SHORT, ACCENTED] {
+        put(&b, vec![debounced(payload)]).await;
+        assert_eq!(
+            stored_payload(&b, "dq", first.id).await,
+            expected(payload),
+            "after folding in {payload}"
+        );
+        assert_eq!(read_payload(&b, first.id).await, payload);
+    }
 
     let leased = b.fetch(fetch(&["dq"], 10, at(5_000))).await.unwrap();
     assert_eq!(leased.len(), 1, "one job, folded");
     assert_eq!(
         (leased[0].record.id, leased[0].record.payload.get()),
-        (first.id, SHORT)
+        (first.id, ACCENTED)
     );
 }
