@@ -26,6 +26,10 @@ use crate::record::{encode_report, micros, parse_id, stored_time, PayloadRead, S
 use crate::scripts::{Function, SCRIPTS};
 use crate::RedisBackend;
 
+/// A job as fetch.lua returns it: its id, its hash before the lease, its payload when the hash
+/// does not hold it, its errors (none: null) and whether its lease is reserved (1) or not (0).
+type FetchedRow = (String, Vec<String>, Option<String>, Option<Vec<String>>, u8);
+
 /// The first 96 bits of a fetch's tokens on `queue`: fresh random bits and the tag (the last 32
 /// bits are each job's index in the batch).
 fn token_base(queue: &str) -> u128 {
@@ -186,8 +190,9 @@ impl RedisBackend {
         let (prefix, heard) = self.deliveries().heard(&p.worker);
         inv.arg(prefix).arg(heard);
         push_known(&mut inv, p);
-        type Row = (String, Vec<String>, Option<String>, Vec<String>, bool);
-        let rows: Vec<Row> = self.run(&inv).await?;
+        let reply: Vec<u8> = self.run(&inv).await?;
+        let rows: Vec<FetchedRow> = serde_json::from_slice(&reply)
+            .map_err(|e| Error::backend(format!("a fetch's reply does not parse: {e}")))?;
         // What the script wrote, as a read of the job would give it back.
         let started = stored_time(p.now);
         let expires = stored_time(expires);
@@ -199,7 +204,7 @@ impl RedisBackend {
                 fields,
                 payload,
                 long_result: None,
-                errors,
+                errors: errors.unwrap_or_default(),
             };
             let token = LeaseToken(Uuid::from_u128(base | index as u128));
             let lease = Lease {
@@ -212,7 +217,7 @@ impl RedisBackend {
                     leased.push(LeasedJob {
                         record,
                         token,
-                        reserved,
+                        reserved: reserved == 1,
                     });
                 }
                 Err(e) => corrupt.push(Failure::undecodable(

@@ -11,11 +11,12 @@
 -- A fetch that takes jobs, or offers nothing, withdraws the worker's standing offer; one that
 -- takes nothing makes its places the worker's idle places less the deliveries still on their
 -- way (made, but not heard of), which those places do not count yet.
--- Returns {id, fields, payload, errors, reserved} per leased job, in order, `fields` being the
--- hash as HGETALL gave it before the lease: the caller knows what the lease wrote (status
--- running, one more attempt, started now, the lease itself), so it is not sent back. `payload`
--- is false when the hash holds it (see `payload_cut`), else the payload key's value. `reserved` is 1 for a lease reserved beyond the queue's concurrency (see flow.lua),
--- else 0.
+-- Returns [id, fields, payload, errors, reserved] per leased job, in order, as one JSON array
+-- (one reply to build and parse, rather than one per value): `fields` is the hash as HGETALL
+-- gave it before the lease (the caller knows what the lease wrote: status running, one more
+-- attempt, started now, the lease itself), `payload` null when the hash holds it (see
+-- `payload_cut`), else the payload key's value, `errors` null when there are none, and
+-- `reserved` 1 for a lease reserved beyond the queue's concurrency (see flow.lua), else 0.
 local promoted = promote(1000)
 local flow = read_flow(8)
 local known = known_jobs(14)
@@ -77,13 +78,16 @@ for _, job in ipairs(taken) do
   local id = string.sub(job[1], 15)
   local key = job_key(id)
   local fields = job[3]
-  local attempt, errors, inline = 0, {}, false
+  local attempt, errors, inline = 0, cjson.null, false
   for f = 1, #fields, 2 do
     local name = fields[f]
     if name == 'a' then
       attempt = tonumber(fields[f + 1])
     elseif name == 'ne' then
-      errors = redis.call('LRANGE', side_key('e', id), 0, -1)
+      local listed = redis.call('LRANGE', side_key('e', id), 0, -1)
+      if #listed > 0 then
+        errors = listed
+      end
     elseif name == 'p' then
       inline = true
     end
@@ -102,7 +106,7 @@ for _, job in ipairs(taken) do
     payload_keys[#payload_keys + 1] = side_key('p', id)
     long[#long + 1] = n + 1
   end
-  out[n + 1] = { id, fields, false, errors, beyond and 1 or 0 }
+  out[n + 1] = { id, fields, cjson.null, errors, beyond and 1 or 0 }
 end
 if #out > 0 then
   bulk('ZADD', RUNNING, running, 1000)
@@ -111,7 +115,7 @@ if #out > 0 then
   end
   local payloads = bulk('MGET', nil, payload_keys, 500)
   for j, n in ipairs(long) do
-    out[n][3] = payloads[j]
+    out[n][3] = payloads[j] or cjson.null
   end
   recount_by('p', -#out)
   recount_by('r', #out)
@@ -144,4 +148,7 @@ elseif #out == 0 and places > 0 then
   bulk('HSET', offer_key(worker), offer, 1000)
   prolong(worker, tonumber(ARGV[11]))
 end
-return finish(out)
+if #out == 0 then
+  return finish('[]')
+end
+return finish(cjson.encode(out))
