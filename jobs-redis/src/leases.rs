@@ -366,14 +366,15 @@ impl RedisBackend {
                 item(&mut inv, &items[i]);
             }
             async move {
-                let answers: Vec<i64> = self.run(&inv).await?;
+                // A digit per item: 1 accepted, 0 not.
+                let answers: Vec<u8> = self.run(&inv).await?;
                 Ok::<_, Error>(members.into_iter().zip(answers))
             }
         }))
         .await?;
         let mut accepted = vec![false; items.len()];
         for (i, answer) in answers.into_iter().flatten() {
-            accepted[i] |= answer == 1;
+            accepted[i] |= answer == b'1';
         }
         Ok(accepted)
     }

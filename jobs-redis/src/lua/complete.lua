@@ -1,5 +1,5 @@
--- Completes jobs. ARGV[4..]: id, token, mark of the token, result per job. Returns 1
--- (accepted) or 0 per job. The lease fields are emptied in the same HSET rather than deleted by
+-- Completes jobs. ARGV[4..]: id, token, mark of the token, result per job. Returns a digit per
+-- job, 1 (accepted) or 0. The lease fields are emptied in the same HSET rather than deleted by
 -- another command, but `l` keeps the mark of the completing lease (16 base64 digits of the
 -- token, which the caller computes: see leases.rs): a completion repeated under that lease (the
 -- first one applied, its reply was lost) is accepted again and changes nothing. A workflow
@@ -43,4 +43,4 @@ if #ids > 0 then
   recount_by('r', -#ids)
   recount_by('c', #ids)
 end
-return finish(out)
+return finish(table.concat(out))

@@ -1,5 +1,5 @@
 -- Records failed attempts. ARGV[4..]: id, token, error report (JSON: kind, message, chain),
--- retry_at ('' for dead) per job. Returns 1 (accepted) or 0 per job.
+-- retry_at ('' for dead) per job. Returns a digit per job, 1 (accepted) or 0.
 local woken = false
 local out = each_leased(4, 4, function(i, id, key)
   local retry_at = ARGV[i + 3]
@@ -12,4 +12,4 @@ end)
 if woken then
   wake()
 end
-return finish(out)
+return finish(table.concat(out))

@@ -1,6 +1,6 @@
 -- Hands leased jobs back to pending without counting their attempt. ARGV[4..]: id, token and
 -- the new run_at ('' to keep the job's own, and so its place in the queue) per job.
--- Returns 1 (accepted) or 0 per job.
+-- Returns a digit per job, 1 (accepted) or 0.
 local woken = false
 local out = each_leased(4, 3, function(i, id, key, _, _, k)
   clear_lease(key, id, k)
@@ -22,4 +22,4 @@ end)
 if woken then
   wake()
 end
-return finish(out)
+return finish(table.concat(out))

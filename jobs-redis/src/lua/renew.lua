@@ -1,6 +1,7 @@
 -- Extends live leases to ARGV[4]. ARGV[5..]: id, token per job. A lease that already lapsed is
--- not renewed; a reserved one stays reserved (see flow.lua). Returns 1 (renewed) or 0 per job.
-return each_leased(5, 2, function(i, id, key, _, expiry)
+-- not renewed; a reserved one stays reserved (see flow.lua). Returns a digit per job, 1
+-- (renewed) or 0.
+local out = each_leased(5, 2, function(i, id, key, _, expiry)
   if tonumber(expiry) < NOW then
     return false
   end
@@ -9,3 +10,4 @@ return each_leased(5, 2, function(i, id, key, _, expiry)
   redis.call('ZADD', RESERVED, 'XX', ARGV[4], id)
   return true
 end)
+return table.concat(out)
