@@ -32,8 +32,8 @@ local out = each_leased(4, 4, function(i, id, key, u, _, k, wf)
 end)
 for n = 1, #out do
   local i = 4 + 4 * (n - 1)
-  if out[n] == 0 and completed_under(ARGV[i], ARGV[i + 2]) then
-    out[n] = 1
+  if out[n] == '0' and completed_under(ARGV[i], ARGV[i + 2]) then
+    out[n] = '1'
   end
 end
 if #ids > 0 then

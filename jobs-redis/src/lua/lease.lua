@@ -48,15 +48,15 @@ end
 
 -- The batch writes' loop: for each job whose arguments start at ARGV[i] (from ARGV[first], in
 -- steps of `step`: id, token, then its own), calls `write(i, id, key, u, expiry, k, wf)` when
--- the job runs under that token; `write` says whether it wrote. Returns 1 (written) or 0 per job,
--- which the scripts answer as one string of digits (one value for the caller to parse, however
--- large the batch).
+-- the job runs under that token; `write` says whether it wrote. Returns '1' (written) or '0'
+-- per job, which the scripts answer as one string of digits (one value for the caller to
+-- parse, however large the batch).
 local function each_leased(first, step, write)
   local out = {}
   for i = first, #ARGV, step do
     local id = ARGV[i]
     local key, u, expiry, k, wf = leased(id, ARGV[i + 1])
-    out[#out + 1] = (key and write(i, id, key, u, expiry, k, wf)) and 1 or 0
+    out[#out + 1] = (key and write(i, id, key, u, expiry, k, wf)) and '1' or '0'
   end
   return out
 end

@@ -51,7 +51,7 @@ local function finish_attempt(key, id, report, retry_at)
     return false
   end
   redis.call('HSET', key, 's', 'd', 'f', NOW_S, 'ne', n)
-  redis.call('ZADD', DEAD, 0, id)
+  redis.call('ZADD', DEAD, '0', id)
   recount('r', 'd')
   release_unique(v[3], id)
   if v[5] then

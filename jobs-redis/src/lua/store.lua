@@ -36,7 +36,7 @@ end
 local function index_tags(id, tags)
   if tags then
     for _, tag in ipairs(cjson.decode(tags)) do
-      redis.call('ZADD', TAG .. tag, 0, id)
+      redis.call('ZADD', TAG .. tag, '0', id)
     end
   end
 end
@@ -129,7 +129,7 @@ local function store_one(s, md, direct)
     return answer('full', md, {}), false
   end
   -- Adding the id to the set of all jobs also tells whether it exists.
-  if redis.call('ZADD', ALL, 'NX', 0, id) == 0 then
+  if redis.call('ZADD', ALL, 'NX', '0', id) == 0 then
     return answer('ok', md, {}), false
   end
   if ukey then
@@ -239,7 +239,7 @@ local function store_jobs(first, mode, last)
       if mode_c then
         hold_key(mode_c, key, window, id)
       end
-      all[#all + 1] = 0
+      all[#all + 1] = '0'
       all[#all + 1] = id
       local member, status = ARGV[s + 1], 'p'
       if member == 'w' then
