@@ -5,9 +5,9 @@
 //!
 //! Every key of a queue starts with the hash tag `{<prefix>:<queue>}`, so each script touches a
 //! single cluster slot. A job is a hash `{p:q}:j:<id>` of short fields (see the `record`
-//! module's table), small enough for Redis' compact listpack encoding, with its payload in
-//! `{p:q}:p:<id>`, a result over 64 bytes in `{p:q}:r:<id>` and its errors in the list
-//! `{p:q}:e:<id>`. The queue keeps sorted sets of ready jobs (scored by priority, members
+//! module's table), small enough for Redis' compact listpack encoding, its payload among them
+//! when it fits in two values of 64 bytes (else in `{p:q}:p:<id>`), a result over 64 bytes in
+//! `{p:q}:r:<id>` and its errors in the list `{p:q}:e:<id>`. The queue keeps sorted sets of ready jobs (scored by priority, members
 //! `hex(run_at) ‖ id`, so Redis' own order is exactly priority → run_at → FIFO, ids being
 //! UUIDv7s), delayed jobs (by run_at; each fetch first promotes the due ones, which become
 //! pending), leases (by expiry, for rescue), finished jobs (by finish time, for retention), dead
@@ -193,15 +193,15 @@
 //! Inside Redis, the hot scripts keep the commands per job few, sending whatever concerns the
 //! whole batch as one command with many members:
 //!
-//! - enqueue: per job one `HSET` (status, times, priority, run_at, `m`, and `v` for a version
-//!   other than 1); per call the `HGET` of
-//!   the queue's max depth, `ZMSCORE`
-//!   of the set of all jobs (which ids exist), `MSET` of the payloads, `ZADD` to all jobs and to
-//!   ready or delayed, `HINCRBY` of the counts, and `ZCARD` of ready with `PUBLISH` only if it
+//! - enqueue: per job one `HSET` (status, times, priority, run_at, `m`, the payload when it
+//!   fits, and `v` for a version other than 1); per call the `HGET` of the queue's max depth,
+//!   `ZMSCORE` of the set of all jobs (which ids exist), `MSET` of the payloads too long for
+//!   the hash, `ZADD` to all jobs and to ready or delayed, `HINCRBY` of the counts, and `ZCARD` of ready with `PUBLISH` only if it
 //!   was empty (see below);
 //! - fetch: per job `HGETALL` and `HSET` (the lease); per call the due delayed jobs'
 //!   `ZRANGEBYSCORE`, `ZRANGE` and `ZREM` of the ready jobs taken (`ZPOPMIN` for a fetch that
-//!   takes every job, naming none), `ZADD` to running, `MGET` of the payloads, `HINCRBY`, and when it
+//!   takes every job, naming none), `ZADD` to running, `MGET` of the payloads not in their
+//!   hash, `HINCRBY`, and when it
 //!   leased fewer jobs than asked, the `ZCARD` of the keyed ready jobs;
 //! - complete: per job `HMGET` (the fence) and `HSET`; per call `ZREM` from running, `ZADD` to
 //!   done, `HINCRBY`; a refused job one more `HMGET` (whether it repeats the completion that
@@ -215,13 +215,13 @@
 //! or running jobs (at least one), each with one `HMGET` per job and, past the first, about
 //! 2 + log2(size of the set) commands to find its cursor again.
 //!
-//! A single enqueue takes seven commands (the max depth's `HGET`, `ZADD NX` all, which also
-//! tells whether the id exists, `HSET`, `SET` payload, `ZCARD` and `ZADD` ready, `HINCRBY`),
-//! eight when it publishes. On the
-//! wire a job costs about 260 bytes to enqueue in bulk (about 400 alone, with the call's own arguments), and a fetch
-//! and completion about 110 bytes up and 260 down: a fetch sends back the hash as it was before
-//! the lease (the caller knows what the lease wrote), the payload, and the errors if any; a
-//! completion sends back one integer.
+//! A single enqueue takes six commands (the max depth's `HGET`, `ZADD NX` all, which also
+//! tells whether the id exists, `HSET`, `ZCARD` and `ZADD` ready, `HINCRBY`), seven when it
+//! publishes, one more (`SET`) for a payload too long for the hash. On the wire a job costs
+//! about 240 bytes to enqueue in bulk (about 370 alone, with the call's own arguments). A fetch
+//! sends back one JSON array: per job the hash as it was before the lease (the caller knows
+//! what the lease wrote), the payload when the hash does not hold it, and the errors if any; a
+//! completion sends back one digit.
 //!
 //! # Wake-ups
 //!
@@ -248,16 +248,17 @@
 //!
 //! # Memory
 //!
-//! Measured with `MEMORY USAGE` on Redis 7.0: a waiting job's hash takes about 185 bytes and a
-//! completed one's (with a short result) about 230 to 300 (its lease fields are emptied rather
-//! than deleted, which saves a command per completion, but for a 16-digit mark of the token it
-//! was completed under, kept so that a repeated completion is recognised), its payload key
-//! about 150 for a
-//! 40-byte payload; all in, with the keys' and sorted sets' overhead, a waiting job costs about
-//! 740 bytes and a retained completed one about 765 (for the 70-byte payload of the benchmark).
-//! Values over 64 bytes stay out of the hash, so it keeps the listpack encoding under Redis'
-//! default `hash-max-listpack-value`; a hashtable-encoded job would take over 1 KB (a job name
-//! over about 50 bytes, a unique key, trace context or tags' JSON array over 64, would cause
-//! it). Retention bounds
+//! Measured with `MEMORY USAGE` on Redis 7.0: a waiting job's hash with a 43-byte payload
+//! takes about 230 bytes, with a 104-byte one (in two values) about 300, and a completed one's
+//! (with a short result) about 360 (its lease fields are emptied rather than deleted, which
+//! saves a command per completion, but for a 16-digit mark of the token it was completed
+//! under, kept so that a repeated completion is recognised); a payload too long for the hash
+//! takes a key of about 260 bytes beside a hash of about 180. All in, with the sorted sets'
+//! overhead, a waiting job of the benchmark (a 70-byte payload) costs about 610 bytes of
+//! `used_memory` and a retained completed one about 650 (725 and 790 while every payload had a
+//! key of its own). Values over 64 bytes stay out of the hash, so it keeps the listpack
+//! encoding under Redis' default `hash-max-listpack-value`; a hashtable-encoded job would take
+//! over 1 KB (a job name over about 50 bytes, a unique key, trace context or tags' JSON array
+//! over 64, would cause it). Retention bounds
 //! the total: completed and cancelled jobs are pruned by count and age per queue (by default
-//! the newest 10,000 of the last 24 hours, about 7.5 MB a queue), dead ones kept until deleted.
+//! the newest 10,000 of the last 24 hours, about 6.5 MB a queue), dead ones kept until deleted.

@@ -87,9 +87,9 @@ pub(crate) fn parse_id(text: &str) -> Result<JobId, Error> {
 
 /// Appends a new job to a script's arguments in the form `store_jobs` of store.lua reads: id,
 /// ready-set member (empty when the job is scheduled), payload, its flow (see
-/// [`job_flow`]), the number of arguments that follow, then the hash's fields and values as
-/// stored (but for the status and created_at, which the script adds), so that the script only
-/// copies them.
+/// [`job_flow`]), the number of arguments that follow, then the values of the hash's fields
+/// `pr`, `ra` and `m` (whose names the script adds), then the other fields' names and values as
+/// stored, so that the script only copies them (it adds the status, created_at and payload).
 pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let id = id_text(job.id);
     let run_at = micros(job.run_at);
@@ -103,14 +103,11 @@ pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
         .arg(member)
         .arg(job.payload.get())
         .arg(job_flow(job))
-        .arg(2 * field_pairs(job))
-        .arg("pr")
+        .arg(3 + 2 * named_pairs(job))
         .arg(job.priority)
-        .arg("ra")
         .arg(run_at)
-        .arg("m")
         .arg(encode_meta(job));
-    // `store_jobs` looks for the unique key right after the three fields above, and for the
+    // `store_jobs` looks for the unique key right after the three values above, and for the
     // tags last.
     if let Some(key) = &job.unique_key {
         inv.arg("u").arg(key);
@@ -132,9 +129,9 @@ pub(crate) fn push_job(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     }
 }
 
-/// How many field-value pairs of the hash [`push_job`] sends for `job`.
-fn field_pairs(job: &NewJob) -> usize {
-    3 + usize::from(job.unique_key.is_some())
+/// How many field-value pairs of the hash [`push_job`] sends for `job` with their names.
+fn named_pairs(job: &NewJob) -> usize {
+    usize::from(job.unique_key.is_some())
         + usize::from(job.version != first_version())
         + usize::from(job.trace_context.is_some())
         + usize::from(job.key_limits.is_some())
@@ -144,7 +141,7 @@ fn field_pairs(job: &NewJob) -> usize {
 
 /// How many script arguments [`push_job`] adds for `job`.
 pub(crate) fn job_arg_count(job: &NewJob) -> usize {
-    5 + 2 * field_pairs(job)
+    8 + 2 * named_pairs(job)
 }
 
 /// The ready-set member argument of a job stored waiting (a workflow step with slots to fill):

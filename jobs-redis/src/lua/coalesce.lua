@@ -57,7 +57,7 @@ end
 -- The payload version (`v` field) among the hash fields of the job whose arguments start at
 -- ARGV[s], or nil for version 1 (written only when it is another).
 local function version_arg(s)
-  for f = s + 5, s + 4 + tonumber(ARGV[s + 4]), 2 do
+  for f = s + 8, s + 4 + tonumber(ARGV[s + 4]), 2 do
     if ARGV[f] == 'v' then
       return ARGV[f + 1]
     end
@@ -71,7 +71,7 @@ end
 local function debounce(s, id)
   local key = job_key(id)
   local v = redis.call('HMGET', key, 's', 'pr', 'ra', 'k', 'v', 'p', 'p2')
-  local run_at = ARGV[s + 8]
+  local run_at = ARGV[s + 6]
   redis.call('ZREM', ready_of(v[4]), ready_member(v[3], id))
   redis.call('ZREM', DELAYED, id)
   local status = 'p'

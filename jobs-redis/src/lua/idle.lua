@@ -37,11 +37,11 @@ local function withdraw(worker)
 end
 
 -- The name and version of the job whose arguments start at ARGV[s] and end at ARGV[last] (see
--- store.lua): `m` is its third field, `v` (absent while 1) among the others.
+-- store.lua): `m` is the third of its values, `v` (absent while 1) among the fields after them.
 local function name_version(s, last)
-  local name = string.match(ARGV[s + 10], '^[^|]*|[^|]*|[^|]*|(.*)$')
+  local name = string.match(ARGV[s + 7], '^[^|]*|[^|]*|[^|]*|(.*)$')
   local version = 1
-  for f = s + 11, last - 1, 2 do
+  for f = s + 8, last - 1, 2 do
     if ARGV[f] == 'v' then
       version = tonumber(ARGV[f + 1])
     end

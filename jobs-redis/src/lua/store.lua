@@ -3,9 +3,11 @@
 -- A job's arguments: id, its ready-set member ('' when it is scheduled, 'w' when it is a
 -- workflow step stored waiting: in no set but `all`, see effects.lua), payload, its flow
 -- ('' when it has neither key limits nor a coalesce key, see coalesce.lua), a count n, then n
--- arguments: the hash's fields and values, first `pr`, `ra`, `m`, then `u` if it has a unique
--- key, then any others (`v`, its payload version when not 1, `k`, its key limits, and `wf`, its
--- workflow step, among them), and last `tg` if it has tags. The script adds the status and created_at to the hash.
+-- arguments: the values of the hash's fields `pr`, `ra` and `m`, in that order, then the
+-- other fields' names and values, `u` first if it has a unique key, then any others (`v`, its
+-- payload version when not 1, `k`, its key limits, and `wf`, its workflow step, among them),
+-- and last `tg` if it has tags. The script adds the names of the first three, the status,
+-- created_at and the payload (see `payload_cut`) to the hash.
 --
 -- A call's mode says what to do when the queue has a max depth (`md` in its limits hash):
 -- 's' stores the jobs unless the new ones would overfill the queue; 'p' (the call holds only
@@ -23,8 +25,8 @@ end)
 local function job_args(s)
   local last = s + 4 + tonumber(ARGV[s + 4])
   local ukey, tags = nil, nil
-  if last > s + 10 and ARGV[s + 11] == 'u' then
-    ukey = ARGV[s + 12]
+  if last > s + 7 and ARGV[s + 8] == 'u' then
+    ukey = ARGV[s + 9]
   end
   if ARGV[last - 1] == 'tg' then
     tags = ARGV[last]
@@ -48,15 +50,17 @@ local function write_job(s, last, status, payloads)
   local id, payload = ARGV[s], ARGV[s + 2]
   local cut = payload_cut(payload)
   if cut == #payload then
-    redis.call('HSET', job_key(id), 's', status, 'c', NOW_S, 'p', payload,
-      unpack(ARGV, s + 5, last))
+    redis.call('HSET', job_key(id), 's', status, 'c', NOW_S, 'p', payload, 'pr', ARGV[s + 5],
+      'ra', ARGV[s + 6], 'm', ARGV[s + 7], unpack(ARGV, s + 8, last))
     return
   elseif cut then
     redis.call('HSET', job_key(id), 's', status, 'c', NOW_S, 'p', string.sub(payload, 1, cut),
-      'p2', string.sub(payload, cut + 1), unpack(ARGV, s + 5, last))
+      'p2', string.sub(payload, cut + 1), 'pr', ARGV[s + 5], 'ra', ARGV[s + 6], 'm', ARGV[s + 7],
+      unpack(ARGV, s + 8, last))
     return
   end
-  redis.call('HSET', job_key(id), 's', status, 'c', NOW_S, unpack(ARGV, s + 5, last))
+  redis.call('HSET', job_key(id), 's', status, 'c', NOW_S, 'pr', ARGV[s + 5], 'ra', ARGV[s + 6],
+    'm', ARGV[s + 7], unpack(ARGV, s + 8, last))
   if payloads then
     payloads[#payloads + 1] = side_key('p', id)
     payloads[#payloads + 1] = payload
@@ -95,7 +99,10 @@ local function hand_over(s, last, tags)
   redis.call('ZADD', RUNNING, expiry, id)
   index_tags(id, tags)
   recount_by('r', 1)
-  local fields = { 's', 'p', 'c', NOW_S, unpack(ARGV, s + 5, last) }
+  local fields = {
+    's', 'p', 'c', NOW_S, 'pr', ARGV[s + 5], 'ra', ARGV[s + 6], 'm', ARGV[s + 7],
+    unpack(ARGV, s + 8, last),
+  }
   redis.call('PUBLISH', channel, cjson.encode({
     w = worker, q = QUEUE, i = id, t = token, x = expiry, f = fields, p = ARGV[s + 2],
   }))
@@ -143,10 +150,10 @@ local function store_one(s, md, direct)
     if wakes and direct and #ARGV[s + 2] <= DELIVER_MAX and hand_over(s, last, tags) then
       return answer('ok', md, {}), false
     end
-    redis.call('ZADD', READY, ARGV[s + 6], member)
+    redis.call('ZADD', READY, ARGV[s + 5], member)
   else
     status = 's'
-    redis.call('ZADD', DELAYED, ARGV[s + 8], id)
+    redis.call('ZADD', DELAYED, ARGV[s + 6], id)
   end
   write_job(s, last, status)
   index_tags(id, tags)
@@ -247,13 +254,13 @@ local function store_jobs(first, mode, last)
         waiting = waiting + 1
       elseif member == '' then
         status = 's'
-        delayed[#delayed + 1] = ARGV[s + 8]
+        delayed[#delayed + 1] = ARGV[s + 6]
         delayed[#delayed + 1] = id
       elseif keyed then
-        kready[#kready + 1] = ARGV[s + 6]
+        kready[#kready + 1] = ARGV[s + 5]
         kready[#kready + 1] = member
       else
-        ready[#ready + 1] = ARGV[s + 6]
+        ready[#ready + 1] = ARGV[s + 5]
         ready[#ready + 1] = member
       end
       write_job(s, last, status, payloads)
