@@ -7,7 +7,9 @@
 //! single cluster slot. A job is a hash `{p:q}:j:<id>` of short fields (see the `record`
 //! module's table), small enough for Redis' compact listpack encoding, its payload among them
 //! when it fits in two values of 64 bytes (else in `{p:q}:p:<id>`), a result over 64 bytes in
-//! `{p:q}:r:<id>` and its errors in the list `{p:q}:e:<id>`. The queue keeps sorted sets of ready jobs (scored by priority, members
+//! `{p:q}:r:<id>` and its errors in the list `{p:q}:e:<id>`. (A job stored while every payload
+//! had a key of its own reads as before; a worker of that earlier layout cannot read a payload
+//! kept in the hash, so on a store shared across that change, workers upgrade first.) The queue keeps sorted sets of ready jobs (scored by priority, members
 //! `hex(run_at) ‖ id`, so Redis' own order is exactly priority → run_at → FIFO, ids being
 //! UUIDv7s), delayed jobs (by run_at; each fetch first promotes the due ones, which become
 //! pending), leases (by expiry, for rescue), finished jobs (by finish time, for retention), dead
