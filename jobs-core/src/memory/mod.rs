@@ -29,13 +29,14 @@ use crate::Error;
 
 mod finished;
 mod flow;
+mod indexes;
 mod reserved;
 mod steps;
 
 use crate::fast_hash::{HashMap, HashSet};
 
-use finished::Finished;
 use flow::{Flow, Scope, Uncounted};
+use indexes::Indexes;
 use reserved::Reserved;
 
 /// An in-memory job store. Clones share the same store.
@@ -124,138 +125,9 @@ struct Store {
     reserved: Reserved,
 }
 
-/// Every index of the stored jobs, kept in step with their records.
-#[derive(Default)]
-struct Indexes {
-    /// Pending and scheduled jobs per queue, in run order.
-    waiting: HashMap<String, BTreeSet<RunOrder>>,
-    /// Running jobs. A set, not an order by lease expiry: a rescue scans them (they are few),
-    /// where an ordered index would cost every lease and every outcome a B-tree's insert or
-    /// removal.
-    running: HashSet<JobId>,
-    /// Completed and cancelled jobs per queue by finish time, for retention.
-    finished: HashMap<String, Finished>,
-    /// Dead jobs: a list of them (the dashboard's dead page, say) reads these, not every job.
-    dead: HashSet<JobId>,
-    /// Unique keys held by active jobs, per queue.
-    unique: HashMap<(String, String), JobId>,
-    counts: HashMap<String, QueueCounts>,
-    /// Running jobs per (queue, key) of jobs with key limits.
-    key_running: HashMap<(String, String), u32>,
-}
-
 /// Whether `record` runs under the lease `token`.
 fn runs_under(record: &JobRecord, token: LeaseToken) -> bool {
     record.status == JobStatus::Running && record.lease.as_ref().map(|l| l.token) == Some(token)
-}
-
-/// The entry of `queue`, made on first use (without allocating the key on every call).
-fn per_queue<'m, V: Default>(map: &'m mut HashMap<String, V>, queue: &str) -> &'m mut V {
-    if !map.contains_key(queue) {
-        map.insert(queue.to_string(), V::default());
-    }
-    map.get_mut(queue).expect("just inserted")
-}
-
-impl Indexes {
-    fn count(&mut self, queue: &str, status: JobStatus, delta: i64) {
-        let slot = per_queue(&mut self.counts, queue).get_mut(status);
-        *slot = slot.saturating_add_signed(delta);
-    }
-
-    /// Counts a job of `queue` whose status went from `from` to `to`.
-    fn recount(&mut self, queue: &str, from: JobStatus, to: JobStatus) {
-        let counts = per_queue(&mut self.counts, queue);
-        let left = counts.get_mut(from);
-        *left = left.saturating_sub(1);
-        *counts.get_mut(to) += 1;
-    }
-
-    /// Takes a record out of the index of its current status, and out of its count.
-    fn unindex(&mut self, r: &JobRecord) {
-        self.unlist(r);
-        self.count(&r.queue, r.status, -1);
-    }
-
-    /// Puts a record into the index of its status, and into its count.
-    fn index(&mut self, r: &JobRecord) {
-        self.list(r);
-        self.count(&r.queue, r.status, 1);
-    }
-
-    /// Takes a record out of the index of its current status.
-    fn unlist(&mut self, r: &JobRecord) {
-        match r.status {
-            JobStatus::Scheduled | JobStatus::Pending => {
-                if let Some(set) = self.waiting.get_mut(&*r.queue) {
-                    set.remove(&RunOrder::of(r));
-                }
-            }
-            JobStatus::Running => {
-                self.running.remove(&r.id);
-                if let Some(limits) = &r.key_limits {
-                    let slot = (r.queue.to_string(), limits.key.clone());
-                    if let Some(n) = self.key_running.get_mut(&slot) {
-                        *n -= 1;
-                        if *n == 0 {
-                            self.key_running.remove(&slot);
-                        }
-                    }
-                }
-            }
-            JobStatus::Completed | JobStatus::Cancelled => {
-                if let (Some(finished), Some(at)) =
-                    (self.finished.get_mut(&*r.queue), r.finished_at)
-                {
-                    finished.remove(at, r.id);
-                }
-            }
-            JobStatus::Dead => {
-                self.dead.remove(&r.id);
-            }
-            JobStatus::Waiting => {}
-        }
-        if r.status.is_active() {
-            if let Some(key) = &r.unique_key {
-                let slot = (r.queue.to_string(), key.clone());
-                if self.unique.get(&slot) == Some(&r.id) {
-                    self.unique.remove(&slot);
-                }
-            }
-        }
-    }
-
-    /// Puts a record into the index of its status.
-    fn list(&mut self, r: &JobRecord) {
-        match r.status {
-            JobStatus::Scheduled | JobStatus::Pending => {
-                per_queue(&mut self.waiting, &r.queue).insert(RunOrder::of(r));
-            }
-            JobStatus::Running => {
-                self.running.insert(r.id);
-                if let Some(limits) = &r.key_limits {
-                    *self
-                        .key_running
-                        .entry((r.queue.to_string(), limits.key.clone()))
-                        .or_default() += 1;
-                }
-            }
-            JobStatus::Completed | JobStatus::Cancelled => {
-                if let Some(at) = r.finished_at {
-                    per_queue(&mut self.finished, &r.queue).insert(at, r.id);
-                }
-            }
-            JobStatus::Dead => {
-                self.dead.insert(r.id);
-            }
-            JobStatus::Waiting => {}
-        }
-        if r.status.is_active() {
-            if let Some(key) = &r.unique_key {
-                self.unique.insert((r.queue.to_string(), key.clone()), r.id);
-            }
-        }
-    }
 }
 
 /// Whether one more job with `limits` may start at `now`, `granted` of its key having been leased
@@ -287,20 +159,14 @@ impl Store {
     /// Changes a stored record in place (never its queue), keeping every index in step.
     fn update<T>(&mut self, id: JobId, change: impl FnOnce(&mut JobRecord) -> T) -> Option<T> {
         let record = self.jobs.get_mut(&id)?;
-        let status = record.status;
         #[cfg(debug_assertions)]
         let queue = record.queue.clone();
-        self.idx.unlist(record);
-        let out = change(record);
+        let out = self.idx.changing(record, change);
         #[cfg(debug_assertions)]
         assert_eq!(
             queue, record.queue,
             "an update never moves a job to another queue"
         );
-        self.idx.list(record);
-        if record.status != status {
-            self.idx.recount(&record.queue, status, record.status);
-        }
         Some(out)
     }
 
@@ -324,8 +190,8 @@ impl Store {
         let fits = |r: &JobRecord| after.is_none_or(|after| r.id > after) && filter.matches(r);
         // A status kept in a set of its own is read from it, not from every job.
         let of_status = match filter.status {
-            Some(JobStatus::Dead) => Some(&self.idx.dead),
-            Some(JobStatus::Running) => Some(&self.idx.running),
+            Some(JobStatus::Dead) => Some(&self.idx.sets.dead),
+            Some(JobStatus::Running) => Some(&self.idx.sets.running),
             _ => None,
         };
         let mut found: Vec<JobId> = match of_status {
@@ -347,6 +213,7 @@ impl Store {
         let key = record.unique_key.as_ref()?;
         let holder = *self
             .idx
+            .sets
             .unique
             .get(&(record.queue.to_string(), key.clone()))?;
         (holder != record.id).then(|| HeldKey {
@@ -382,7 +249,7 @@ impl Store {
         let mut held = Held::default();
         for job in jobs {
             if let Some(key) = &job.unique_key {
-                if let Some(&id) = self.idx.unique.get(&(job.queue.clone(), key.clone())) {
+                if let Some(&id) = self.idx.sets.unique.get(&(job.queue.clone(), key.clone())) {
                     held.unique.insert((job.queue.as_str(), key.as_str()), id);
                 }
             }
@@ -407,7 +274,7 @@ impl Store {
             let Some(max_depth) = self.flow.limits.get(queue).and_then(|l| l.max_depth) else {
                 continue;
             };
-            let counts = self.idx.counts.get(queue).copied().unwrap_or_default();
+            let counts = self.idx.counts(queue);
             if counts.pending + counts.scheduled + n > max_depth {
                 return Err(Error::QueueFull {
                     queue: queue.to_string(),
@@ -469,10 +336,9 @@ impl Store {
     ) -> usize {
         let mut room = usize::MAX;
         if let Some(n) = limits.concurrency {
-            let running = (self.idx.counts.get(queue).map_or(0, |c| c.running)
-                + self.reserved.places(queue))
-            .saturating_sub(uncounted.of_queue(queue))
-            .saturating_sub(self.reserved.in_queue(queue, &self.jobs));
+            let running = (self.idx.counts(queue).running + self.reserved.places(queue))
+                .saturating_sub(uncounted.of_queue(queue))
+                .saturating_sub(self.reserved.in_queue(queue, &self.jobs));
             room = room.min(u64::from(n).saturating_sub(running) as usize);
         }
         if let Some(rate) = &limits.rate {
@@ -498,7 +364,7 @@ impl Store {
         let Store {
             jobs, idx, flow, ..
         } = self;
-        let Some(set) = idx.waiting.get(queue) else {
+        let Some(set) = idx.queues.get(queue).map(|q| &q.waiting) else {
             return Vec::new();
         };
         let mut granted: HashMap<&str, u32> = HashMap::default();
@@ -513,7 +379,15 @@ impl Store {
             };
             if let Some(limits) = &r.key_limits {
                 let n = granted.entry(limits.key.as_str()).or_default();
-                if !key_room(flow, &idx.key_running, uncounted, queue, limits, *n, now) {
+                if !key_room(
+                    flow,
+                    &idx.sets.key_running,
+                    uncounted,
+                    queue,
+                    limits,
+                    *n,
+                    now,
+                ) {
                     held_back += 1;
                     continue;
                 }
@@ -885,7 +759,7 @@ impl Backend for MemoryBackend {
                 RescueTarget::Workers(workers) => workers.iter().any(|w| **w == *lease.worker),
             };
             // The leases that lapsed first are rescued first.
-            let mut targets: Vec<(Timestamp, JobId)> = (store.idx.running.iter())
+            let mut targets: Vec<(Timestamp, JobId)> = (store.idx.sets.running.iter())
                 .filter_map(|id| {
                     let lease = store.jobs.get(id)?.lease.as_ref()?;
                     targeted(lease).then_some((lease.expires_at, *id))
@@ -918,7 +792,7 @@ impl Backend for MemoryBackend {
 
     async fn prune(&self, p: PruneParams) -> Result<u64, Error> {
         let mut store = self.store();
-        let Some(finished) = store.idx.finished.get(&p.queue) else {
+        let Some(finished) = store.idx.queues.get(&p.queue).map(|q| &q.finished) else {
             return Ok(0);
         };
         let total = finished.len() as u64;
@@ -939,17 +813,11 @@ impl Backend for MemoryBackend {
     }
 
     async fn counts(&self, p: CountsParams) -> Result<QueueCounts, Error> {
-        Ok(self
-            .store()
-            .idx
-            .counts
-            .get(&p.queue)
-            .copied()
-            .unwrap_or_default())
+        Ok(self.store().idx.counts(&p.queue))
     }
 
     async fn queue_names(&self, _: QueueNamesParams) -> Result<Vec<String>, Error> {
-        let mut names: Vec<String> = self.store().idx.counts.keys().cloned().collect();
+        let mut names: Vec<String> = self.store().idx.queues.keys().cloned().collect();
         names.sort_unstable();
         Ok(names)
     }
@@ -1123,7 +991,7 @@ impl Backend for MemoryBackend {
 
     async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {
         let store = self.store();
-        let Some(finished) = store.idx.finished.get(&p.queue) else {
+        let Some(finished) = store.idx.queues.get(&p.queue).map(|q| &q.finished) else {
             return Ok(0);
         };
         Ok(finished.count_since(p.since) as u64)

@@ -82,7 +82,8 @@ impl Store {
                 && !f.keyed
         });
         let want = (p.reserve + picked.len()).min(p.limit.saturating_sub(picked.len()));
-        let Some(set) = self.idx.waiting.get(queue).filter(|_| reserving) else {
+        let Some(set) = (self.idx.queues.get(queue).map(|q| &q.waiting)).filter(|_| reserving)
+        else {
             return Vec::new();
         };
         let ready = |key: &&RunOrder| {
