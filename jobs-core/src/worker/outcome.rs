@@ -387,9 +387,7 @@ fn settle<'a, T: OfLease>(
     items: &'a [T],
     written: Result<Vec<bool>, Error>,
 ) -> Vec<&'a T> {
-    for item in items {
-        shared.leases.remove(item.lease());
-    }
+    shared.leases.remove_all(items.iter().map(OfLease::lease));
     match written {
         Ok(flags) => {
             let mut accepted = Vec::with_capacity(items.len());
