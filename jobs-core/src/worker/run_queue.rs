@@ -5,9 +5,12 @@
 //! A runner is a task that runs one job after another, so starting a job costs neither a task
 //! nor a signal of its own: the queue holds each job's context, and counts the queued jobs in a
 //! semaphore that idle runners wait on.
+//!
+//! The queue is a sorted deque, not a B-tree: it holds at most a few fetches' jobs, and a fetch
+//! comes back in run order, after what is queued, so its jobs join with a push at the back and
+//! leave from the front, where a tree compared each key with a node's keys on every level.
 
-use std::collections::btree_map::Entry;
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -24,7 +27,8 @@ pub(crate) struct RunQueue {
 }
 
 struct State {
-    waiting: BTreeMap<RunOrder, Queued>,
+    /// Sorted by run order; one job per key (a job's attempts share it).
+    waiting: VecDeque<(RunOrder, Queued)>,
     /// Runners with a job, from taking it until it hands its place back.
     busy: usize,
     /// The worker stops: nothing queued from now on runs.
@@ -54,7 +58,7 @@ impl RunQueue {
     pub(super) fn new(runners: usize) -> Arc<Self> {
         Arc::new(RunQueue {
             state: Mutex::new(State {
-                waiting: BTreeMap::new(),
+                waiting: VecDeque::new(),
                 busy: 0,
                 closed: false,
             }),
@@ -80,18 +84,28 @@ impl RunQueue {
         }
         let mut added = 0;
         for job in jobs {
-            match state.waiting.entry(RunOrder::of(job.ctx.record())) {
-                Entry::Vacant(entry) => {
-                    entry.insert(job);
+            let key = RunOrder::of(job.ctx.record());
+            let place = match state.waiting.back() {
+                Some((last, _)) if *last >= key => state
+                    .waiting
+                    .binary_search_by(|(queued, _)| queued.cmp(&key)),
+                _ => Err(state.waiting.len()),
+            };
+            match place {
+                Err(at) => {
+                    state.waiting.insert(at, (key, job));
                     added += 1;
                 }
                 // The later attempt stopped the earlier one (see `Leases::insert`), which may
                 // come second (a reserved job queued once handed a place).
-                Entry::Occupied(mut entry) if entry.get().ctx.is_cancelled() => {
-                    refused.push(entry.insert(job))
+                Ok(at) if state.waiting[at].1.ctx.is_cancelled() => {
+                    refused.push(std::mem::replace(&mut state.waiting[at].1, job))
                 }
-                Entry::Occupied(entry) => {
-                    debug_assert!(entry.get().ctx.lease() != job.ctx.lease(), "queued twice");
+                Ok(at) => {
+                    debug_assert!(
+                        state.waiting[at].1.ctx.lease() != job.ctx.lease(),
+                        "queued twice"
+                    );
                     refused.push(job)
                 }
             }
@@ -109,7 +123,7 @@ impl RunQueue {
             if state.closed {
                 return None;
             }
-            if let Some((_, job)) = state.waiting.pop_first() {
+            if let Some((_, job)) = state.waiting.pop_front() {
                 state.busy += 1;
                 return Some((job, Place { queue: self }));
             }
@@ -122,7 +136,8 @@ impl RunQueue {
         let mut state = self.state();
         state.closed = true;
         self.queued.close();
-        std::mem::take(&mut state.waiting).into_values().collect()
+        let waited = std::mem::take(&mut state.waiting);
+        waited.into_iter().map(|(_, job)| job).collect()
     }
 
     /// How many runners take jobs from the queue.
@@ -173,6 +188,28 @@ mod tests {
         let (second, _place) = queue.next().await.unwrap();
         assert_eq!(second.ctx.record().id, low_id, "then the routine one");
         assert_eq!(queue.backlog(), (0, false));
+    }
+
+    #[tokio::test]
+    async fn jobs_run_in_order_however_the_batches_interleave() {
+        let queue = RunQueue::new(1);
+        let batches = [[5, 1, 3], [2, 9, 0], [4, 9, 6]].map(|b| b.map(|p| queued(record(p))));
+        let mut ids: Vec<(i16, crate::JobId)> = Vec::new();
+        for batch in batches {
+            ids.extend(
+                batch
+                    .iter()
+                    .map(|q| (q.ctx.record().priority, q.ctx.record().id)),
+            );
+            assert!(queue.admit(batch).is_empty());
+        }
+        // Priority first, then run_at: of the two 9s, the first made is due first.
+        ids.sort();
+        for (_, id) in ids {
+            let (job, _place) = queue.next().await.unwrap();
+            assert_eq!(job.ctx.record().id, id);
+        }
+        assert_eq!(queue.backlog(), (0, true));
     }
 
     #[tokio::test]
