@@ -80,31 +80,17 @@ impl Leases {
     /// lost its lease (it lapsed, and the job was leased to this worker again): it is told to
     /// stop, as a job whose renewal is refused is.
     pub(super) fn insert(&self, ctx: JobContext, reserved: bool) {
-        self.insert_all([(ctx, reserved)]);
-    }
-
-    /// Holds a fetch's jobs, each `reserved` or not, under one lock (see [`Leases::insert`]).
-    pub(super) fn insert_all(&self, jobs: impl IntoIterator<Item = (JobContext, bool)>) {
-        let mut replaced = Vec::new();
-        let mut held = self.held();
-        for (ctx, reserved) in jobs {
-            let lease = ctx.lease();
-            let job = Held {
-                ctx,
-                reserved,
-                promoted: false,
-                handed_on: false,
-                finishing: false,
-                committing: false,
-            };
-            if let Some(earlier) = held.insert(lease.id, job) {
-                if earlier.ctx.lease() != lease {
-                    replaced.push(earlier);
-                }
-            }
-        }
-        drop(held);
-        for earlier in replaced {
+        let lease = ctx.lease();
+        let held = Held {
+            ctx,
+            reserved,
+            promoted: false,
+            handed_on: false,
+            finishing: false,
+            committing: false,
+        };
+        let earlier = self.held().insert(lease.id, held);
+        if let Some(earlier) = earlier.filter(|h| h.ctx.lease() != lease) {
             earlier.ctx.cancel();
         }
     }
@@ -184,12 +170,12 @@ impl Leases {
                 return;
             }
         }
-        self.free(1);
+        self.free_one();
     }
 
-    /// Counts `n` freed places, waking the fetch that waits for them.
-    fn free(&self, n: u64) {
-        if self.freed.fetch_add(n, SeqCst) + n >= self.wake_at.load(SeqCst) {
+    /// Counts one freed place, waking the fetch that waits for it.
+    fn free_one(&self) {
+        if self.freed.fetch_add(1, SeqCst) + 1 >= self.wake_at.load(SeqCst) {
             self.reached.notify_one();
         }
     }
@@ -249,24 +235,15 @@ impl Leases {
     /// counted that lease beside the place of the job it handed on to, both for a moment, and
     /// the fetch that found no room while they did waits for this).
     pub(super) fn remove(&self, lease: LeaseRef) {
-        self.remove_all([lease]);
-    }
-
-    /// Forgets the jobs of `leases` under one lock (see [`Leases::remove`]).
-    pub(super) fn remove_all(&self, leases: impl IntoIterator<Item = LeaseRef>) {
-        let mut counted = 0;
-        let mut held = self.held();
-        for lease in leases {
-            if let Entry::Occupied(job) = held.entry(lease.id) {
-                if job.get().ctx.lease() == lease {
-                    let job = job.remove();
-                    counted += u64::from(job.committing || job.handed_on_by_lease());
-                }
+        let counted = match self.held().entry(lease.id) {
+            Entry::Occupied(held) if held.get().ctx.lease() == lease => {
+                let held = held.remove();
+                held.committing || held.handed_on_by_lease()
             }
-        }
-        drop(held);
-        if counted > 0 {
-            self.free(counted);
+            _ => false,
+        };
+        if counted {
+            self.free_one();
         }
     }
 
@@ -397,34 +374,6 @@ mod tests {
         assert!(later.is_cancelled(), "the grace period's end stops it");
         leases.remove(later.lease());
         assert!(leases.snapshot().is_empty());
-    }
-
-    #[tokio::test]
-    async fn a_fetch_is_held_and_its_writes_forgotten_a_batch_at_a_time() {
-        let (any, leased) = leased(2).await;
-        let mut again = leased[0].clone();
-        again.token = crate::LeaseToken::new();
-        let [first, second, later] =
-            [&leased[0], &leased[1], &again].map(|j| JobContext::new(any.clone(), j));
-        let leases = Leases::default();
-        leases.insert_all([(first.clone(), false), (second.clone(), false)]);
-        leases.insert_all([(later.clone(), false)]);
-        assert!(
-            first.is_cancelled(),
-            "replaced by a later attempt of its job"
-        );
-        assert!(!second.is_cancelled() && !later.is_cancelled());
-        let mark = leases.freed_mark();
-        // The earlier attempt's lease is no longer held: only the other two are forgotten.
-        leases.remove_all([first.lease(), second.lease()]);
-        assert!(leases.holds(later.lease()) && !leases.holds(second.lease()));
-        leases.remove_all([later.lease()]);
-        assert_eq!(leases.snapshot(), Vec::new());
-        assert_eq!(
-            leases.freed_mark(),
-            mark,
-            "no write frees a place a running job freed as it ended"
-        );
     }
 
     #[tokio::test]

@@ -387,7 +387,9 @@ fn settle<'a, T: OfLease>(
     items: &'a [T],
     written: Result<Vec<bool>, Error>,
 ) -> Vec<&'a T> {
-    shared.leases.remove_all(items.iter().map(OfLease::lease));
+    for item in items {
+        shared.leases.remove(item.lease());
+    }
     match written {
         Ok(flags) => {
             let mut accepted = Vec::with_capacity(items.len());

@@ -506,14 +506,11 @@ fn hold(shared: &Shared, leased: Vec<LeasedJob>, reserving: Option<&str>) -> Hel
         .into_iter()
         .map(|job| {
             let reserved = job.reserved;
-            (JobContext::of(shared.backend.clone(), job), reserved)
+            let ctx = JobContext::of(shared.backend.clone(), job);
+            shared.leases.insert(ctx.clone(), reserved);
+            (ctx, reserved)
         })
         .collect();
-    (shared.leases).insert_all(
-        contexts
-            .iter()
-            .map(|(ctx, reserved)| (ctx.clone(), *reserved)),
-    );
     let handed = match reserving {
         Some(queue) => {
             let reserved: Vec<LeaseRef> = contexts
