@@ -100,15 +100,16 @@ impl std::fmt::Debug for MemoryBackend {
 /// The stored records by id. Boxed: the table holds a pointer per job rather than a whole
 /// record, so with a million jobs retained it stays a few dozen MB, not a GB that every lookup
 /// misses the cache (and the TLB) in, and growing it moves pointers, not records.
+///
+/// A completed record keeps the lease it was completed under, so that a completion repeated
+/// under it is recognised as applied (no table of tokens beside the records, which a million
+/// retained jobs would fill). Reads show no lease but a running job's ([`outward`]).
 type Jobs = HashMap<JobId, Box<JobRecord>>;
 
 #[derive(Default)]
 struct Store {
     jobs: Jobs,
     idx: Indexes,
-    /// The token of the lease each completed job was completed under (a record carries no
-    /// lease once finished), so that a completion repeated under it is recognised as applied.
-    completed_under: HashMap<JobId, LeaseToken>,
     cron_ticks: HashMap<String, Timestamp>,
     /// Live workers and when each is forgotten unless it beats again.
     workers: BTreeMap<String, (WorkerInfo, Timestamp)>,
@@ -128,6 +129,20 @@ struct Store {
 /// Whether `record` runs under the lease `token`.
 fn runs_under(record: &JobRecord, token: LeaseToken) -> bool {
     record.status == JobStatus::Running && record.lease.as_ref().map(|l| l.token) == Some(token)
+}
+
+/// Whether `record` was completed under the lease `token`.
+fn completed_under(record: &JobRecord, token: LeaseToken) -> bool {
+    record.status == JobStatus::Completed && record.lease.as_ref().map(|l| l.token) == Some(token)
+}
+
+/// A stored record as reads show it: only a running job holds a lease.
+fn outward(record: &JobRecord) -> JobRecord {
+    let mut shown = record.clone();
+    if shown.status != JobStatus::Running {
+        shown.lease = None;
+    }
+    shown
 }
 
 /// Whether one more job with `limits` may start at `now`, `granted` of its key having been leased
@@ -170,11 +185,10 @@ impl Store {
         Some(out)
     }
 
-    /// Removes a job with its index entries and its completion's token.
+    /// Removes a job with its index entries.
     fn remove(&mut self, id: JobId) -> Option<JobRecord> {
         let record = self.jobs.remove(&id)?;
         self.idx.unindex(&record);
-        self.completed_under.remove(&id);
         Some(*record)
     }
 
@@ -541,15 +555,17 @@ impl Backend for MemoryBackend {
             p.items
                 .into_iter()
                 .map(|c| {
-                    if store.leased(&c.lease).is_none() {
+                    let Some(record) = store.jobs.get(&c.lease.id) else {
+                        return false;
+                    };
+                    if !runs_under(record, c.lease.token) {
                         // Accepted, and changing nothing, when it repeats the completion that
                         // applied.
-                        return store.completed_under.get(&c.lease.id) == Some(&c.lease.token);
+                        return completed_under(record, c.lease.token);
                     }
-                    store.completed_under.insert(c.lease.id, c.lease.token);
+                    // The record keeps its lease (see `Jobs`).
                     let effects = store.update(c.lease.id, |r| {
                         r.status = JobStatus::Completed;
-                        r.lease = None;
                         r.finished_at = Some(p.now);
                         let effects = r.step.as_ref().map(|s| s.on_complete.clone());
                         r.result = Some(c.result);
@@ -668,7 +684,7 @@ impl Backend for MemoryBackend {
     }
 
     async fn read(&self, p: ReadParams) -> Result<Option<JobRecord>, Error> {
-        Ok(self.store().jobs.get(&p.id).map(|r| (**r).clone()))
+        Ok(self.store().jobs.get(&p.id).map(|r| outward(r)))
     }
 
     async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
@@ -676,7 +692,7 @@ impl Backend for MemoryBackend {
         Ok(store
             .matching(&p.filter, p.after, p.limit)
             .into_iter()
-            .map(|id| (*store.jobs[&id]).clone())
+            .map(|id| outward(&store.jobs[&id]))
             .collect())
     }
 
