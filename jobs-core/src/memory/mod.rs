@@ -555,13 +555,11 @@ impl Backend for MemoryBackend {
             p.items
                 .into_iter()
                 .map(|c| {
-                    let Some(record) = store.jobs.get(&c.lease.id) else {
-                        return false;
-                    };
-                    if !runs_under(record, c.lease.token) {
+                    if store.leased(&c.lease).is_none() {
                         // Accepted, and changing nothing, when it repeats the completion that
                         // applied.
-                        return completed_under(record, c.lease.token);
+                        let record = store.jobs.get(&c.lease.id);
+                        return record.is_some_and(|r| completed_under(r, c.lease.token));
                     }
                     // The record keeps its lease (see `Jobs`).
                     let effects = store.update(c.lease.id, |r| {
