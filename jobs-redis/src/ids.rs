@@ -1,13 +1,22 @@
 //! How job ids and lease tokens are stored: as their simple (unhyphenated) hex text.
 
 use jobs_core::{JobId, LeaseToken};
+use uuid::Uuid;
 
 /// A job id as stored.
 pub(crate) fn id_text(id: JobId) -> String {
-    id.0.simple().to_string()
+    simple(id.0)
 }
 
 /// A lease token as stored.
 pub(crate) fn token_text(token: LeaseToken) -> String {
-    token.0.simple().to_string()
+    simple(token.0)
+}
+
+/// `uuid`'s simple form, written straight into its buffer rather than through a formatter:
+/// every enqueued job and every job written under a lease has its id written so.
+fn simple(uuid: Uuid) -> String {
+    uuid.simple()
+        .encode_lower(&mut Uuid::encode_buffer())
+        .to_owned()
 }

@@ -6,6 +6,7 @@
 //! random bits, so a token is never handed out twice, and a write that carries only a job id and
 //! a token knows which queue's slot to go to.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use jobs_core::{
     LeaseRef, LeaseToken, LeasedJob, ProgressParams, ReleaseParams, RenewParams, Timestamp,
 };
 use redis::Cmd;
+use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::flow::fetch_flow;
@@ -28,7 +30,25 @@ use crate::RedisBackend;
 
 /// A job as fetch.lua returns it: its id, its hash before the lease, its payload when the hash
 /// does not hold it, its errors (none: null) and whether its lease is reserved (1) or not (0).
-type FetchedRow = (String, Vec<String>, Option<String>, Option<Vec<String>>, u8);
+/// Its text is borrowed from the reply wherever the JSON has no escape to undo.
+#[derive(Deserialize)]
+struct FetchedRow<'a>(
+    #[serde(borrow)] Text<'a>,
+    #[serde(borrow)] Vec<Text<'a>>,
+    #[serde(borrow)] Option<Text<'a>>,
+    #[serde(borrow)] Option<Vec<Text<'a>>>,
+    u8,
+);
+
+/// A string of a fetch's reply, borrowed from it unless it held an escape.
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+impl AsRef<str> for Text<'_> {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
 
 /// The first 96 bits of a fetch's tokens on `queue`: fresh random bits and the tag (the last 32
 /// bits are each job's index in the batch).
@@ -72,8 +92,8 @@ fn push_known(inv: &mut Cmd, p: &FetchParams) {
 /// The record of job `id` of `queue` that a script just leased under `lease`, as a read of it
 /// would give it back: `stored` holds its hash as it was before the lease. It started at
 /// `started`, or when it was created (an enqueue that leased it straight away).
-pub(crate) fn leased_record(
-    stored: &Stored,
+pub(crate) fn leased_record<S: AsRef<str>>(
+    stored: &Stored<S>,
     id: &str,
     queue: &str,
     lease: Lease,
@@ -199,7 +219,10 @@ impl RedisBackend {
         let worker: Arc<str> = p.worker.as_str().into();
         let mut leased = Vec::with_capacity(rows.len());
         let mut corrupt = Vec::new();
-        for (index, (id, fields, payload, errors, reserved)) in rows.into_iter().enumerate() {
+        for (index, FetchedRow(id, fields, payload, errors, reserved)) in
+            rows.into_iter().enumerate()
+        {
+            let id = id.as_ref();
             let stored = Stored {
                 fields,
                 payload,
@@ -212,7 +235,7 @@ impl RedisBackend {
                 token,
                 expires_at: expires,
             };
-            match leased_record(&stored, &id, queue, lease, Some(started)) {
+            match leased_record(&stored, id, queue, lease, Some(started)) {
                 Ok(record) => {
                     leased.push(LeasedJob {
                         record,
@@ -222,7 +245,7 @@ impl RedisBackend {
                 }
                 Err(e) => corrupt.push(Failure::undecodable(
                     LeaseRef {
-                        id: parse_id(&id)?,
+                        id: parse_id(id)?,
                         token,
                     },
                     &e,

@@ -30,7 +30,7 @@
 //! `m` is `max attempts|backoff|timeout in ms|name` (the timeout empty when there is none, the
 //! name last so that it may hold any character): one hash entry, one script argument and one
 //! reply element rather than four (a name of up to about 50 bytes keeps it within 64). The
-//! backoff is written as `e1000m60000j` (see [`encode_backoff`]). The lease fields of a
+//! backoff is written as `e1000m60000j` (see [`write_backoff`]). The lease fields of a
 //! completed job are emptied rather than deleted (one command fewer per completion), but `l`
 //! keeps a mark of the token of the lease it was completed under (16 base64 digits, no expiry),
 //! so that a repeated completion is recognised (see complete.lua); such a job has no lease.
@@ -51,7 +51,8 @@
 //! as retryable. Times are microseconds since the Unix epoch (the precision PostgreSQL keeps
 //! too); ids and lease tokens are UUIDs in their 32-digit hex form, which sorts like the UUID.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use chrono::DateTime;
@@ -182,15 +183,16 @@ struct StoredError {
 /// one argument, one reply element rather than four): `max attempts|backoff|timeout ms|name`.
 /// The name comes last, so it may hold any character.
 pub(crate) fn encode_meta(job: &NewJob) -> String {
-    let timeout = job
-        .timeout
-        .map_or(String::new(), |t| t.as_millis().to_string());
-    format!(
-        "{}|{}|{timeout}|{}",
-        job.max_attempts,
-        encode_backoff(&job.backoff),
-        job.name
-    )
+    let mut meta = String::with_capacity(24 + job.name.len());
+    write!(meta, "{}|", job.max_attempts).expect("a String takes any text");
+    write_backoff(&mut meta, &job.backoff);
+    meta.push('|');
+    if let Some(timeout) = job.timeout {
+        write!(meta, "{}", timeout.as_millis()).expect("a String takes any text");
+    }
+    meta.push('|');
+    meta.push_str(&job.name);
+    meta
 }
 
 /// What the `m` field holds.
@@ -222,28 +224,30 @@ fn decode_meta(text: &str) -> Option<Meta<'_>> {
 /// A job's member in its queue's ready set: run_at as 14 hex digits, then the id (lib.lua's
 /// `ready_member`), so that members of one priority sort by run_at, then id.
 pub(crate) fn ready_member(run_at: i64, id: &str) -> String {
-    format!("{:014x}{id}", run_at.max(0))
+    let mut member = String::with_capacity(14 + id.len());
+    write!(member, "{:014x}", run_at.max(0)).expect("a String takes any text");
+    member.push_str(id);
+    member
 }
 
-/// A backoff in a few bytes: the kind's initial, the base in ms, then `m` and the cap in ms if
-/// capped, then `j` if jittered. `exponential(1s)` is `e1000`.
-pub(crate) fn encode_backoff(b: &Backoff) -> String {
+/// Appends a backoff in a few bytes to `text`: the kind's initial, the base in ms, then `m` and
+/// the cap in ms if capped, then `j` if jittered. `exponential(1s)` is `e1000`.
+fn write_backoff(text: &mut String, b: &Backoff) {
     let kind = match b.kind {
         BackoffKind::Fixed => 'f',
         BackoffKind::Linear => 'l',
         BackoffKind::Exponential => 'e',
     };
-    let mut text = format!("{kind}{}", b.base.as_millis());
+    write!(text, "{kind}{}", b.base.as_millis()).expect("a String takes any text");
     if let Some(max) = b.max {
-        text.push_str(&format!("m{}", max.as_millis()));
+        write!(text, "m{}", max.as_millis()).expect("a String takes any text");
     }
     if b.jitter {
         text.push('j');
     }
-    text
 }
 
-/// Reads what [`encode_backoff`] wrote.
+/// Reads what [`write_backoff`] wrote.
 pub(crate) fn decode_backoff(text: &str) -> Option<Backoff> {
     let mut backoff = match text.get(..1)? {
         "f" => Backoff::fixed(Duration::ZERO),
@@ -289,16 +293,17 @@ type Replies = (
     Vec<String>,
 );
 
-/// Everything stored of one job.
-pub(crate) struct Stored {
+/// Everything stored of one job, as owned text (a read) or as text borrowed from a reply (a
+/// fetch, see leases.rs).
+pub(crate) struct Stored<S = String> {
     /// The hash, as the flat field/value list of `HGETALL` (empty if the job does not exist).
-    pub fields: Vec<String>,
+    pub fields: Vec<S>,
     /// A payload too long for the hash.
-    pub payload: Option<String>,
+    pub payload: Option<S>,
     /// A result too long for the hash.
-    pub long_result: Option<String>,
+    pub long_result: Option<S>,
     /// The errors, oldest first.
-    pub errors: Vec<String>,
+    pub errors: Vec<S>,
 }
 
 impl Stored {
@@ -333,7 +338,9 @@ impl Stored {
             })
             .collect()
     }
+}
 
+impl<S: AsRef<str>> Stored<S> {
     /// The record of job `id` of `queue`, its payload read as `payload` says.
     pub(crate) fn record(
         &self,
@@ -345,25 +352,31 @@ impl Stored {
     }
 }
 
-/// A job's hash as a map, with its side values.
-struct Fields<'a> {
+/// A job's hash, with its side values. A hash holds a dozen short fields or so: a look-up
+/// scans them, which costs less than hashing each name into a map (a fetch reads every job's
+/// hash this way).
+struct Fields<'a, S> {
     id: &'a str,
-    map: HashMap<&'a str, &'a str>,
-    stored: &'a Stored,
+    stored: &'a Stored<S>,
 }
 
-impl<'a> Fields<'a> {
-    fn new(id: &'a str, stored: &'a Stored) -> Self {
-        let map = stored
+impl<'a, S: AsRef<str>> Fields<'a, S> {
+    fn new(id: &'a str, stored: &'a Stored<S>) -> Self {
+        Fields { id, stored }
+    }
+
+    /// The hash's fields and values.
+    fn pairs(&self) -> impl Iterator<Item = (&'a str, &'a str)> {
+        self.stored
             .fields
             .chunks_exact(2)
-            .map(|kv| (kv[0].as_str(), kv[1].as_str()))
-            .collect();
-        Fields { id, map, stored }
+            .map(|kv| (kv[0].as_ref(), kv[1].as_ref()))
     }
 
     fn opt(&self, field: &str) -> Option<&'a str> {
-        self.map.get(field).copied()
+        self.pairs()
+            .find(|(name, _)| *name == field)
+            .map(|(_, v)| v)
     }
 
     fn text(&self, field: &str) -> Result<&'a str, Error> {
@@ -400,6 +413,7 @@ impl<'a> Fields<'a> {
             .errors
             .iter()
             .map(|text| {
+                let text = text.as_ref();
                 let bad = || corrupt(self.id, format!("error `{text}` is malformed"));
                 let time = |us: i64| DateTime::from_timestamp_micros(us).ok_or_else(bad);
                 if text.starts_with('{') {
@@ -446,8 +460,7 @@ impl<'a> Fields<'a> {
         if self.opt("wf").is_none() {
             return Ok(BTreeMap::new());
         }
-        self.map
-            .iter()
+        self.pairs()
             .filter_map(|(field, value)| {
                 let slot = field.strip_prefix('i')?.parse::<u32>().ok()?;
                 Some(self.json(value).map(|v| (slot, v)))
@@ -492,7 +505,7 @@ impl<'a> Fields<'a> {
                 &joined
             }
             (first, _) => first
-                .or(self.stored.payload.as_deref())
+                .or(self.stored.payload.as_ref().map(AsRef::as_ref))
                 .ok_or_else(|| corrupt(self.id, "the payload is missing"))?,
         };
         match self.json(text) {
@@ -527,7 +540,7 @@ impl<'a> Fields<'a> {
             progress: self.opt_number("pg")?.unwrap_or(0),
             result: self
                 .opt("res")
-                .or(self.stored.long_result.as_deref())
+                .or(self.stored.long_result.as_ref().map(AsRef::as_ref))
                 .map(|r| self.json(r))
                 .transpose()?,
             errors: self.errors()?,
@@ -553,6 +566,12 @@ impl<'a> Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn encode_backoff(b: &Backoff) -> String {
+        let mut text = String::new();
+        write_backoff(&mut text, b);
+        text
+    }
 
     #[test]
     fn backoffs_round_trip() {
