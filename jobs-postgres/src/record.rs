@@ -14,21 +14,56 @@ use uuid::Uuid;
 
 use crate::error::db;
 
+/// Where each of the `{record}` columns of [`Sql`](crate::sql::Sql) sits in a row: every
+/// statement selects them first, in this order. A row is read by position, not by name: a
+/// name is looked up in a hash map of the row's columns, some thirty times per job.
+mod at {
+    pub(super) const ID: usize = 0;
+    pub(super) const NAME: usize = 1;
+    pub(super) const QUEUE: usize = 2;
+    pub(super) const PAYLOAD: usize = 3;
+    pub(super) const VERSION: usize = 4;
+    pub(super) const PRIORITY: usize = 5;
+    pub(super) const RUN_AT: usize = 6;
+    pub(super) const STATUS: usize = 7;
+    pub(super) const ATTEMPT: usize = 8;
+    pub(super) const MAX_ATTEMPTS: usize = 9;
+    pub(super) const BACKOFF: usize = 10;
+    pub(super) const TIMEOUT_MS: usize = 11;
+    pub(super) const LEASE_WORKER: usize = 12;
+    pub(super) const LEASE_TOKEN: usize = 13;
+    pub(super) const LEASE_EXPIRES_AT: usize = 14;
+    pub(super) const PROGRESS: usize = 15;
+    pub(super) const RESULT: usize = 16;
+    pub(super) const ERRORS: usize = 17;
+    pub(super) const UNIQUE_KEY: usize = 18;
+    pub(super) const TRACE_CONTEXT: usize = 19;
+    pub(super) const TAGS: usize = 20;
+    pub(super) const CREATED_AT: usize = 21;
+    pub(super) const STARTED_AT: usize = 22;
+    pub(super) const FINISHED_AT: usize = 23;
+    pub(super) const KEY_LIMITS: usize = 24;
+    pub(super) const STEP: usize = 25;
+    pub(super) const INPUTS: usize = 26;
+    /// The column a fetch that may reserve adds after them (`reserved`).
+    pub(super) const RESERVED: usize = 27;
+}
+
 /// A record read with the `{record}` columns of [`Sql`](crate::sql::Sql). A lease is all three
 /// lease columns: a completed job keeps its token alone, and has none. A row that does not
 /// decode (a column of an unknown shape, written by hand or by another program) is an error
 /// saying `stored job <id> is corrupt: <why>`.
 pub(crate) fn record(row: &PgRow) -> Result<JobRecord, Error> {
-    let id: Uuid = row.try_get("id").map_err(db)?;
+    let id: Uuid = row.try_get(at::ID).map_err(db)?;
     decode(row, JobId(id))
         .map_err(|e| Error::backend(format!("stored job {id} is corrupt: {}", e.detail())))
 }
 
 /// The record of job `id` from its row.
 fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
-    let token: Option<Uuid> = row.try_get("lease_token").map_err(db)?;
-    let worker: Option<&str> = row.try_get("lease_worker").map_err(db)?;
-    let expires_at: Option<Timestamp> = row.try_get("lease_expires_at").map_err(db)?;
+    let token: Option<Uuid> = row.try_get(at::LEASE_TOKEN).map_err(db)?;
+    let worker: Option<&str> = row.try_get(at::LEASE_WORKER).map_err(db)?;
+    let expires_at: Option<Timestamp> = row.try_get(at::LEASE_EXPIRES_AT).map_err(db)?;
     let lease = match (worker, token, expires_at) {
         (Some(worker), Some(token), Some(expires_at)) => Some(Lease {
             worker: worker.into(),
@@ -37,50 +72,45 @@ fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
         }),
         _ => None,
     };
-    let status: String = row.try_get("status").map_err(db)?;
-    let backoff: String = row.try_get("backoff").map_err(db)?;
-    let errors: String = row.try_get("errors").map_err(db)?;
-    let result: Option<String> = row.try_get("result").map_err(db)?;
-    let timeout_ms: Option<i64> = row.try_get("timeout_ms").map_err(db)?;
-    let attempt: i32 = row.try_get("attempt").map_err(db)?;
-    let max_attempts: i32 = row.try_get("max_attempts").map_err(db)?;
-    let progress: i16 = row.try_get("progress").map_err(db)?;
-    let key_limits: Option<String> = row.try_get("key_limits").map_err(db)?;
-    let version: i32 = row.try_get("version").map_err(db)?;
-    let step: Option<String> = row.try_get("step").map_err(db)?;
-    let inputs: Option<String> = row.try_get("inputs").map_err(db)?;
+    let status: &str = row.try_get(at::STATUS).map_err(db)?;
+    let backoff: &str = row.try_get(at::BACKOFF).map_err(db)?;
+    let errors: &str = row.try_get(at::ERRORS).map_err(db)?;
+    let result: Option<String> = row.try_get(at::RESULT).map_err(db)?;
+    let timeout_ms: Option<i64> = row.try_get(at::TIMEOUT_MS).map_err(db)?;
+    let attempt: i32 = row.try_get(at::ATTEMPT).map_err(db)?;
+    let max_attempts: i32 = row.try_get(at::MAX_ATTEMPTS).map_err(db)?;
+    let progress: i16 = row.try_get(at::PROGRESS).map_err(db)?;
+    let key_limits: Option<&str> = row.try_get(at::KEY_LIMITS).map_err(db)?;
+    let version: i32 = row.try_get(at::VERSION).map_err(db)?;
+    let step: Option<&str> = row.try_get(at::STEP).map_err(db)?;
+    let inputs: Option<&str> = row.try_get(at::INPUTS).map_err(db)?;
     Ok(JobRecord {
         id,
-        name: row.try_get::<&str, _>("name").map_err(db)?.into(),
-        queue: row.try_get::<&str, _>("queue").map_err(db)?.into(),
-        payload: json(row.try_get("payload").map_err(db)?)?,
+        name: row.try_get::<&str, _>(at::NAME).map_err(db)?.into(),
+        queue: row.try_get::<&str, _>(at::QUEUE).map_err(db)?.into(),
+        payload: json(row.try_get(at::PAYLOAD).map_err(db)?)?,
         version: payload_version(version)?,
-        priority: row.try_get("priority").map_err(db)?,
-        run_at: row.try_get("run_at").map_err(db)?,
+        priority: row.try_get(at::PRIORITY).map_err(db)?,
+        run_at: row.try_get(at::RUN_AT).map_err(db)?,
         status: status.parse()?,
         attempt: u32::try_from(attempt).unwrap_or(0),
         max_attempts: u32::try_from(max_attempts).unwrap_or(1),
-        backoff: serde_json::from_str(&backoff)?,
+        backoff: serde_json::from_str(backoff)?,
         timeout: timeout_ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
         lease,
         progress: u8::try_from(progress.clamp(0, 100)).unwrap_or(0),
         result: result.map(json).transpose()?,
         // Errors stored before kinds were kept read back as retryable (`AttemptError`'s serde).
-        errors: serde_json::from_str(&errors)?,
-        unique_key: row.try_get("unique_key").map_err(db)?,
-        trace_context: row.try_get("trace_context").map_err(db)?,
-        tags: row.try_get("tags").map_err(db)?,
-        key_limits: key_limits
-            .map(|text| serde_json::from_str(&text))
-            .transpose()?,
-        step: step.map(|text| serde_json::from_str(&text)).transpose()?,
-        inputs: inputs
-            .map(|text| delivered(&text))
-            .transpose()?
-            .unwrap_or_default(),
-        created_at: row.try_get("created_at").map_err(db)?,
-        started_at: row.try_get("started_at").map_err(db)?,
-        finished_at: row.try_get("finished_at").map_err(db)?,
+        errors: serde_json::from_str(errors)?,
+        unique_key: row.try_get(at::UNIQUE_KEY).map_err(db)?,
+        trace_context: row.try_get(at::TRACE_CONTEXT).map_err(db)?,
+        tags: row.try_get(at::TAGS).map_err(db)?,
+        key_limits: key_limits.map(serde_json::from_str).transpose()?,
+        step: step.map(serde_json::from_str).transpose()?,
+        inputs: inputs.map(delivered).transpose()?.unwrap_or_default(),
+        created_at: row.try_get(at::CREATED_AT).map_err(db)?,
+        started_at: row.try_get(at::STARTED_AT).map_err(db)?,
+        finished_at: row.try_get(at::FINISHED_AT).map_err(db)?,
     })
 }
 
@@ -88,12 +118,12 @@ fn decode(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
 /// decode, the failure that sends it to dead with an error of kind decode saying why (no attempt
 /// can succeed on it). Only the id and the lease token must decode for the row to be named.
 pub(crate) fn leased(row: &PgRow) -> Result<Result<LeasedJob, Failure>, Error> {
-    let id = JobId(row.try_get("id").map_err(db)?);
-    let token: Option<Uuid> = row.try_get("lease_token").map_err(db)?;
+    let id = JobId(row.try_get(at::ID).map_err(db)?);
+    let token: Option<Uuid> = row.try_get(at::LEASE_TOKEN).map_err(db)?;
     let token =
         LeaseToken(token.ok_or_else(|| Error::backend("a fetched job came back without a lease"))?);
     // Only the fetch that reserves selects the column.
-    let reserved = row.try_get("reserved").unwrap_or(false);
+    let reserved = row.try_get(at::RESERVED).unwrap_or(false);
     Ok(match record(row) {
         Ok(record) => Ok(LeasedJob {
             record,
@@ -159,4 +189,57 @@ pub(crate) fn report(report: &ErrorReport) -> Result<String, Error> {
             .collect(),
     };
     Ok(serde_json::to_string(&stored)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::at;
+    use crate::sql::RECORD;
+
+    #[test]
+    fn the_positions_are_those_of_the_record_columns() {
+        let named = [
+            (at::ID, "id"),
+            (at::NAME, "name"),
+            (at::QUEUE, "queue"),
+            (at::PAYLOAD, "payload"),
+            (at::VERSION, "version"),
+            (at::PRIORITY, "priority"),
+            (at::RUN_AT, "run_at"),
+            (at::STATUS, "status"),
+            (at::ATTEMPT, "attempt"),
+            (at::MAX_ATTEMPTS, "max_attempts"),
+            (at::BACKOFF, "backoff"),
+            (at::TIMEOUT_MS, "timeout_ms"),
+            (at::LEASE_WORKER, "lease_worker"),
+            (at::LEASE_TOKEN, "lease_token"),
+            (at::LEASE_EXPIRES_AT, "lease_expires_at"),
+            (at::PROGRESS, "progress"),
+            (at::RESULT, "result"),
+            (at::ERRORS, "errors"),
+            (at::UNIQUE_KEY, "unique_key"),
+            (at::TRACE_CONTEXT, "trace_context"),
+            (at::TAGS, "tags"),
+            (at::CREATED_AT, "created_at"),
+            (at::STARTED_AT, "started_at"),
+            (at::FINISHED_AT, "finished_at"),
+            (at::KEY_LIMITS, "key_limits"),
+            (at::STEP, "step"),
+            (at::INPUTS, "inputs"),
+        ];
+        // Each column as the row names it: its alias, else its name after `j.`.
+        let columns: Vec<&str> = RECORD
+            .split(',')
+            .map(|c| {
+                let c = c.trim();
+                c.rsplit_once(" AS ")
+                    .map_or(c.trim_start_matches("j."), |(_, alias)| alias)
+            })
+            .collect();
+        assert_eq!(columns.len(), named.len(), "{columns:?}");
+        for (position, name) in named {
+            assert_eq!(columns[position], name, "column {position}");
+        }
+        assert_eq!(at::RESERVED, columns.len(), "`reserved` follows them");
+    }
 }

@@ -14,7 +14,8 @@ pub(crate) type PgQuery<'q> = Query<'q, Postgres, PgArguments>;
 
 /// The columns of a [`JobRecord`](jobs_core::JobRecord), read from the row alias `j`; JSON
 /// columns come back as text so they are handed on without re-encoding.
-const RECORD: &str = "j.id, j.name, j.queue, j.payload::text AS payload, j.version, j.priority, \
+pub(crate) const RECORD: &str =
+    "j.id, j.name, j.queue, j.payload::text AS payload, j.version, j.priority, \
     j.run_at, j.status, j.attempt, j.max_attempts, j.backoff::text AS backoff, j.timeout_ms, \
     j.lease_worker, j.lease_token, j.lease_expires_at, j.progress, j.result::text AS result, \
     j.errors::text AS errors, j.unique_key, j.trace_context, j.tags, j.created_at, \
