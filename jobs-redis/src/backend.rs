@@ -35,6 +35,12 @@ use crate::queues::KnownQueues;
 use crate::record::micros;
 use crate::scripts::Function;
 
+/// The arguments a script call has room for from the start: the call's own six and one job's
+/// (see `record::push_job`), or a few jobs' lease writes.
+const CALL_ARGS: usize = 32;
+/// The bytes its arguments have room for from the start.
+const CALL_BYTES: usize = 512;
+
 /// A job store in Redis or a Redis Cluster. Clones share one connection.
 ///
 /// ```no_run
@@ -211,8 +217,11 @@ impl RedisBackend {
     }
 
     fn call(&self, script: &'static Function, base: String, queue: &str, now: i64) -> ScriptCall {
-        let mut cmd = redis::cmd("FCALL");
-        cmd.arg(&script.name)
+        // Room for a call on one job or a few, so that its arguments do not grow the buffers
+        // a few bytes at a time; a batch's call grows them by doubling.
+        let mut cmd = Cmd::with_capacity(CALL_ARGS, CALL_BYTES);
+        cmd.arg("FCALL")
+            .arg(&script.name)
             .arg(1)
             .arg(base)
             .arg(&self.inner.channel)

@@ -105,17 +105,21 @@ impl RedisBackend {
             steps || bounded.contains(queue) || (groups.len() == 1 && members.len() <= CHUNK)
         };
         // Each chunk's call is built when its future is first polled, so that Redis runs one
-        // chunk while the next is being built.
-        let calls = groups.iter().flat_map(|(queue, members)| {
-            let (size, mode) = if whole(queue, members) {
-                (members.len().max(1), Mode::Store)
-            } else {
-                (CHUNK, Mode::Part)
-            };
-            members
-                .chunks(size)
-                .map(move |chunk| self.store_call(p, queue, chunk, mode))
-        });
+        // chunk while the next is being built. Collected first: knowing how many there are,
+        // `try_join_all` polls a few in place rather than through a `FuturesOrdered`.
+        let calls: Vec<_> = groups
+            .iter()
+            .flat_map(|(queue, members)| {
+                let (size, mode) = if whole(queue, members) {
+                    (members.len().max(1), Mode::Store)
+                } else {
+                    (CHUNK, Mode::Part)
+                };
+                members
+                    .chunks(size)
+                    .map(move |chunk| self.store_call(p, queue, chunk, mode))
+            })
+            .collect();
         let ((), (), mut answers) = try_join3(
             self.register(&queues),
             self.mark_keyed(jobs),
