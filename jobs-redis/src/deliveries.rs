@@ -128,8 +128,8 @@ fn delivered_job(message: &Message, id: &str, token: LeaseToken) -> Result<Lease
         .and_then(DateTime::from_timestamp_micros)
         .ok_or_else(|| Error::backend(format!("a delivery of job {id} has no expiry")))?;
     let stored = Stored {
-        fields: message.f.clone(),
-        payload: message.p.clone(),
+        fields: message.f.iter().map(String::as_str).collect(),
+        payload: message.p.as_deref(),
         long_result: None,
         errors: Vec::new(),
     };

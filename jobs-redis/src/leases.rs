@@ -417,6 +417,46 @@ mod tests {
     }
 
     #[test]
+    fn a_fetched_job_is_read_from_the_reply_it_borrows() {
+        let id = id_text(jobs_core::JobId::new());
+        // As fetch.lua encodes it: the payload, JSON in a JSON string, holds escapes.
+        let reply = format!(
+            r#"[["{id}",["m","3|e1000||email","pr","0","ra","1893456000000000","s","p","c","1893456000000000","p","{{\"user_id\":7}}","a","1"],null,null,1]]"#
+        );
+        let rows: Vec<FetchedRow> = serde_json::from_str(&reply).unwrap();
+        let Some(FetchedRow(got, fields, payload, errors, reserved)) = rows.into_iter().next()
+        else {
+            panic!("one row");
+        };
+        assert!(matches!(got.0, Cow::Borrowed(_)), "no escape: borrowed");
+        assert!(fields[..10].iter().all(|f| matches!(f.0, Cow::Borrowed(_))));
+        assert!(
+            matches!(fields[11].0, Cow::Owned(_)),
+            "escapes undone: owned"
+        );
+        let stored = Stored {
+            fields,
+            payload,
+            long_result: None,
+            errors: errors.unwrap_or_default(),
+        };
+        let started = stored_time(chrono::Utc::now());
+        let lease = Lease {
+            worker: "w1".into(),
+            token: LeaseToken(Uuid::from_u128(7)),
+            expires_at: started,
+        };
+        let record =
+            leased_record(&stored, got.as_ref(), "email", lease.clone(), Some(started)).unwrap();
+        assert_eq!(record.payload.get(), r#"{"user_id":7}"#);
+        assert_eq!(&*record.name, "email");
+        assert_eq!((record.status, record.attempt), (JobStatus::Running, 2));
+        assert_eq!(record.started_at, Some(started));
+        assert_eq!(record.lease, Some(lease));
+        assert_eq!(reserved, 1);
+    }
+
+    #[test]
     fn tokens_carry_their_queue_tag() {
         let base = token_base("email");
         let prefix = token_prefix(base);
