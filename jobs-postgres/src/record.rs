@@ -54,8 +54,12 @@ mod at {
 /// decode (a column of an unknown shape, written by hand or by another program) is an error
 /// saying `stored job <id> is corrupt: <why>`.
 pub(crate) fn record(row: &PgRow) -> Result<JobRecord, Error> {
-    let id: Uuid = row.try_get(at::ID).map_err(db)?;
-    decode(row, JobId(id))
+    record_of(row, JobId(row.try_get(at::ID).map_err(db)?))
+}
+
+/// [`record`] of the row of job `id`, its id already read.
+fn record_of(row: &PgRow, id: JobId) -> Result<JobRecord, Error> {
+    decode(row, id)
         .map_err(|e| Error::backend(format!("stored job {id} is corrupt: {}", e.detail())))
 }
 
@@ -124,7 +128,7 @@ pub(crate) fn leased(row: &PgRow) -> Result<Result<LeasedJob, Failure>, Error> {
         LeaseToken(token.ok_or_else(|| Error::backend("a fetched job came back without a lease"))?);
     // Only the fetch that reserves selects the column.
     let reserved = row.try_get(at::RESERVED).unwrap_or(false);
-    Ok(match record(row) {
+    Ok(match record_of(row, id) {
         Ok(record) => Ok(LeasedJob {
             record,
             token,
