@@ -408,7 +408,7 @@ impl Worker {
                 if limited {
                     idle = idle.min(flow_retry);
                     flow_retry = (flow_retry * 2).min(FLOW_RETRY_MAX);
-                    if let Some(opens) = rated.opens_in(shared.clock.now()) {
+                    if let Some(opens) = rated.opens_in(now, shared.clock.now()) {
                         idle = idle.min(opens);
                     }
                 }
