@@ -163,6 +163,7 @@ mod redis {
 
     use super::{print_rate, print_round_trip, round_trips, Ceilings};
     use crate::backends::{BackendKind, REDIS_URL};
+    use crate::store_cost;
 
     pub(super) async fn measure(n: u64) -> Ceilings {
         let client = redis::Client::open(REDIS_URL).expect("Redis URL");
@@ -195,6 +196,7 @@ mod redis {
             .query_async(&mut conn)
             .await
             .expect("SCRIPT LOAD");
+        let meter = store_cost::start(BackendKind::Redis).await;
         let started = Instant::now();
         for _ in 0..n {
             let _: i64 = redis::cmd("EVALSHA")
@@ -204,14 +206,12 @@ mod redis {
                 .await
                 .expect("EVALSHA");
         }
+        let took = started.elapsed();
+        let cost = meter.end(n).await;
         let notes = "one connection's awaited EVALSHA of a script that returns at once";
-        print_rate(
-            BackendKind::Redis,
-            "ceiling-single",
-            n,
-            started.elapsed(),
-            notes,
-        )
+        let rate = print_rate(BackendKind::Redis, "ceiling-single", n, took, notes);
+        cost.print("ceiling-single-store");
+        rate
     }
 }
 
@@ -223,6 +223,7 @@ mod postgres {
 
     use super::{print_rate, print_round_trip, round_trips, Ceilings};
     use crate::backends::{BackendKind, POSTGRES_URL};
+    use crate::store_cost;
 
     /// Rows one claim takes.
     const CLAIM: i64 = 100;
@@ -307,18 +308,22 @@ mod postgres {
         for _ in 0..CLAIMERS {
             claimers.push(connect().await);
         }
+        let meter = store_cost::start(BackendKind::Postgres).await;
         let started = Instant::now();
         let claimed: u64 = futures_util::future::join_all(claimers.iter_mut().map(claim_all))
             .await
             .into_iter()
             .sum();
         let took = started.elapsed();
+        let cost = meter.end(n).await;
         assert_eq!(claimed, n, "every row claimed once");
         let notes = format!(
             "{CLAIMERS} clients, each claiming {CLAIM} ready rows and marking them done in one \
              statement (FOR UPDATE SKIP LOCKED)"
         );
-        print_rate(BackendKind::Postgres, "ceiling-drain", n, took, &notes)
+        let rate = print_rate(BackendKind::Postgres, "ceiling-drain", n, took, &notes);
+        cost.print("ceiling-drain-store");
+        rate
     }
 
     /// Claims and finishes rows until none is ready; how many.

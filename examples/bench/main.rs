@@ -8,7 +8,9 @@
 //! ```
 //!
 //! Before the workloads that they bound (W1a, W2, W3), the store's own ceilings are measured
-//! ([`ceilings`]), and after them each figure's ratio to its ceiling is printed.
+//! ([`ceilings`]), and after them each figure's ratio to its ceiling is printed. After W1a, W1b,
+//! W2 and the write ceilings, a `-store` line gives what the server itself spent per job
+//! ([`store_cost`]): Redis' CPU and script time, PostgreSQL's WAL.
 //!
 //! W3's producer, W5's and W7's four workers and W9's subscriber are child processes (this binary
 //! re-executed with `--role`), except on the memory backend, which lives in one process.
@@ -31,6 +33,7 @@ mod ceilings;
 mod events;
 mod flow;
 mod operations;
+mod store_cost;
 use backends::{fresh_backend, BackendKind};
 
 /// Handler-side records: pickup latencies (µs) for W3 and, in worker children, the ids run.
@@ -127,6 +130,7 @@ pub(crate) async fn enqueue_bulk(backend: &AnyBackend, n: u64) {
 /// protocol; more show how enqueues from concurrent requests of one service scale).
 async fn w1a(kind: BackendKind, n: u64, producers: u64) -> f64 {
     let backend = fresh_backend(kind).await;
+    let meter = store_cost::start(kind).await;
     let started = Instant::now();
     let mut clients = tokio::task::JoinSet::new();
     for p in 0..producers {
@@ -141,6 +145,7 @@ async fn w1a(kind: BackendKind, n: u64, producers: u64) -> f64 {
         done.expect("a producer");
     }
     let rate = n as f64 / started.elapsed().as_secs_f64();
+    let cost = meter.end(n).await;
     let notes = match producers {
         1 => "one awaited enqueue per job".to_string(),
         p => format!("{p} producers sharing one backend, each awaiting one enqueue at a time"),
@@ -154,14 +159,17 @@ async fn w1a(kind: BackendKind, n: u64, producers: u64) -> f64 {
         notes,
     };
     print(kind, line);
+    cost.print("W1a-store");
     rate
 }
 
 async fn w1b(kind: BackendKind, n: u64) {
     let backend = fresh_backend(kind).await;
+    let meter = store_cost::start(kind).await;
     let started = Instant::now();
     enqueue_bulk(&backend, n).await;
     let rate = n as f64 / started.elapsed().as_secs_f64();
+    let cost = meter.end(n).await;
     let line = Line {
         workload: "W1b",
         n,
@@ -171,6 +179,7 @@ async fn w1b(kind: BackendKind, n: u64) {
         notes: "enqueue_many, batches of 1,000".into(),
     };
     print(kind, line);
+    cost.print("W1b-store");
 }
 
 /// Drains `n` queued jobs with one worker leasing up to `prefetch` jobs beyond those running
@@ -217,7 +226,9 @@ pub(crate) async fn drain(
 pub(crate) async fn w2(kind: BackendKind, n: u64, concurrency: usize) -> f64 {
     let backend = fresh_backend(kind).await;
     enqueue_bulk(&backend, n).await;
+    let meter = store_cost::start(kind).await;
     let rate = drain(&backend, n, concurrency, None, Retention::default()).await;
+    let cost = meter.end(n).await;
     let notes = "store-acknowledged completions counted; default retention (newest 10,000 completed per queue, 24 h), the worker's default prefetch (it adapts)";
     print(
         kind,
@@ -230,6 +241,7 @@ pub(crate) async fn w2(kind: BackendKind, n: u64, concurrency: usize) -> f64 {
             notes: notes.into(),
         },
     );
+    cost.print("W2-store");
     rate
 }
 

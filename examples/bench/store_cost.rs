@@ -1,0 +1,220 @@
+//! What the store itself spends per job in a workload's timed part, read from the server before
+//! and after it and printed as a line of its own (`W2-store` after `W2`, say):
+//!
+//! - Redis: the server process's CPU time (`INFO cpu`, user and system: command execution, its
+//!   scripts and the network I/O alike), how busy that kept it over the part's wall time, and
+//!   its script calls (`FCALL` and `EVALSHA`, with the commands they run) from `INFO
+//!   commandstats`. Redis runs
+//!   commands on one thread, so its CPU per job bounds what one server can do.
+//! - PostgreSQL: the WAL written (`pg_current_wal_lsn`), which every write of a row, an index
+//!   entry or a commit adds to, exact at once (the statistics views lag by up to seconds).
+//!
+//! The memory backend has no server to read: it prints nothing.
+
+// Built with neither server's feature, the bench has nothing to read.
+#![cfg_attr(
+    not(any(feature = "postgres", feature = "redis")),
+    allow(dead_code, unused_variables)
+)]
+
+use std::time::Instant;
+
+use crate::backends::BackendKind;
+use crate::{print, Line};
+
+/// A reading of the store taken at the start of a timed part.
+pub(crate) struct Meter {
+    kind: BackendKind,
+    started: Instant,
+    reading: Reading,
+}
+
+enum Reading {
+    None,
+    #[cfg(feature = "redis")]
+    Redis(redis::Reading),
+    #[cfg(feature = "postgres")]
+    Postgres(postgres::Reading),
+}
+
+/// Reads the store of `kind` at the start of a timed part (on a connection of its own).
+pub(crate) async fn start(kind: BackendKind) -> Meter {
+    let reading = match kind {
+        #[cfg(feature = "redis")]
+        BackendKind::Redis => Reading::Redis(redis::Reading::take().await),
+        #[cfg(feature = "postgres")]
+        BackendKind::Postgres => Reading::Postgres(postgres::Reading::take().await),
+        _ => Reading::None,
+    };
+    Meter {
+        kind,
+        started: Instant::now(),
+        reading,
+    }
+}
+
+impl Meter {
+    /// Reads the store again at the end of the timed part, in which `n` jobs (or calls) went
+    /// through: what it spent on them.
+    pub(crate) async fn end(self, n: u64) -> Cost {
+        let seconds = self.started.elapsed().as_secs_f64();
+        let notes = match self.reading {
+            Reading::None => None,
+            #[cfg(feature = "redis")]
+            Reading::Redis(before) => Some(before.per_job(n, seconds).await),
+            #[cfg(feature = "postgres")]
+            Reading::Postgres(before) => Some(before.per_job(n).await),
+        };
+        Cost {
+            kind: self.kind,
+            n,
+            notes,
+        }
+    }
+}
+
+/// What the store spent on a timed part, per job.
+pub(crate) struct Cost {
+    kind: BackendKind,
+    n: u64,
+    /// None for the memory backend.
+    notes: Option<String>,
+}
+
+impl Cost {
+    /// Prints the cost as the line `workload`, unless the store has no server.
+    pub(crate) fn print(self, workload: &'static str) {
+        let Some(notes) = self.notes else { return };
+        let line = Line {
+            workload,
+            n: self.n,
+            concurrency: 1,
+            jobs_per_s: None,
+            latency_ms: None,
+            notes,
+        };
+        print(self.kind, line);
+    }
+}
+
+#[cfg(feature = "redis")]
+mod redis {
+    use jobs::redis::redis::{self, aio::MultiplexedConnection};
+
+    use crate::backends::REDIS_URL;
+
+    /// The server's counters at one moment.
+    struct Counters {
+        /// CPU seconds, user and system, of the server process.
+        cpu_s: f64,
+        /// Script calls (`FCALL` and `EVALSHA`), and the µs they ran.
+        scripts: (u64, u64),
+    }
+
+    pub(super) struct Reading {
+        conn: MultiplexedConnection,
+        before: Counters,
+    }
+
+    impl Reading {
+        pub(super) async fn take() -> Reading {
+            let client = redis::Client::open(REDIS_URL).expect("Redis URL");
+            let mut conn = client
+                .get_multiplexed_async_connection()
+                .await
+                .expect("Redis");
+            let before = counters(&mut conn).await;
+            Reading { conn, before }
+        }
+
+        pub(super) async fn per_job(mut self, n: u64, seconds: f64) -> String {
+            let after = counters(&mut self.conn).await;
+            let cpu_s = after.cpu_s - self.before.cpu_s;
+            let calls = after.scripts.0 - self.before.scripts.0;
+            let script_us = after.scripts.1 - self.before.scripts.1;
+            let n = n as f64;
+            format!(
+                "Redis used {:.2} µs of CPU per job, busy {:.0} % of the {seconds:.2} s; its \
+                 scripts ran {:.2} µs per job in {:.4} calls per job",
+                cpu_s * 1e6 / n,
+                cpu_s * 100.0 / seconds,
+                script_us as f64 / n,
+                calls as f64 / n,
+            )
+        }
+    }
+
+    async fn counters(conn: &mut MultiplexedConnection) -> Counters {
+        let info: String = redis::cmd("INFO")
+            .arg("cpu")
+            .arg("commandstats")
+            .query_async(conn)
+            .await
+            .expect("INFO");
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+        };
+        let seconds = |name| {
+            field(name)
+                .and_then(|v| v.parse::<f64>().ok())
+                .expect("INFO cpu")
+        };
+        // `cmdstat_fcall:calls=12,usec=345,...`, absent before the first call.
+        let stat = |command: &str, key: &str| {
+            field(command).map_or(0, |v| {
+                v.split(',')
+                    .find_map(|kv| kv.strip_prefix(key))
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .expect("INFO commandstats")
+            })
+        };
+        let scripts = |key| stat("cmdstat_fcall:", key) + stat("cmdstat_evalsha:", key);
+        Counters {
+            cpu_s: seconds("used_cpu_user:") + seconds("used_cpu_sys:"),
+            scripts: (scripts("calls="), scripts("usec=")),
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use jobs::postgres::sqlx::{self, Connection, PgConnection};
+
+    use crate::backends::POSTGRES_URL;
+
+    pub(super) struct Reading {
+        conn: PgConnection,
+        /// The WAL's insert position.
+        lsn: String,
+    }
+
+    impl Reading {
+        pub(super) async fn take() -> Reading {
+            let mut conn = PgConnection::connect(POSTGRES_URL)
+                .await
+                .expect("the bench database");
+            let lsn = sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")
+                .fetch_one(&mut conn)
+                .await
+                .expect("the WAL's position");
+            Reading { conn, lsn }
+        }
+
+        pub(super) async fn per_job(mut self, n: u64) -> String {
+            let bytes: f64 = sqlx::query_scalar(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::float8",
+            )
+            .bind(&self.lsn)
+            .fetch_one(&mut self.conn)
+            .await
+            .expect("the WAL written");
+            format!(
+                "PostgreSQL wrote {:.0} bytes of WAL per job, {:.1} MB in all",
+                bytes / n as f64,
+                bytes / 1e6
+            )
+        }
+    }
+}
