@@ -266,6 +266,7 @@ mod postgres {
             "CREATE TABLE bench_ceiling.one (id bigint PRIMARY KEY, payload text NOT NULL)",
         )
         .await;
+        let meter = store_cost::start(BackendKind::Postgres).await;
         let started = Instant::now();
         for i in 0..n {
             sqlx::query("INSERT INTO bench_ceiling.one (id, payload) VALUES ($1, $2)")
@@ -275,14 +276,12 @@ mod postgres {
                 .await
                 .expect("insert");
         }
+        let took = started.elapsed();
+        let cost = meter.end(n).await;
         let notes = "one client's one-row INSERT transactions, each committed";
-        print_rate(
-            BackendKind::Postgres,
-            "ceiling-single",
-            n,
-            started.elapsed(),
-            notes,
-        )
+        let rate = print_rate(BackendKind::Postgres, "ceiling-single", n, took, notes);
+        cost.print("ceiling-single-store");
+        rate
     }
 
     /// `n` ready rows claimed and finished by [`CLAIMERS`] clients, [`CLAIM`] at a time in one
