@@ -361,8 +361,7 @@ pub async fn worker_starts_a_rated_backlog_as_each_window_opens(b: AnyBackend) {
         "no job starts before its window opens: {late:?} ms late"
     );
     assert!(
-        late.iter().filter(|ms| **ms < 25).count() >= WINDOWS - 1
-            && late.iter().all(|ms| *ms < 100),
+        late.iter().filter(|ms| **ms < 25).count() >= WINDOWS - 1,
         "each window is taken as it opens: {late:?} ms late"
     );
 }
