@@ -4,8 +4,8 @@
 //! - Redis: the server process's CPU time (`INFO cpu`, user and system: command execution, its
 //!   scripts and the network I/O alike), how busy that kept it over the part's wall time, and
 //!   its script calls (`FCALL` and `EVALSHA`, with the commands they run) from `INFO
-//!   commandstats`. Redis runs
-//!   commands on one thread, so its CPU per job bounds what one server can do.
+//!   commandstats`. Redis runs commands on one thread, so its CPU per job bounds what one server
+//!   can do.
 //! - PostgreSQL: the WAL written (`pg_current_wal_lsn`), which every write of a row, an index
 //!   entry or a commit adds to, exact at once (the statistics views lag by up to seconds).
 //!
