@@ -7,21 +7,9 @@
 #
 # Prints one JSON line, as the bench does.
 require "json"
-require "sidekiq"
-
-Redis.sadd_returns_boolean = false
+require_relative "job"
 
 n = (ARGV[0] || 20_000).to_i
-Sidekiq.configure_client { |config| config.redis = { url: "redis://127.0.0.1:6379/5" } }
-
-class SendWelcomeEmail
-  include Sidekiq::Worker
-  sidekiq_options queue: "email", retry: 3
-
-  def perform(user_id, email, t); end
-end
-
-def now_us = Process.clock_gettime(Process::CLOCK_REALTIME, :microsecond)
 
 Sidekiq.redis(&:flushdb)
 started = Process.clock_gettime(Process::CLOCK_MONOTONIC)

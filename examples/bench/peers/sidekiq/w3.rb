@@ -1,5 +1,5 @@
 # Sidekiq under the benchmark protocol's W3 (../../../../shared/bench/PROTOCOL.md): one idle,
-# warm server process of concurrency 16 (w3_job.rb), and this process enqueueing 2,000 jobs at
+# warm server process of concurrency 16 (job.rb), and this process enqueueing 2,000 jobs at
 # 200/s with `Sidekiq::Client.push`; each job's pickup latency is the start of its handler less
 # its enqueue time `t`. Redis db 5, which it flushes first.
 #
@@ -7,15 +7,15 @@
 #
 # Prints one JSON line, as the bench does: p50, p99 and max in ms.
 require "json"
-require_relative "w3_job"
+require_relative "job"
 
 n = (ARGV[0] || 2000).to_i
 Sidekiq.redis(&:flushdb)
-server = spawn("sidekiq", "-r", File.join(__dir__, "w3_job.rb"), "-c", "16", "-q", "email",
+server = spawn("sidekiq", "-r", File.join(__dir__, "job.rb"), "-c", "16", "-q", "email",
                out: File::NULL, err: File::NULL)
 begin
   # Warm: one job through, then the server is idle again.
-  SendWelcomeEmail.perform_async(0, "warm@example.com", Process.clock_gettime(Process::CLOCK_REALTIME, :microsecond))
+  SendWelcomeEmail.perform_async(0, "warm@example.com", now_us)
   sleep 0.05 until Sidekiq.redis { |r| r.llen("bench:w3") } == 1
   Sidekiq.redis { |r| r.del("bench:w3") }
   sleep 1
@@ -24,8 +24,7 @@ begin
     due = started + i * 0.005
     pause = due - Process.clock_gettime(Process::CLOCK_MONOTONIC)
     sleep pause if pause > 0
-    t = Process.clock_gettime(Process::CLOCK_REALTIME, :microsecond)
-    SendWelcomeEmail.perform_async(i, "user#{i}@example.com", t)
+    SendWelcomeEmail.perform_async(i, "user#{i}@example.com", now_us)
   end
   sleep 0.05 until Sidekiq.redis { |r| r.llen("bench:w3") } == n
   latencies = Sidekiq.redis { |r| r.lrange("bench:w3", 0, -1) }.map(&:to_i).sort
