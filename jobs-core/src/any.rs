@@ -75,6 +75,9 @@ impl Backend for AnyBackend {
     fn reserves(&self) -> bool {
         self.0.reserves()
     }
+    fn max_fetch(&self) -> usize {
+        self.0.max_fetch()
+    }
     async fn hold_places(&self, p: PlacesParams) -> Result<(), Error> {
         self.0.hold_places(p).await
     }

@@ -530,6 +530,16 @@ pub trait Backend: Send + Sync + 'static {
         false
     }
 
+    /// The most jobs a worker asks one [`fetch`](Backend::fetch) for, and so the most that one
+    /// adapting to fast handlers leases ahead of those running (default 256).
+    ///
+    /// A store whose fetch holds no other client up while it leases (PostgreSQL's row locks)
+    /// may take more: a worker draining a backlog of fast jobs then waits for fewer round trips.
+    /// One that leases in a single step nothing else runs beside (a Redis script) keeps it short.
+    fn max_fetch(&self) -> usize {
+        256
+    }
+
     /// Counts `params.places` places of `params.worker` against `params.queue`'s concurrency
     /// limit from now on, in place of what it held before: a queue's running count is its
     /// running jobs under leases that are not reserved, plus the places every worker holds. A

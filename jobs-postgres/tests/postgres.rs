@@ -16,6 +16,8 @@ mod deliveries;
 mod durability;
 #[path = "postgres/enqueue.rs"]
 mod enqueue;
+#[path = "postgres/fetch_size.rs"]
+mod fetch_size;
 #[path = "postgres/finished_since.rs"]
 mod finished_since;
 #[path = "postgres/flow.rs"]

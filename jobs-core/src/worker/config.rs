@@ -102,10 +102,12 @@ impl Worker {
     /// so a higher-priority job enqueued meanwhile may start after up to this many others; a
     /// job prefetched by a worker that dies is rescued like a running one.
     ///
-    /// By default it adapts, from as many as the concurrency up to 256: it doubles while the
-    /// handlers finish every prefetched job before a fetch is back (fast jobs), and shrinks back
-    /// while prefetched jobs wait for their turn (slow jobs), so a prefetched job waits about
-    /// one fetch's round trip at most.
+    /// By default it adapts, from as many as the concurrency up to the most one fetch asks for
+    /// (the store's [`max_fetch`](crate::Backend::max_fetch): 1,024 on PostgreSQL, 256 on
+    /// Redis and in memory): it doubles while the handlers finish every prefetched job before a
+    /// fetch is back (fast jobs), and shrinks back while prefetched jobs wait for their turn
+    /// (slow jobs), so a prefetched job waits about one fetch's round trip at most. A fetch
+    /// never asks for more than `max_fetch`, whatever is set here.
     pub fn prefetch(mut self, n: usize) -> Self {
         self.prefetch = Some(n);
         self

@@ -231,7 +231,7 @@ impl Worker {
     ) {
         let shared = &runners.shared;
         let queue = &runners.queue;
-        let mut window = Window::new(self.concurrency, self.prefetch);
+        let mut window = Window::new(self.concurrency, self.prefetch, shared.backend.max_fetch());
         let mut pause = Duration::from_millis(50);
         let mut flow_retry = FLOW_RETRY;
         let mut rated = RatedStarts::default();

@@ -4,10 +4,11 @@
 //! A prefetch the worker sets stays as set. Without one, the window adapts to how fast the
 //! handlers go against how long a fetch takes. It starts with as many jobs ahead as the
 //! concurrency:
-//! - It doubles, up to [`MAX_AHEAD`], when a fetch that got all it asked for, as the one before
-//!   it did, comes back to idle handlers: they ran every job leased ahead before the fetch
-//!   returned, so more leased ahead hides the fetch's round trip. (The first fetch of a backlog
-//!   finds them idle too, for want of jobs: it does not count.)
+//! - It doubles, up to the most one fetch asks for (the store's
+//!   [`max_fetch`](crate::Backend::max_fetch)), when a fetch that got all it asked for, as the
+//!   one before it did, comes back to idle handlers: they ran every job leased ahead before the
+//!   fetch returned, so more leased ahead hides the fetch's round trip. (The first fetch of a
+//!   backlog finds them idle too, for want of jobs: it does not count.)
 //! - It shrinks by a quarter, down to the concurrency again, when a fetch comes back to more
 //!   than a quarter of the jobs ahead still waiting for their turn: the handlers are slower than
 //!   the fetches, and leasing more ahead would only keep those jobs from other workers.
@@ -22,11 +23,6 @@ use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The most jobs an adapting window leases ahead of those running.
-pub(super) const MAX_AHEAD: usize = 256;
-/// The most jobs one fetch asks for.
-const MAX_FETCH: usize = 256;
-
 /// The slots of the jobs a worker holds, and how many of them are for jobs leased ahead.
 pub(super) struct Window {
     slots: Arc<Semaphore>,
@@ -37,15 +33,19 @@ pub(super) struct Window {
     full: bool,
     /// Slots a shrink still has to give up, as they free.
     owed: usize,
+    /// The most jobs one fetch asks for.
+    max_fetch: usize,
 }
 
 impl Window {
-    /// A window for `concurrency` running jobs and `prefetch` more leased ahead; adapting when
-    /// `prefetch` is `None`.
-    pub(super) fn new(concurrency: usize, prefetch: Option<usize>) -> Window {
+    /// A window for `concurrency` running jobs and `prefetch` more leased ahead, whose fetches
+    /// ask for `max_fetch` jobs at most; adapting when `prefetch` is `None`, up to `max_fetch`
+    /// ahead.
+    pub(super) fn new(concurrency: usize, prefetch: Option<usize>, max_fetch: usize) -> Window {
+        let max_fetch = max_fetch.max(1);
         let (ahead, max) = match prefetch {
             Some(n) => (n, n),
-            None => (concurrency, MAX_AHEAD.max(concurrency)),
+            None => (concurrency, max_fetch.max(concurrency)),
         };
         Window {
             slots: Arc::new(Semaphore::new(concurrency + ahead)),
@@ -54,13 +54,15 @@ impl Window {
             max,
             full: false,
             owed: 0,
+            max_fetch,
         }
     }
 
     /// How many slots a fetch waits for while jobs leased ahead keep the handlers busy: half
-    /// of those ahead, so that fetches come in batches rather than one per finished job.
+    /// of those ahead, so that fetches come in batches rather than one per finished job, and
+    /// no more than one fetch asks for.
     pub(super) fn batch(&self) -> usize {
-        (self.ahead / 2).max(1)
+        (self.ahead / 2).clamp(1, self.max_fetch)
     }
 
     /// Gives up the slots a shrink owes as they free, waits for a batch of free slots, then
@@ -88,9 +90,9 @@ impl Window {
 
     /// Adds the free slots to `permits`, up to a fetch's worth.
     pub(super) fn take_free(&self, permits: &mut Vec<OwnedSemaphorePermit>) {
-        let room = MAX_FETCH.saturating_sub(permits.len());
+        let room = self.max_fetch.saturating_sub(permits.len());
         permits.reserve(self.slots.available_permits().min(room));
-        while permits.len() < MAX_FETCH {
+        while permits.len() < self.max_fetch {
             match self.slots.clone().try_acquire_owned() {
                 Ok(permit) => permits.push(permit),
                 Err(_) => break,
@@ -136,7 +138,7 @@ mod tests {
 
     #[test]
     fn a_set_prefetch_stays_as_set() {
-        let mut window = Window::new(16, Some(4));
+        let mut window = Window::new(16, Some(4), 256);
         window.fetched(20, 20, 0, true);
         assert_eq!(window.ahead, 4);
         window.fetched(20, 20, 4, false);
@@ -145,8 +147,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_fetch_asks_for_the_stores_most_at_once() {
+        let mut wide = Window::new(16, None, 1024);
+        for _ in 0..8 {
+            wide.fetched(8, 8, 0, true);
+        }
+        assert_eq!(wide.ahead, 1024);
+        assert_eq!(wide.take().await.len(), 1024, "of 1,040 free slots");
+        let mut set = Window::new(16, Some(2000), 256);
+        assert_eq!(set.take().await.len(), 256, "of 2,016 free slots");
+    }
+
+    #[tokio::test]
     async fn grows_while_full_fetches_find_the_handlers_idle() {
-        let mut window = Window::new(16, None);
+        let mut window = Window::new(16, None, 256);
         assert_eq!(window.ahead, 16);
         let first = window.take().await;
         assert_eq!(first.len(), 32, "every slot of 16 running and 16 ahead");
@@ -167,8 +181,8 @@ mod tests {
         for _ in 0..10 {
             window.fetched(8, 8, 0, true);
         }
-        assert_eq!(window.ahead, MAX_AHEAD);
-        assert_eq!(window.batch(), MAX_AHEAD / 2);
+        assert_eq!(window.ahead, 256, "up to the most one fetch asks for");
+        assert_eq!(window.batch(), 128);
         window.fetched(128, 20, 0, true);
         assert_eq!(
             window.ahead, 16,
@@ -182,7 +196,7 @@ mod tests {
 
     #[tokio::test]
     async fn shrinks_to_the_concurrency_while_jobs_ahead_wait() {
-        let mut window = Window::new(16, None);
+        let mut window = Window::new(16, None, 256);
         for _ in 0..5 {
             window.fetched(8, 8, 0, true);
         }

@@ -207,6 +207,9 @@ impl Backend for Broken {
     fn reserves(&self) -> bool {
         self.inner.reserves()
     }
+    fn max_fetch(&self) -> usize {
+        self.inner.max_fetch()
+    }
     async fn hold_places(&self, p: PlacesParams) -> Result<(), Error> {
         self.inner.hold_places(p).await
     }
