@@ -39,8 +39,9 @@ pub(super) struct JobSets {
     /// where an ordered index would cost every lease and every outcome a B-tree's insert or
     /// removal.
     pub(super) running: HashSet<JobId>,
-    /// Dead jobs: a list of them (the dashboard's dead page, say) reads these, not every job.
-    pub(super) dead: HashSet<JobId>,
+    /// Dead jobs, in id order: a page of them (the dashboard's dead page, say) reads from its
+    /// cursor on and stops when full, whatever else is stored.
+    pub(super) dead: BTreeSet<JobId>,
     /// Unique keys held by active jobs, per queue.
     pub(super) unique: HashMap<(String, String), JobId>,
     /// Running jobs per (queue, key) of jobs with key limits.

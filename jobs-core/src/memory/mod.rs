@@ -6,6 +6,7 @@
 
 use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -201,19 +202,25 @@ impl Store {
 
     /// The ids of up to `limit` jobs matching `filter` after `after`, in id order.
     fn matching(&self, filter: &JobFilter, after: Option<JobId>, limit: usize) -> Vec<JobId> {
+        // A status kept in a set of its own is read from it, not from every job: the dead jobs,
+        // in id order, from the cursor on until the page is full.
+        if filter.status == Some(JobStatus::Dead) {
+            let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+            return (self.idx.sets.dead.range((from, Bound::Unbounded)))
+                .filter_map(|id| self.jobs.get(id))
+                .filter(|r| filter.matches(r))
+                .map(|r| r.id)
+                .take(limit)
+                .collect();
+        }
         let fits = |r: &JobRecord| after.is_none_or(|after| r.id > after) && filter.matches(r);
-        // A status kept in a set of its own is read from it, not from every job.
-        let of_status = match filter.status {
-            Some(JobStatus::Dead) => Some(&self.idx.sets.dead),
-            Some(JobStatus::Running) => Some(&self.idx.sets.running),
-            _ => None,
-        };
-        let mut found: Vec<JobId> = match of_status {
-            Some(ids) => (ids.iter().filter_map(|id| self.jobs.get(id)))
+        let mut found: Vec<JobId> = match filter.status {
+            Some(JobStatus::Running) => (self.idx.sets.running.iter())
+                .filter_map(|id| self.jobs.get(id))
                 .filter(|r| fits(r))
                 .map(|r| r.id)
                 .collect(),
-            None => (self.jobs.values().filter(|r| fits(r)))
+            _ => (self.jobs.values().filter(|r| fits(r)))
                 .map(|r| r.id)
                 .collect(),
         };
