@@ -136,6 +136,13 @@ impl Window {
 mod tests {
     use super::*;
 
+    /// `n` full fetches of a backlog, each back to idle handlers.
+    fn full_fetches(window: &mut Window, n: usize) {
+        for _ in 0..n {
+            window.fetched(8, 8, 0, true);
+        }
+    }
+
     #[test]
     fn a_set_prefetch_stays_as_set() {
         let mut window = Window::new(16, Some(4), 256);
@@ -149,9 +156,7 @@ mod tests {
     #[tokio::test]
     async fn a_fetch_asks_for_the_stores_most_at_once() {
         let mut wide = Window::new(16, None, 1024);
-        for _ in 0..8 {
-            wide.fetched(8, 8, 0, true);
-        }
+        full_fetches(&mut wide, 8);
         assert_eq!(wide.ahead, 1024);
         assert_eq!(wide.take().await.len(), 1024, "of 1,040 free slots");
         let mut set = Window::new(16, Some(2000), 256);
@@ -178,9 +183,7 @@ mod tests {
         );
         window.fetched(32, 32, 0, false);
         assert_eq!(window.ahead, 32, "busy handlers: enough ahead");
-        for _ in 0..10 {
-            window.fetched(8, 8, 0, true);
-        }
+        full_fetches(&mut window, 10);
         assert_eq!(window.ahead, 256, "up to the most one fetch asks for");
         assert_eq!(window.batch(), 128);
         window.fetched(128, 20, 0, true);
@@ -197,9 +200,7 @@ mod tests {
     #[tokio::test]
     async fn shrinks_to_the_concurrency_while_jobs_ahead_wait() {
         let mut window = Window::new(16, None, 256);
-        for _ in 0..5 {
-            window.fetched(8, 8, 0, true);
-        }
+        full_fetches(&mut window, 5);
         assert_eq!(window.ahead, 256);
         window.fetched(128, 128, 64, false);
         assert_eq!(window.ahead, 256, "a quarter waiting: kept");
