@@ -99,11 +99,6 @@ impl Keys {
         format!("{}limits", self.queue(queue))
     }
 
-    /// The sorted set of a queue's finished (completed and cancelled) jobs, by finish time.
-    pub(crate) fn done(&self, queue: &str) -> String {
-        format!("{}done", self.queue(queue))
-    }
-
     /// The hash of the recorded cron schedules: name -> schedule and when it was recorded.
     pub(crate) fn schedules(&self) -> String {
         format!("{}schedules", self.global())

@@ -50,14 +50,9 @@ impl RedisBackend {
     }
 
     pub(crate) async fn count_finished(&self, p: FinishedParams) -> Result<u64, Error> {
-        let key = self.inner().keys.done(&p.queue);
-        self.query(
-            redis::cmd("ZCOUNT")
-                .arg(key)
-                .arg(micros(p.since))
-                .arg("+inf"),
-        )
-        .await
+        let mut inv = self.timeless_invocation(&SCRIPTS.finished, &p.queue);
+        inv.arg(micros(p.since));
+        self.run(&inv).await
     }
 
     pub(crate) async fn count_jobs(&self, p: CountsParams) -> Result<QueueCounts, Error> {

@@ -77,6 +77,7 @@ scripts! {
     manage: "manage.lua",
     rescue: "rescue.lua",
     prune: "prune.lua",
+    finished: "finished.lua",
     heartbeat: "heartbeat.lua",
     deregister: "deregister.lua",
     workers: "workers.lua",

@@ -11,6 +11,8 @@ mod support;
 mod bad_input;
 #[path = "redis/deliveries.rs"]
 mod deliveries;
+#[path = "redis/finished.rs"]
+mod finished;
 #[path = "redis/flow.rs"]
 mod flow;
 #[path = "redis/functions.rs"]

@@ -4,7 +4,7 @@
 -- token, which the caller computes: see leases.rs): a completion repeated under that lease (the
 -- first one applied, its reply was lost) is accepted again and changes nothing. A workflow
 -- step's completion applies its `on_complete` effects (see effects.lua); a repeat does not.
-local ids, done = {}, {}
+local ids = {}
 
 -- Whether job `id` was completed under the lease whose mark is `mark`.
 local function completed_under(id, mark)
@@ -26,8 +26,6 @@ local out = each_leased(4, 4, function(i, id, key, u, _, k, wf)
     apply_effects(wf, 'on_complete', result)
   end
   ids[#ids + 1] = id
-  done[#done + 1] = NOW_S
-  done[#done + 1] = id
   return true
 end)
 for n = 1, #out do
@@ -39,7 +37,8 @@ end
 if #ids > 0 then
   zrem_all(RUNNING, ids)
   forget_reserved(ids)
-  bulk('ZADD', DONE, done, 1000)
+  -- One member for the call's jobs, which all finished now (see head.lua).
+  redis.call('ZADD', DONE, NOW_S, table.concat(ids))
   recount_by('r', -#ids)
   recount_by('c', #ids)
 end

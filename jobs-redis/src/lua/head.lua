@@ -26,7 +26,9 @@
 --   kready     zset, as ready, of the ready jobs with key limits (only a flow fetch takes them)
 --   delayed    zset, score run_at, member id: waiting for a future run_at
 --   running    zset, score lease expiry, member id
---   done       zset, score finished_at, member id: completed and cancelled, for retention
+--   done       zset, score finished_at, member the ids (ID_LEN hex digits each, one after the
+--              other) of the jobs one call finished then: completed and cancelled, for
+--              retention; a job's member is found by its `f` field, which is the score
 --   dead       zset, score 0, member id: the dead-letter set, by id
 --   all        zset, score 0, member id: every job, by id (ids are time-ordered), for listing
 --   tag:<tag>  zset, score 0, member id: the jobs carrying the tag, by id
@@ -108,6 +110,9 @@ end
 -- Values longer than this (Redis' default hash-max-listpack-value) would turn a job's hash from
 -- the compact listpack encoding into a hashtable, several times larger.
 local LONG = 64
+
+-- The length of a job's id as stored: a UUID's 32 hex digits.
+local ID_LEN = 32
 
 -- Where a payload is cut between the hash's fields `p` and `p2`: the length of its part in `p`
 -- (all of it when at most LONG bytes; else at most LONG, before a character's first byte, so

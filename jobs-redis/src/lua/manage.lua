@@ -12,7 +12,7 @@ local woken = false
 for i = 11, #ARGV do
   local id = ARGV[i]
   local key = job_key(id)
-  local v = redis.call('HMGET', key, 's', 'u', 'pr', 'tg', 'k', 'wf', 'wn')
+  local v = redis.call('HMGET', key, 's', 'u', 'pr', 'tg', 'k', 'wf', 'wn', 'f')
   local s = v[1]
   if s and matches(key, id, f) then
     if action == 'retry' then
@@ -30,8 +30,11 @@ for i = 11, #ARGV do
           end
           redis.call('HSET', key, 's', to, 'a', 0, 'ra', NOW_S)
           redis.call('HDEL', key, 'f', 'w', 'l')
-          redis.call('ZREM', DONE, id)
-          redis.call('ZREM', DEAD, id)
+          if s == 'x' then
+            forget_finished(id, v[8])
+          else
+            redis.call('ZREM', DEAD, id)
+          end
           recount(s, to)
           if to == 'p' then
             redis.call('ZADD', ready_of(v[5]), v[3], ready_member(NOW_S, id))
@@ -57,6 +60,7 @@ for i = 11, #ARGV do
     end
   end
 end
+leave_done()
 if woken then
   wake()
 end

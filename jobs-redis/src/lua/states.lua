@@ -12,9 +12,49 @@ local function delete_job(key, id, tags)
   redis.call('DEL', key, side_key('p', id), side_key('r', id), side_key('e', id))
 end
 
+-- The finished jobs that leave `done` in this call, by the time they finished (their `f`
+-- field, text): a set of ids each. `forget_finished` lists them; `leave_done` takes them out at
+-- the end of the call, each member of `done` rewritten once however many of its jobs leave.
+local leaving
+on_call(function()
+  leaving = {}
+end)
+
+-- Has job `id`, finished at `at`, leave `done` at the end of the call (see `leave_done`).
+local function forget_finished(id, at)
+  if at then
+    leaving[at] = leaving[at] or {}
+    leaving[at][id] = true
+  end
+end
+
+-- Takes the jobs `forget_finished` listed out of the members of `done` that hold them: the
+-- members of their finish time, which keep their other jobs (see head.lua).
+local function leave_done()
+  for at, ids in pairs(leaving) do
+    for _, member in ipairs(redis.call('ZRANGE', DONE, at, at, 'BYSCORE')) do
+      local kept, changed = {}, false
+      for from = 1, #member, ID_LEN do
+        local id = string.sub(member, from, from + ID_LEN - 1)
+        if ids[id] then
+          changed = true
+        else
+          kept[#kept + 1] = id
+        end
+      end
+      if changed then
+        redis.call('ZREM', DONE, member)
+        if #kept > 0 then
+          redis.call('ZADD', DONE, at, table.concat(kept))
+        end
+      end
+    end
+  end
+end
+
 -- Takes a job in status `s` out of the sets of that status (and frees its unique key).
 local function unindex(key, id, s)
-  local v = redis.call('HMGET', key, 'ra', 'u', 'k')
+  local v = redis.call('HMGET', key, 'ra', 'u', 'k', 'f')
   if s == 'p' or s == 's' then
     redis.call('ZREM', ready_of(v[3]), ready_member(v[1], id))
     redis.call('ZREM', DELAYED, id)
@@ -23,7 +63,7 @@ local function unindex(key, id, s)
     stop_running(v[3])
     forget_reserved({ id })
   elseif s == 'c' or s == 'x' then
-    redis.call('ZREM', DONE, id)
+    forget_finished(id, v[4])
   elseif s == 'd' then
     redis.call('ZREM', DEAD, id)
   end
