@@ -161,36 +161,61 @@ local function store_one(s, md, direct)
   return answer('ok', md, {}), wakes
 end
 
+-- Whether the job starting at ARGV[s] is plain: neither a flow nor a field beyond `pr`, `ra`
+-- and `m` (no unique key, tags, version, trace context, key limits or workflow step), as most
+-- jobs of a bulk enqueue are. Storing one takes none of the lookups the others may need.
+local function plain(s)
+  return ARGV[s + 4] == '3' and ARGV[s + 3] == ''
+end
+
+-- The fate of a new plain job (see `fates`).
+local PLAIN = { 'new' }
+
+-- The fate of the job starting at ARGV[s], not plain (see `fates`): `fresh` when its id is
+-- neither stored nor taken by an earlier job of the call, `unique` and `taken` the unique and
+-- coalesce keys that the call's earlier new jobs hold.
+local function fate_of(s, fresh, unique, taken)
+  local id = ARGV[s]
+  local last, ukey, tags = job_args(s)
+  local holder = ukey and (unique[ukey] or redis.call('HGET', UNIQUE, ukey))
+  if holder then
+    return { 'dup', holder }
+  elseif not fresh then
+    return nil
+  end
+  local _, mode, _, key = job_flow(ARGV[s + 3])
+  holder = mode and (taken[mode .. key] or coalesce_holder(mode, key))
+  if holder then
+    return { mode == 'd' and 'deb' or 'dup', holder }
+  end
+  if ukey then
+    unique[ukey] = id
+  end
+  if mode then
+    taken[mode .. key] = id
+  end
+  return { 'new', last, ukey, tags }
+end
+
 -- What becomes of each job of the call, the earlier ones counting as stored: nil (its id
 -- exists: left as it is), {'dup', holder} (a duplicate of the holder of its unique or throttle
--- key), {'deb', holder} (folded into its debounce key's waiting job) or {'new', last, unique
--- key, tags} (as `job_args` gives them); and how many are new.
+-- key), {'deb', holder} (folded into its debounce key's waiting job), PLAIN (new, plain) or
+-- {'new', last, unique key, tags} (new, as `job_args` gives them); and how many are new.
 local function fates(starts, ids)
   local known = bulk('ZMSCORE', ALL, ids, 1000)
   local out, seen, unique, taken, new = {}, {}, {}, {}, 0
   for j, s in ipairs(starts) do
     local id = ARGV[s]
-    local last, ukey, tags = job_args(s)
-    local holder = ukey and (unique[ukey] or redis.call('HGET', UNIQUE, ukey))
+    local fresh = not known[j] and not seen[id]
     local fate = nil
-    if holder then
-      fate = { 'dup', holder }
-    elseif not known[j] and not seen[id] then
-      local _, mode, _, key = job_flow(ARGV[s + 3])
-      holder = mode and (taken[mode .. key] or coalesce_holder(mode, key))
-      if holder then
-        fate = { mode == 'd' and 'deb' or 'dup', holder }
-      else
-        fate = { 'new', last, ukey, tags }
-        new = new + 1
-        seen[id] = true
-        if ukey then
-          unique[ukey] = id
-        end
-        if mode then
-          taken[mode .. key] = id
-        end
-      end
+    if not plain(s) then
+      fate = fate_of(s, fresh, unique, taken)
+    elseif fresh then
+      fate = PLAIN
+    end
+    if fate and fate[1] == 'new' then
+      new = new + 1
+      seen[id] = true
     end
     out[j] = fate
   end
@@ -238,13 +263,18 @@ local function store_jobs(first, mode, last)
     if f and f[1] ~= 'new' then
       held[#held + 1] = { j, f[2] }
     elseif f then
-      local _, last, ukey, tags = unpack(f)
-      local keyed, mode_c, window, key = job_flow(ARGV[s + 3])
-      if ukey then
-        redis.call('HSET', UNIQUE, ukey, id)
-      end
-      if mode_c then
-        hold_key(mode_c, key, window, id)
+      local last, keyed = s + 7, false
+      if f ~= PLAIN then
+        local _, ukey, tags, mode_c, window, key
+        _, last, ukey, tags = unpack(f)
+        keyed, mode_c, window, key = job_flow(ARGV[s + 3])
+        if ukey then
+          redis.call('HSET', UNIQUE, ukey, id)
+        end
+        if mode_c then
+          hold_key(mode_c, key, window, id)
+        end
+        index_tags(id, tags)
       end
       all[#all + 1] = '0'
       all[#all + 1] = id
@@ -264,7 +294,6 @@ local function store_jobs(first, mode, last)
         ready[#ready + 1] = member
       end
       write_job(s, last, status, payloads)
-      index_tags(id, tags)
     end
   end
   local wakes = (#ready > 0 and none_ready())

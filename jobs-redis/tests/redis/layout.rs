@@ -1,7 +1,7 @@
 //! Checks of this backend's own layout beyond the conformance suite: big batches split over
 //! script calls, lists that filter across scan calls, running jobs listed by id from a set
 //! ordered by expiry, errors stored before kinds were kept, counts through promotion, writes
-//! that span queues, and queue names with braces.
+//! that span queues, queue names with braces, and batches mixing plain jobs with others.
 
 use std::time::Duration;
 
@@ -264,4 +264,68 @@ async fn errors_keep_their_kind_and_old_ones_read_as_retryable() {
         (1, at(1), ErrorKind::Timeout)
     );
     assert_eq!((&new.message, &new.chain), (&report.message, &report.chain));
+}
+
+/// A batch mixing plain jobs (stored without the lookups of the others) with a tagged job, a
+/// unique one, a scheduled one and a repeated id stores each as it would alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_mixing_plain_and_other_jobs_stores_each_as_alone() {
+    let b = single_backend().await;
+    let plain = job("mix", t0());
+    let tagged = NewJob {
+        tags: vec!["vip".into()],
+        ..job("mix", t0())
+    };
+    let unique = NewJob {
+        unique_key: Some("user:7".into()),
+        ..job("mix", t0())
+    };
+    let later = job("mix", at(60_000));
+    let repeated = plain.clone();
+    let taken_key = NewJob {
+        unique_key: Some("user:7".into()),
+        ..job("mix", t0())
+    };
+    let batch = vec![
+        plain.clone(),
+        tagged.clone(),
+        unique.clone(),
+        later.clone(),
+        repeated,
+        taken_key,
+    ];
+    let stored = b
+        .enqueue(EnqueueParams {
+            jobs: batch,
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    let ids: Vec<(JobId, bool)> = stored.iter().map(|e| (e.id, e.duplicate)).collect();
+    assert_eq!(
+        ids,
+        [
+            (plain.id, false),
+            (tagged.id, false),
+            (unique.id, false),
+            (later.id, false),
+            (plain.id, false),
+            (unique.id, true),
+        ]
+    );
+    let c = counts(&b, "mix").await;
+    assert_eq!((c.pending, c.scheduled), (3, 1));
+    let vip = b
+        .list(ListParams {
+            filter: JobFilter::new().queue("mix").tag("vip"),
+            after: None,
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(vip.iter().map(|r| r.id).collect::<Vec<_>>(), [tagged.id]);
+    assert_eq!(b.job(later.id).await.unwrap().status, JobStatus::Scheduled);
+    let leased = b.fetch(fetch(&["mix"], 10, at(1))).await.unwrap();
+    let order: Vec<JobId> = leased.iter().map(|j| j.record.id).collect();
+    assert_eq!(order, [plain.id, tagged.id, unique.id]);
 }
