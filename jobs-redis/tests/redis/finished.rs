@@ -10,7 +10,7 @@ use jobs_core::{
 use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
 
-use crate::support::{at, fetch, job, raw_connection, single_backend, t0};
+use crate::support::{at, fetch, job, members_with_scores, raw_connection, single_backend, t0};
 
 /// `n` jobs of `queue` enqueued and leased at once, in the order the fetch gave them.
 async fn leased(b: &RedisBackend, queue: &str, n: usize) -> Vec<LeasedJob> {
@@ -41,18 +41,15 @@ fn stored(jobs: &[LeasedJob]) -> Vec<String> {
         .collect()
 }
 
+/// The key of `queue`'s finished jobs.
+fn done_key(b: &RedisBackend, queue: &str) -> String {
+    format!("{{{}:{queue}}}:done", b.key_prefix())
+}
+
 /// `done`'s members of `queue`, oldest first: each one's time in microseconds and its ids.
 async fn done(b: &RedisBackend, queue: &str) -> Vec<(i64, Vec<String>)> {
     let mut conn = raw_connection().await;
-    let key = format!("{{{}:{queue}}}:done", b.key_prefix());
-    let members: Vec<(String, i64)> = redis::cmd("ZRANGE")
-        .arg(key)
-        .arg(0)
-        .arg(-1)
-        .arg("WITHSCORES")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let members: Vec<(String, i64)> = members_with_scores(&mut conn, &done_key(b, queue)).await;
     members
         .into_iter()
         .map(|(ids, time)| {
@@ -210,9 +207,8 @@ async fn prune_skips_a_job_that_did_not_finish_when_its_member_says() {
     .await
     .unwrap();
     let mut conn = raw_connection().await;
-    let key = format!("{{{}:f4}}:done", b.key_prefix());
     let _: i64 = redis::cmd("ZADD")
-        .arg(key)
+        .arg(done_key(&b, "f4"))
         .arg(micros(at(5)))
         .arg(pending.id.0.simple().to_string())
         .query_async(&mut conn)
@@ -235,10 +231,9 @@ async fn done_costs_about_the_bytes_of_its_ids() {
     complete(&b, &jobs[..500], at(10)).await;
     complete(&b, &jobs[500..], at(20)).await;
     let mut conn = raw_connection().await;
-    let key = format!("{{{}:f5}}:done", b.key_prefix());
     let bytes: u64 = redis::cmd("MEMORY")
         .arg("USAGE")
-        .arg(key)
+        .arg(done_key(&b, "f5"))
         .query_async(&mut conn)
         .await
         .unwrap();

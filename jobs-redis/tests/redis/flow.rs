@@ -13,7 +13,9 @@ use jobs_core::{
 };
 use jobs_redis::{redis, RedisBackend};
 
-use crate::support::{at, fetch, job, keys_like, raw_connection, redis_url, single_backend, t0};
+use crate::support::{
+    at, fetch, job, keys_like, members_with_scores, raw_connection, redis_url, single_backend, t0,
+};
 
 /// A job of `queue` sharing a concurrency of `concurrency` with the other jobs of `key`.
 fn keyed(queue: &str, key: &str, concurrency: u32) -> NewJob {
@@ -234,14 +236,8 @@ async fn flow_keys_live_in_the_queues_slot_and_the_prefixs() {
     let listed: Vec<String> = keys_like(&mut conn, &p, "}:*").await;
     assert!(listed.contains(&format!("{{{p}}}:limits")), "{listed:?}");
     assert!(listed.contains(&format!("{{{p}}}:keyed")), "{listed:?}");
-    let starts: Vec<(String, String)> = redis::cmd("ZRANGE")
-        .arg(format!("{{{p}:fq}}:starts"))
-        .arg(0)
-        .arg(-1)
-        .arg("WITHSCORES")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let starts: Vec<(String, String)> =
+        members_with_scores(&mut conn, &format!("{{{p}:fq}}:starts")).await;
     assert_eq!(
         starts.len(),
         2,

@@ -85,6 +85,21 @@ pub(crate) async fn raw_connection() -> jobs_redis::redis::aio::MultiplexedConne
         .expect("a Redis server")
 }
 
+/// Every member of the sorted set `key` with its score, lowest first.
+pub(crate) async fn members_with_scores<S: jobs_redis::redis::FromRedisValue>(
+    conn: &mut jobs_redis::redis::aio::MultiplexedConnection,
+    key: &str,
+) -> Vec<(String, S)> {
+    jobs_redis::redis::cmd("ZRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(conn)
+        .await
+        .expect("ZRANGE")
+}
+
 /// The keys under `prefix` whose names match the glob `pattern` (after the prefix), sorted.
 pub(crate) async fn keys_like(
     conn: &mut jobs_redis::redis::aio::MultiplexedConnection,
