@@ -214,10 +214,10 @@
 //! - enqueue: per job one `HSET` (status, times, priority, run_at, `m`, the payload when it
 //!   fits, and `v` for a version other than 1), and nothing else for a plain job (no flow, no
 //!   field beyond those: no unique key, tags, trace context or step), whose Lua skips every
-//!   lookup the others need (about 0.6 µs a job, 8 % of a bulk enqueue); per call the `HGET` of the queue's max depth,
-//!   `ZMSCORE` of the set of all jobs (which ids exist), `MSET` of the payloads too long for
-//!   the hash, `ZADD` to all jobs and to ready or delayed, `HINCRBY` of the counts, and `ZCARD` of ready with `PUBLISH` only if it
-//!   was empty (see below);
+//!   lookup the others need (about 0.6 µs a job, 8 % of a bulk enqueue); per call the `HGET`
+//!   of the queue's max depth, `ZMSCORE` of the set of all jobs (which ids exist), `MSET` of
+//!   the payloads too long for the hash, `ZADD` to all jobs and to ready or delayed, `HINCRBY`
+//!   of the counts, and `ZCARD` of ready with `PUBLISH` only if it was empty (see below);
 //! - fetch: per job `HGETALL` and `HSET` (the lease); per call the due delayed jobs'
 //!   `ZRANGEBYSCORE`, `ZRANGE` and `ZREM` of the ready jobs taken (`ZPOPMIN` for a fetch that
 //!   takes every job, naming none), `ZADD` to running, `MGET` of the payloads not in their
