@@ -8,6 +8,8 @@
 local action = ARGV[4]
 local f = read_filter(5)
 local changed, held = {}, {}
+-- The finished jobs that leave `done` (see states.lua).
+local leaving = {}
 local woken = false
 for i = 11, #ARGV do
   local id = ARGV[i]
@@ -31,7 +33,7 @@ for i = 11, #ARGV do
           redis.call('HSET', key, 's', to, 'a', 0, 'ra', NOW_S)
           redis.call('HDEL', key, 'f', 'w', 'l')
           if s == 'x' then
-            forget_finished(id, v[8])
+            forget_finished(leaving, id, v[8])
           else
             redis.call('ZREM', DEAD, id)
           end
@@ -45,7 +47,7 @@ for i = 11, #ARGV do
       end
     elseif action == 'cancel' then
       if s == 'w' or s == 's' or s == 'p' or s == 'r' then
-        unindex(key, id, s)
+        unindex(key, id, s, leaving)
         redis.call('HDEL', key, 'w', 'l')
         redis.call('HSET', key, 's', 'x', 'f', NOW_S)
         redis.call('ZADD', DONE, NOW_S, id)
@@ -53,14 +55,14 @@ for i = 11, #ARGV do
         changed[#changed + 1] = id
       end
     else
-      unindex(key, id, s)
+      unindex(key, id, s, leaving)
       redis.call('ZREM', ALL, id)
       delete_job(key, id, v[4])
       changed[#changed + 1] = id
     end
   end
 end
-leave_done()
+leave_done(leaving)
 if woken then
   wake()
 end

@@ -12,25 +12,22 @@ local function delete_job(key, id, tags)
   redis.call('DEL', key, side_key('p', id), side_key('r', id), side_key('e', id))
 end
 
--- The finished jobs that leave `done` in this call, by the time they finished (their `f`
--- field, text): a set of ids each. `forget_finished` lists them; `leave_done` takes them out at
--- the end of the call, each member of `done` rewritten once however many of its jobs leave.
-local leaving
-on_call(function()
-  leaving = {}
-end)
+-- The finished jobs of a call that leave `done` are listed in a table of its own, `leaving`:
+-- by the time they finished (their `f` field, text), a set of ids each. `forget_finished`
+-- lists them; `leave_done` takes them out at the end of the call, each member of `done`
+-- rewritten once however many of its jobs leave.
 
--- Has job `id`, finished at `at`, leave `done` at the end of the call (see `leave_done`).
-local function forget_finished(id, at)
+-- Lists job `id`, finished at `at`, in `leaving`.
+local function forget_finished(leaving, id, at)
   if at then
     leaving[at] = leaving[at] or {}
     leaving[at][id] = true
   end
 end
 
--- Takes the jobs `forget_finished` listed out of the members of `done` that hold them: the
--- members of their finish time, which keep their other jobs (see head.lua).
-local function leave_done()
+-- Takes the jobs listed in `leaving` out of the members of `done` that hold them: the members
+-- of their finish time, which keep their other jobs (see head.lua).
+local function leave_done(leaving)
   for at, ids in pairs(leaving) do
     for _, member in ipairs(redis.call('ZRANGE', DONE, at, at, 'BYSCORE')) do
       local kept, changed = {}, false
@@ -52,8 +49,9 @@ local function leave_done()
   end
 end
 
--- Takes a job in status `s` out of the sets of that status (and frees its unique key).
-local function unindex(key, id, s)
+-- Takes a job in status `s` out of the sets of that status (and frees its unique key); a
+-- finished one is listed in `leaving` (see `forget_finished`).
+local function unindex(key, id, s, leaving)
   local v = redis.call('HMGET', key, 'ra', 'u', 'k', 'f')
   if s == 'p' or s == 's' then
     redis.call('ZREM', ready_of(v[3]), ready_member(v[1], id))
@@ -63,7 +61,7 @@ local function unindex(key, id, s)
     stop_running(v[3])
     forget_reserved({ id })
   elseif s == 'c' or s == 'x' then
-    forget_finished(id, v[4])
+    forget_finished(leaving, id, v[4])
   elseif s == 'd' then
     redis.call('ZREM', DEAD, id)
   end
