@@ -22,6 +22,7 @@ use jobs_core::{
     JobTypesParams, PublishTypesParams, PublishedType, StoredVersion, StoredVersionsParams,
 };
 use redis::{Client, Cmd, FromRedisValue};
+use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use crate::connect::{self, Conn, Connected};
@@ -70,6 +71,8 @@ pub(crate) struct Inner {
     /// The relay of the channel on which this instance's idle workers get jobs straight away.
     deliveries: Arc<Deliveries>,
     delivery_channel: String,
+    /// Set once the store's layout was found to be this release's (see [`marker`](crate::marker)).
+    pub layout_checked: OnceCell<()>,
 }
 
 impl RedisBackend {
@@ -77,16 +80,16 @@ impl RedisBackend {
     /// `redis+unix:///path`) for one server, `redis+cluster://[user:password@]host:port,host:port`
     /// for a cluster, with the options of the [crate docs](crate#url-options) in its query.
     ///
-    /// Fails with [`Error::Invalid`] when the URL or an option is bad, and with
-    /// [`Error::Connect`] (the password hidden) when no server answers.
+    /// Fails with [`Error::Invalid`] when the URL or an option is bad, or when the store under
+    /// the prefix is laid out in a way this release does not read (see the
+    /// [crate docs](crate#storage)), and with [`Error::Connect`] (the password hidden) when no
+    /// server answers.
     pub async fn connect(url: &str) -> Result<Self, Error> {
         let options = Options::parse(url)?;
         let connected = connect::open(&options.driver_url, url, options.timeouts).await?;
-        Ok(Self::with_keys(
-            connected.conn,
-            connected.subscribers,
-            options.keys,
-        ))
+        let backend = Self::with_keys(connected.conn, connected.subscribers, options.keys);
+        backend.check_layout().await?;
+        Ok(backend)
     }
 
     /// Connects to a Redis Cluster through the URLs of any of its nodes (without options: give
@@ -133,6 +136,7 @@ impl RedisBackend {
                 keys,
                 deliveries,
                 delivery_channel,
+                layout_checked: OnceCell::new(),
             }
         });
         RedisBackend { inner }
@@ -233,6 +237,12 @@ impl RedisBackend {
     /// Runs a script's function, loading the library first if the server lacks it (with the
     /// arguments packed in one buffer as they were added).
     pub(crate) async fn run<T: FromRedisValue>(&self, call: &ScriptCall) -> Result<T, Error> {
+        self.check_layout().await?;
+        self.send(call).await
+    }
+
+    /// [`run`](Self::run), before the store's layout is checked.
+    pub(crate) async fn send<T: FromRedisValue>(&self, call: &ScriptCall) -> Result<T, Error> {
         let mut conn = self.inner.conn.clone();
         match call.cmd.query_async(&mut conn).await {
             Err(e) if library::is_missing(&e) => {
@@ -246,6 +256,7 @@ impl RedisBackend {
 
     /// Runs one command.
     pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, Error> {
+        self.check_layout().await?;
         cmd.query_async(&mut self.inner.conn.clone())
             .await
             .map_err(Error::backend)
@@ -256,6 +267,7 @@ impl RedisBackend {
         &self,
         pipe: &redis::Pipeline,
     ) -> Result<T, Error> {
+        self.check_layout().await?;
         pipe.query_async(&mut self.inner.conn.clone())
             .await
             .map_err(Error::backend)

@@ -122,7 +122,8 @@
 //! connection it keeps open (see the `liveness` module): a worker recorded there whose name
 //! `CLIENT LIST` (asked of every node of a cluster) no longer shows is gone, and the others
 //! rescue its jobs at once. The set `{p}:paused` names the paused queues, which every worker
-//! reads every half second.
+//! reads every half second. The string `{p}:layout` names this layout, `hash` (see the
+//! `marker` module), which each backend reads once, before its first call.
 //!
 //! A fetch names the jobs its worker runs: each name with the newest payload version it runs
 //! (sent as pairs after the script's other arguments). While the head of the ready set holds

@@ -49,6 +49,13 @@
 //! used: a waiting job costs about 610 bytes, a retained completed one about 525 (with a
 //! payload of up to two values of 64 bytes, which the job's hash holds).
 //!
+//! The store names its layout in `{<prefix>}:layout` (`hash`, given by the first backend that
+//! calls to a store without a name). A backend refuses a store laid out in a way its release does
+//! not read with [`Error::Invalid`](jobs_core::Error::Invalid) naming that layout, from
+//! [`connect`](RedisBackend::connect) or, for a backend given its prefix later, from its first
+//! call, storing and changing nothing, so that a process left on an older release cannot
+//! corrupt a store a later release migrated.
+//!
 //! # Workflows
 //!
 //! A workflow step is stored with its job (the hash's `wf` field, absent on every other job,
@@ -83,6 +90,7 @@ mod listen;
 mod liveness;
 mod maintenance;
 mod manage;
+mod marker;
 mod options;
 mod paused;
 mod presence;

@@ -82,6 +82,7 @@ scripts! {
     deregister: "deregister.lua",
     workers: "workers.lua",
     versions: "versions.lua",
+    marker: "marker.lua",
 }
 
 /// The library, built once per process.

@@ -19,6 +19,8 @@ mod flow;
 mod functions;
 #[path = "redis/layout.rs"]
 mod layout;
+#[path = "redis/marker.rs"]
+mod marker;
 #[path = "redis/memory.rs"]
 mod memory;
 #[path = "redis/payloads.rs"]

@@ -42,6 +42,7 @@ async fn workers_live_in_keys_of_the_prefix_and_expire() {
     assert_eq!(
         keys_like(&mut conn, &prefix, "}:*").await,
         [
+            format!("{{{prefix}}}:layout"),
             format!("{{{prefix}}}:worker-info"),
             format!("{{{prefix}}}:workers")
         ]
@@ -95,7 +96,11 @@ async fn workers_live_in_keys_of_the_prefix_and_expire() {
     b.deregister(DeregisterParams { worker: "a".into() })
         .await
         .unwrap();
-    assert!(keys_like(&mut conn, &prefix, "}:*").await.is_empty());
+    assert_eq!(
+        keys_like(&mut conn, &prefix, "}:*").await,
+        [format!("{{{prefix}}}:layout")],
+        "the workers' keys are gone; the store's layout stays"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
