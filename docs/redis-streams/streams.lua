@@ -16,14 +16,23 @@ redis.register_function('sp_enqueue', function(keys, args)
   return #ids / 2
 end)
 
--- ARGV: worker, count. The entries leased, as XREADGROUP gives them.
+-- ARGV: worker, count, now, lease expiry. The entries leased, as XREADGROUP gives them: the
+-- stream of rescued jobs first, then the queue's; the call's lease is one member of `leases`
+-- (the worker, its start and its entry range), scored by its expiry.
 redis.register_function('sp_fetch', function(keys, args)
   local read = redis.call('XREADGROUP', 'GROUP', 'g', args[1], 'COUNT', args[2],
-    'STREAMS', keys[1] .. 'stream', '>')
+    'STREAMS', keys[1] .. 'rescued', keys[1] .. 'stream', '>', '>')
   if not read then
     return {}
   end
-  local entries = read[1][2]
+  local entries = {}
+  for _, stream in ipairs(read) do
+    for _, entry in ipairs(stream[2]) do
+      entries[#entries + 1] = entry
+    end
+  end
+  local member = table.concat({ args[1], args[3], entries[1][1], entries[#entries][1] }, '|')
+  redis.call('ZADD', keys[1] .. 'leases', args[4], member)
   redis.call('HINCRBY', keys[1] .. 'counts', 'p', -#entries)
   redis.call('HINCRBY', keys[1] .. 'counts', 'r', #entries)
   return entries

@@ -1,7 +1,8 @@
 # Redis time per job (INFO commandstats) of a bulk enqueue and a drain on the Streams layout of
 # streams.lua: 20,000 jobs in database 7, enqueued 500 per call, fetched 256 per call,
-# completed 512 per call. `python3 streams.py each|range|direct`: completions fenced per job, or
-# per call; `direct` fences per call and fetches with a plain XREADGROUP, no script.
+# completed 512 per call; each fetch reads the stream of rescued jobs first and records its lease
+# in `leases`. `python3 streams.py each|range|direct`: completions fenced per job, or per call;
+# `direct` fences per call and fetches with a plain XREADGROUP (and a ZADD), no script.
 import json, sys, time, uuid, redis
 
 mode = sys.argv[1]
@@ -14,17 +15,23 @@ def entry_order(entry):
     return tuple(map(int, entry[0].split('-')))
 
 
-def fetch():
+def fetch(now):
     if mode == 'direct':
-        read = r.xreadgroup('g', 'w1', {base + 'stream': '>'}, count=256)
-        return read[0][1] if read else []
-    entries = r.execute_command('FCALL', 'sp_fetch', 1, base, 'w1', 256)
+        read = r.xreadgroup('g', 'w1', {base + 'rescued': '>', base + 'stream': '>'}, count=256)
+        entries = [entry for _, stream in read for entry in stream]
+        if entries:
+            member = '|'.join(['w1', now, entries[0][0], entries[-1][0]])
+            r.zadd(base + 'leases', {member: int(now) + 30_000_000})
+        return entries
+    expiry = int(now) + 30_000_000
+    entries = r.execute_command('FCALL', 'sp_fetch', 1, base, 'w1', 256, now, expiry)
     return [(e, dict(zip(f[::2], f[1::2]))) for e, f in entries]
 
 
 def run():
     r.flushdb()
-    r.xgroup_create(base + 'stream', 'g', id='0', mkstream=True)
+    for stream in ('stream', 'rescued'):
+        r.xgroup_create(base + stream, 'g', id='0', mkstream=True)
     now = str(int(time.time() * 1e6))
     r.config_resetstat()
     p = r.pipeline(transaction=False)
@@ -39,7 +46,7 @@ def run():
     r.config_resetstat()
     done, held = 0, []
     while True:
-        entries = fetch()
+        entries = fetch(now)
         held += [(e, f['i']) for e, f in entries]
         while len(held) >= 512 or (held and not entries):
             batch, held = held[:512], held[512:]
@@ -56,7 +63,7 @@ def run():
     stats = r.info('commandstats')
     drain = stats['cmdstat_fcall']['usec']
     if mode == 'direct':
-        drain += stats['cmdstat_xreadgroup']['usec']
+        drain += stats['cmdstat_xreadgroup']['usec'] + stats['cmdstat_zadd']['usec']
     return round(enqueue, 2), round(drain / N, 2)
 
 
