@@ -49,12 +49,12 @@
 //! used: a waiting job costs about 610 bytes, a retained completed one about 525 (with a
 //! payload of up to two values of 64 bytes, which the job's hash holds).
 //!
-//! The store names its layout in `{<prefix>}:layout` (`hash`, given by the first backend that
-//! calls to a store without a name). A backend refuses a store laid out in a way its release does
-//! not read with [`Error::Invalid`](jobs_core::Error::Invalid) naming that layout, from
+//! The store names its layout in `{<prefix>}:layout`: `hash`, written by the first backend to
+//! call on a store without one. A backend refuses a store laid out in a way its release does
+//! not read, with [`Error::Invalid`](jobs_core::Error::Invalid) naming that layout, from
 //! [`connect`](RedisBackend::connect) or, for a backend given its prefix later, from its first
-//! call, storing and changing nothing, so that a process left on an older release cannot
-//! corrupt a store a later release migrated.
+//! call, storing and changing nothing: a process left on an older release cannot corrupt a
+//! store that a later release migrated.
 //!
 //! # Workflows
 //!
