@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 
 #[path = "end_to_end/app_testing.rs"]
 mod app_testing;
+#[path = "end_to_end/bench_peers.rs"]
+mod bench_peers;
 #[path = "end_to_end/operations.rs"]
 mod operations;
 #[path = "end_to_end/urls.rs"]
@@ -232,16 +234,28 @@ async fn a_missing_state_stops_the_worker_at_start() {
     );
 }
 
-/// The benchmark example (built by `cargo test` beside the tests) runs every workload of the
-/// protocol with a small N on each backend compiled in and prints one valid JSON line each.
-#[test]
-fn the_bench_runs_every_workload() {
+/// Held by each test that runs the benchmark example: its runs share the bench's database and
+/// its Redis db 5, which each workload clears first.
+fn bench_runs() -> std::sync::MutexGuard<'static, ()> {
+    static RUNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    RUNS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The benchmark example, which `cargo test` builds beside the tests.
+fn bench_binary() -> std::path::PathBuf {
     let deps = std::env::current_exe().expect("test binary");
-    let bench = deps
-        .parent()
+    deps.parent()
         .and_then(|d| d.parent())
         .expect("target dir")
-        .join("examples/bench");
+        .join("examples/bench")
+}
+
+/// The benchmark example runs every workload of the protocol with a small N on each backend
+/// compiled in and prints one valid JSON line each.
+#[test]
+fn the_bench_runs_every_workload() {
+    let _runs = bench_runs();
+    let bench = bench_binary();
     let mut kinds = vec!["memory"];
     if cfg!(feature = "postgres") {
         kinds.push("postgres");

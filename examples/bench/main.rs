@@ -13,7 +13,8 @@
 //! ([`store_cost`]): Redis' CPU and script time, PostgreSQL's WAL.
 //!
 //! W3's producer, W5's and W7's four workers and W9's subscriber are child processes (this binary
-//! re-executed with `--role`), except on the memory backend, which lives in one process.
+//! re-executed with `--role`), except on the memory backend, which lives in one process. With
+//! `--peers` (Redis), the peers of the Redis goals run beside W1b, W2 and W3 ([`peers`]).
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
@@ -33,6 +34,7 @@ mod ceilings;
 mod events;
 mod flow;
 mod operations;
+mod peers;
 mod store_cost;
 use backends::{fresh_backend, BackendKind};
 
@@ -163,7 +165,7 @@ async fn w1a(kind: BackendKind, n: u64, producers: u64) -> f64 {
     rate
 }
 
-async fn w1b(kind: BackendKind, n: u64) {
+async fn w1b(kind: BackendKind, n: u64) -> f64 {
     let backend = fresh_backend(kind).await;
     let meter = store_cost::start(kind).await;
     let started = Instant::now();
@@ -180,6 +182,7 @@ async fn w1b(kind: BackendKind, n: u64) {
     };
     print(kind, line);
     cost.print("W1b-store");
+    rate
 }
 
 /// Drains `n` queued jobs with one worker leasing up to `prefetch` jobs beyond those running
@@ -276,8 +279,11 @@ fn percentiles(mut samples: Vec<Duration>) -> (f64, f64, f64) {
 }
 
 /// W3 enqueues 2,000 jobs (fewer when `-n` is smaller, for smoke runs).
+/// The protocol's W3 enqueues 2,000 jobs (fewer when N is smaller).
+const W3_JOBS: u64 = 2_000;
+
 async fn w3(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches) -> f64 {
-    let n = n.min(2_000);
+    let n = n.min(W3_JOBS);
     let backend = fresh_backend(kind).await;
     let probe = Arc::new(Probe {
         record_latencies: true,
@@ -541,6 +547,15 @@ fn cli() -> clap::Command {
                 .value_parser(clap::value_parser!(u64).range(1..)),
         )
         .arg(
+            Arg::new("peers")
+                .long("peers")
+                .action(ArgAction::SetTrue)
+                .help(
+                    "Redis only: also run the peers of the Redis goals (BullMQ's W2, Sidekiq's \
+                     W1b and W3), each right after ours, and end with each goal's ratio",
+                ),
+        )
+        .arg(
             Arg::new("rounds")
                 .long("rounds")
                 .help("W6's rounds: each drains a plain queue and then the limited one; the median ratio is reported")
@@ -615,6 +630,16 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
         .map(|w| w.map(String::as_str).collect())
         .unwrap_or_else(|| vec!["W1a", "W1b", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"]);
     let retained = *args.get_one::<u64>("retained").expect("default");
+    let with_peers = args.get_flag("peers");
+    if with_peers && kind != BackendKind::Redis {
+        cli()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--peers runs the peers of the Redis goals: give it with --backend redis",
+            )
+            .exit();
+    }
+    let mut pairs = peers::Pairs::default();
     // The store's own ceilings first, for the workloads they bound.
     let ceilings = if ["W1a", "W2", "W3"].iter().any(|w| wanted.contains(w)) {
         fresh_backend(kind).await; // the bench database, made if missing
@@ -637,9 +662,27 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
                     .expect("W1a")
                 }));
             }
-            "W1b" => w1b(kind, n).await,
-            "W2" => w2_rate = Some(w2(kind, n, concurrency).await),
-            "W3" => w3_p50 = Some(w3(kind, n, concurrency, &args).await),
+            "W1b" => {
+                let rate = w1b(kind, n).await;
+                if with_peers {
+                    pairs.w1b = Some((rate, peers::run(&peers::SIDEKIQ_W1B, n).await));
+                }
+            }
+            "W2" => {
+                let rate = w2(kind, n, concurrency).await;
+                w2_rate = Some(rate);
+                if with_peers {
+                    pairs.w2 = Some((rate, peers::run(&peers::BULLMQ_W2, n).await));
+                }
+            }
+            "W3" => {
+                let p50 = w3(kind, n, concurrency, &args).await;
+                w3_p50 = Some(p50);
+                if with_peers {
+                    let jobs = n.min(W3_JOBS);
+                    pairs.w3 = Some((p50, peers::run(&peers::SIDEKIQ_W3, jobs).await));
+                }
+            }
             "W4" => {
                 let base = match w2_rate {
                     Some(r) => r,
@@ -667,6 +710,7 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
     if let Some(ceilings) = ceilings {
         ceilings::report(kind, ceilings, w1a_rate, w2_rate, w3_p50);
     }
+    pairs.report(kind);
 }
 
 /// A W5 worker process: connects, says `ready`, starts on a line from stdin, runs until SIGTERM,
