@@ -20,7 +20,7 @@
 use std::time::{Duration, Instant};
 
 use crate::backends::BackendKind;
-use crate::{one_client, percentiles, print, Line};
+use crate::{one_client, percentiles, print, print_ratios, Line};
 
 /// Round trips timed for the round-trip ceiling.
 const ROUND_TRIPS: u64 = 2_000;
@@ -82,18 +82,7 @@ pub(crate) fn report(
             ceilings.round_trip_ms
         ));
     }
-    if notes.is_empty() {
-        return;
-    }
-    let line = Line {
-        workload: "ceiling-ratios",
-        n: 0,
-        concurrency: 1,
-        jobs_per_s: None,
-        latency_ms: None,
-        notes: notes.join("; "),
-    };
-    print(kind, line);
+    print_ratios(kind, "ceiling-ratios", notes);
 }
 
 async fn of(kind: BackendKind, n: u64) -> Option<Ceilings> {

@@ -105,6 +105,22 @@ fn print(kind: BackendKind, line: Line) {
     let _ = std::io::stdout().flush();
 }
 
+/// Prints a line of ratios, `workload`, with `notes` (nothing when there are none).
+fn print_ratios(kind: BackendKind, workload: &'static str, notes: Vec<String>) {
+    if notes.is_empty() {
+        return;
+    }
+    let line = Line {
+        workload,
+        n: 0,
+        concurrency: 1,
+        jobs_per_s: None,
+        latency_ms: None,
+        notes: notes.join("; "),
+    };
+    print(kind, line);
+}
+
 fn worker(backend: &AnyBackend, concurrency: usize, probe: Arc<Probe>) -> Worker {
     Worker::new(backend.clone())
         .queues(["email"])

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::backends::BackendKind;
-use crate::{print, Line};
+use crate::print_ratios;
 
 /// A peer's program for one workload.
 pub(crate) struct Peer {
@@ -131,17 +131,6 @@ impl Pairs {
                 SIDEKIQ_W3.name
             ));
         }
-        if notes.is_empty() {
-            return;
-        }
-        let line = Line {
-            workload: "peer-ratios",
-            n: 0,
-            concurrency: 1,
-            jobs_per_s: None,
-            latency_ms: None,
-            notes: notes.join("; "),
-        };
-        print(kind, line);
+        print_ratios(kind, "peer-ratios", notes);
     }
 }
