@@ -294,10 +294,10 @@ fn percentiles(mut samples: Vec<Duration>) -> (f64, f64, f64) {
     (at(0.50), at(0.99), ms(samples.last()))
 }
 
-/// W3 enqueues 2,000 jobs (fewer when `-n` is smaller, for smoke runs).
-/// The protocol's W3 enqueues 2,000 jobs (fewer when N is smaller).
+/// The jobs the protocol's W3 enqueues.
 const W3_JOBS: u64 = 2_000;
 
+/// W3 enqueues 2,000 jobs (fewer when `-n` is smaller, for smoke runs).
 async fn w3(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches) -> f64 {
     let n = n.min(W3_JOBS);
     let backend = fresh_backend(kind).await;
