@@ -241,6 +241,15 @@ fn bench_runs() -> std::sync::MutexGuard<'static, ()> {
     RUNS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The JSON lines the benchmark example printed, one per line of its output.
+fn bench_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    std::str::from_utf8(stdout)
+        .expect("UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 /// The benchmark example, which `cargo test` builds beside the tests.
 fn bench_binary() -> std::path::PathBuf {
     let deps = std::env::current_exe().expect("test binary");
@@ -273,11 +282,7 @@ fn the_bench_runs_every_workload() {
             "{kind}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-            .expect("UTF-8")
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("a JSON line"))
-            .collect();
+        let lines = bench_lines(&out.stdout);
         let workloads: Vec<&str> = lines
             .iter()
             .map(|l| l["workload"].as_str().unwrap())

@@ -3,17 +3,7 @@
 
 use std::process::Command;
 
-use serde_json::Value;
-
-use crate::{bench_binary, bench_runs};
-
-/// The JSON lines the bench printed.
-fn lines(stdout: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
+use crate::{bench_binary, bench_lines, bench_runs};
 
 /// The number after `label` in `notes` (`label` then `= ` and the number).
 fn ratio(notes: &str, label: &str) -> f64 {
@@ -46,7 +36,7 @@ fn the_bench_runs_the_redis_peers_beside_its_own_workloads() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let lines = lines(&out.stdout);
+    let lines = bench_lines(&out.stdout);
     let order: Vec<(&str, &str)> = lines
         .iter()
         .map(|l| {
