@@ -75,6 +75,31 @@ pub(crate) async fn fresh_backend(kind: BackendKind) -> AnyBackend {
     }
 }
 
+/// The PostgreSQL schema and Redis key prefix of the store beside the bench's own (see
+/// [`fresh_aside`]).
+const ASIDE: &str = "bench_aside";
+
+/// Connects to an emptied store beside the bench's own, which it leaves as it is: a schema of
+/// its own on PostgreSQL, a key prefix of its own on Redis, a new instance in memory. W4 drains
+/// plain W2 rounds in it while its million retained jobs stay in the bench's store.
+pub(crate) async fn fresh_aside(kind: BackendKind) -> AnyBackend {
+    match kind {
+        #[cfg(feature = "postgres")]
+        BackendKind::Postgres => {
+            postgres::drop_schema(ASIDE).await;
+            let url = format!("{POSTGRES_URL}?schema={ASIDE}");
+            jobs::connect(&url).await.expect("PostgreSQL")
+        }
+        #[cfg(feature = "redis")]
+        BackendKind::Redis => {
+            redis::delete_prefix(ASIDE).await;
+            let url = format!("{REDIS_URL}?prefix={ASIDE}");
+            jobs::connect(&url).await.expect("Redis")
+        }
+        _ => connect(kind).await,
+    }
+}
+
 /// Stores `n` completed jobs in the bench's queue, through the backend's own batched API.
 pub(crate) async fn retain_finished(kind: BackendKind, backend: &AnyBackend, n: u64) {
     load(backend, n, false).await;
@@ -154,7 +179,7 @@ async fn load(backend: &AnyBackend, n: u64, dead: bool) {
 }
 
 /// Lets the store reach the steady state a long-running one would be in after a bulk load.
-async fn settle(kind: BackendKind) {
+pub(crate) async fn settle(kind: BackendKind) {
     match kind {
         #[cfg(feature = "postgres")]
         BackendKind::Postgres => postgres::vacuum().await,
@@ -183,10 +208,15 @@ mod postgres {
                 .await
                 .expect("create database");
         }
+        drop_schema("jobs").await;
+    }
+
+    /// Drops `schema` of the bench database, with the store in it.
+    pub(super) async fn drop_schema(schema: &str) {
         let mut bench = PgConnection::connect(super::POSTGRES_URL)
             .await
             .expect("bench database");
-        sqlx::query("DROP SCHEMA IF EXISTS jobs CASCADE")
+        sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
             .execute(&mut bench)
             .await
             .expect("drop schema");
@@ -218,20 +248,61 @@ mod redis {
     /// W4's million jobs would otherwise still be freeing them, on a second core, during the
     /// next workload.
     pub(super) async fn reset() {
-        let client = redis::Client::open(super::REDIS_URL).expect("Redis URL");
-        let mut conn = client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("Redis");
+        let mut conn = connection().await;
         let _: () = redis::cmd("FLUSHDB")
             .arg("ASYNC")
             .query_async(&mut conn)
             .await
             .expect("FLUSHDB");
+        freed(&mut conn).await;
+    }
+
+    /// Deletes the keys of the store under `prefix` in db 5 (`{prefix}:…` and `{prefix:…}:…`),
+    /// and waits for Redis to have freed them.
+    pub(super) async fn delete_prefix(prefix: &str) {
+        let mut conn = connection().await;
+        let pattern = format!("{{{prefix}[:}}]*");
+        let mut cursor = 0u64;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(10_000)
+                .query_async(&mut conn)
+                .await
+                .expect("SCAN");
+            if !keys.is_empty() {
+                let _: () = redis::cmd("UNLINK")
+                    .arg(&keys)
+                    .query_async(&mut conn)
+                    .await
+                    .expect("UNLINK");
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        freed(&mut conn).await;
+    }
+
+    /// A connection to db 5.
+    async fn connection() -> redis::aio::MultiplexedConnection {
+        let client = redis::Client::open(super::REDIS_URL).expect("Redis URL");
+        client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("Redis")
+    }
+
+    /// Waits until Redis has freed what it unlinked or flushed.
+    async fn freed(conn: &mut redis::aio::MultiplexedConnection) {
         loop {
             let info: String = redis::cmd("INFO")
                 .arg("memory")
-                .query_async(&mut conn)
+                .query_async(conn)
                 .await
                 .expect("INFO");
             let pending = info

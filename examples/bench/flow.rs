@@ -13,8 +13,8 @@ use tokio::sync::Notify;
 
 use crate::backends::{fresh_backend, BackendKind};
 use crate::{
-    drain, enqueue_bulk, print, run_worker_until, spawn_workers, start_workers, stop_workers,
-    wait_all_completed, worker, Line, Probe,
+    drain, enqueue_bulk, median, print, run_worker_until, spawn_workers, start_workers,
+    stop_workers, wait_all_completed, worker, Line, Probe,
 };
 
 /// W6a's concurrency limit.
@@ -108,12 +108,6 @@ async fn drained(
     }
     enqueue_bulk(&backend, n).await;
     drain(&backend, n, concurrency, prefetch, Retention::default()).await
-}
-
-/// The middle value (the upper one of an even count).
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_unstable_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// W7: a backlog drained under 1,000 starts/s by four workers (processes where the store is

@@ -30,6 +30,7 @@ use jobs_core::{Backend as _, Clock as _, CountsParams};
 use tokio::sync::Notify;
 
 mod backends;
+mod backlog;
 mod ceilings;
 mod events;
 mod flow;
@@ -264,26 +265,10 @@ pub(crate) async fn w2(kind: BackendKind, n: u64, concurrency: usize) -> f64 {
     rate
 }
 
-async fn w4(kind: BackendKind, n: u64, concurrency: usize, retained: u64, w2_rate: f64) {
-    let backend = fresh_backend(kind).await;
-    backends::retain_finished(kind, &backend, retained).await;
-    enqueue_bulk(&backend, n).await;
-    let rate = drain(&backend, n, concurrency, None, Retention::all()).await;
-    let notes = format!(
-        "{retained} completed jobs retained, bulk-loaded then settled (VACUUM on postgres); retention keeps all during the run; W4/W2 = {:.3}",
-        rate / w2_rate
-    );
-    print(
-        kind,
-        Line {
-            workload: "W4",
-            n,
-            concurrency,
-            jobs_per_s: Some(rate),
-            latency_ms: None,
-            notes,
-        },
-    );
+/// The middle value (the upper one of an even count).
+pub(crate) fn median(values: &mut [f64]) -> f64 {
+    values.sort_unstable_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 /// p50, p99 and max of `samples`, in ms.
@@ -574,7 +559,7 @@ fn cli() -> clap::Command {
         .arg(
             Arg::new("rounds")
                 .long("rounds")
-                .help("W6's rounds: each drains a plain queue and then the limited one; the median ratio is reported")
+                .help("W4's and W6's rounds: each drains a plain queue and then the retained or limited one; the median ratio is reported")
                 .default_value("3")
                 .value_parser(clap::value_parser!(u32).range(1..)),
         )
@@ -646,6 +631,7 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
         .map(|w| w.map(String::as_str).collect())
         .unwrap_or_else(|| vec!["W1a", "W1b", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"]);
     let retained = *args.get_one::<u64>("retained").expect("default");
+    let rounds = *args.get_one::<u32>("rounds").expect("default") as usize;
     let with_peers = args.get_flag("peers");
     if with_peers && kind != BackendKind::Redis {
         cli()
@@ -699,13 +685,7 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
                     pairs.w3 = Some((p50, peers::run(&peers::SIDEKIQ_W3, jobs).await));
                 }
             }
-            "W4" => {
-                let base = match w2_rate {
-                    Some(r) => r,
-                    None => w2(kind, n, concurrency).await,
-                };
-                w4(kind, n, concurrency, retained, base).await
-            }
+            "W4" => backlog::w4(kind, n, concurrency, retained, rounds).await,
             "W5" => {
                 let base = match w2_rate {
                     Some(r) => r,
@@ -713,10 +693,7 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
                 };
                 w5(kind, n, concurrency, &args, base).await
             }
-            "W6" => {
-                let rounds = *args.get_one::<u32>("rounds").expect("default") as usize;
-                flow::w6(kind, n, concurrency, rounds).await
-            }
+            "W6" => flow::w6(kind, n, concurrency, rounds).await,
             "W7" => flow::w7(kind, n, concurrency, &args).await,
             "W8" => operations::w8(kind, retained).await,
             "W9" => events::w9(kind, n, concurrency, &args).await,
