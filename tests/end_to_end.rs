@@ -349,11 +349,38 @@ fn the_bench_runs_every_workload() {
                 let notes = line["notes"].as_str().unwrap_or_default();
                 assert!(notes.contains("/W2 = "), "the ratio to W2: {line}");
             }
+            if line["workload"] == "W4" {
+                assert_median_of_rounds(line);
+            }
             // A rate, or latencies (printed to the ns: a memory call may take well under a µs).
             let measured = line["jobs_per_s"].as_f64().or(line["max_ms"].as_f64());
             assert!(measured.is_some_and(|v| v > 0.0), "{line}");
         }
     }
+}
+
+/// W4's line gives W4/W2 as the median of the ratios of its rounds (3 by default), which it
+/// lists: "… W4/W2 = 0.950, the median of 3 rounds … (0.990, 0.950, 0.910)".
+fn assert_median_of_rounds(line: &serde_json::Value) {
+    let notes = line["notes"].as_str().unwrap_or_default();
+    let number = |s: &str| {
+        s.trim()
+            .parse::<f64>()
+            .unwrap_or_else(|e| panic!("{e}: {line}"))
+    };
+    let (_, after) = notes.split_once("W4/W2 = ").expect("the ratio");
+    let median = number(after.split(',').next().unwrap_or_default());
+    assert!(after.contains("the median of 3 rounds"), "{line}");
+    let listed = after.rsplit_once('(').map(|(_, l)| l.trim_end_matches(')'));
+    let mut ratios: Vec<f64> = listed
+        .expect("the rounds")
+        .split(", ")
+        .map(number)
+        .collect();
+    assert_eq!(ratios.len(), 3, "{line}");
+    assert!(ratios.iter().all(|r| *r > 0.0), "{line}");
+    ratios.sort_unstable_by(f64::total_cmp);
+    assert_eq!(median, ratios[1], "{line}");
 }
 
 #[job(queue = "e2e", name = "e2e.noted")]
