@@ -553,13 +553,14 @@ fn cli() -> clap::Command {
                 .action(ArgAction::SetTrue)
                 .help(
                     "Redis only: also run the peers of the Redis goals (BullMQ's W2, Sidekiq's \
-                     W1b and W3), each right after ours, and end with each goal's ratio",
+                     W1b and W3), each beside ours for --rounds rounds, and end with each goal's \
+                     median ratio",
                 ),
         )
         .arg(
             Arg::new("rounds")
                 .long("rounds")
-                .help("W4's and W6's rounds: each drains a plain queue and then the retained or limited one; the median ratio is reported")
+                .help("W4's and W6's rounds (each drains a plain queue and the retained or limited one), and with --peers each Redis goal's (the workload and its peer's); the median ratio is reported")
                 .default_value("3")
                 .value_parser(clap::value_parser!(u32).range(1..)),
         )
@@ -667,14 +668,16 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
             "W1b" => {
                 let rate = w1b(kind, n).await;
                 if with_peers {
-                    pairs.w1b = Some((rate, peers::run(&peers::SIDEKIQ_W1B, n).await));
+                    let ours = || w1b(kind, n);
+                    pairs.w1b = peers::rounds(rate, rounds, &peers::SIDEKIQ_W1B, n, ours).await;
                 }
             }
             "W2" => {
                 let rate = w2(kind, n, concurrency).await;
                 w2_rate = Some(rate);
                 if with_peers {
-                    pairs.w2 = Some((rate, peers::run(&peers::BULLMQ_W2, n).await));
+                    let ours = || w2(kind, n, concurrency);
+                    pairs.w2 = peers::rounds(rate, rounds, &peers::BULLMQ_W2, n, ours).await;
                 }
             }
             "W3" => {
@@ -682,7 +685,8 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
                 w3_p50 = Some(p50);
                 if with_peers {
                     let jobs = n.min(W3_JOBS);
-                    pairs.w3 = Some((p50, peers::run(&peers::SIDEKIQ_W3, jobs).await));
+                    let ours = || w3(kind, n, concurrency, &args);
+                    pairs.w3 = peers::rounds(p50, rounds, &peers::SIDEKIQ_W3, jobs, ours).await;
                 }
             }
             "W4" => backlog::w4(kind, n, concurrency, retained, rounds).await,

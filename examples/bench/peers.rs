@@ -1,17 +1,19 @@
 //! The peers of the Redis goals, run by the bench itself when given `--peers`: BullMQ's W2 and
 //! Sidekiq's W1b (`push_bulk`) and W3, the programs under `examples/bench/peers`. Each runs
-//! right after the bench's own run of its workload, in the same phase of the machine, and the
-//! last line (`peer-ratios`) gives each goal's ratio, so that the goals are read off one run.
+//! beside the bench's own run of its workload, in the same phase of the machine, for
+//! `--rounds` rounds, and the last line (`peer-ratios`) gives each goal's ratio, the median of
+//! its rounds', so that the goals are read off one run.
 //!
 //! The peers need Node.js with BullMQ installed (`npm ci` in `peers/bullmq`) and Ruby with
 //! Sidekiq (`apt-get install ruby-sidekiq`); they use Redis db 5, as the bench does, and flush
 //! it first.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::process::Command;
 
 use crate::backends::BackendKind;
-use crate::print_ratios;
+use crate::{median, print_ratios};
 
 /// A peer's program for one workload.
 pub(crate) struct Peer {
@@ -97,38 +99,64 @@ pub(crate) async fn run(peer: &'static Peer, n: u64) -> f64 {
     value
 }
 
-/// The bench's figures and its peers' for the Redis goals: (ours, the peer's) of W1b and W2
-/// (jobs/s) and W3 (p50, ms), each when both ran.
+/// Runs `rounds` rounds of the bench's own workload (`ours`; the first round's figure,
+/// measured already, is `first`) and `peer`'s on `n` jobs, back to back, in turns which first,
+/// so that a drift of the machine within a round favours neither; returns each round's (ours,
+/// the peer's).
+pub(crate) async fn rounds<F, Fut>(
+    first: f64,
+    rounds: usize,
+    peer: &'static Peer,
+    n: u64,
+    mut ours: F,
+) -> Vec<(f64, f64)>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = f64>,
+{
+    let mut pairs = vec![(first, run(peer, n).await)];
+    for round in 1..rounds {
+        let pair = if round % 2 == 1 {
+            let theirs = run(peer, n).await;
+            (ours().await, theirs)
+        } else {
+            let mine = ours().await;
+            (mine, run(peer, n).await)
+        };
+        pairs.push(pair);
+    }
+    pairs
+}
+
+/// The bench's figures and its peers' for the Redis goals, per round: (ours, the peer's) of
+/// W1b and W2 (jobs/s) and W3 (p50, ms), each when both ran.
 #[derive(Default)]
 pub(crate) struct Pairs {
-    pub(crate) w1b: Option<(f64, f64)>,
-    pub(crate) w2: Option<(f64, f64)>,
-    pub(crate) w3: Option<(f64, f64)>,
+    pub(crate) w1b: Vec<(f64, f64)>,
+    pub(crate) w2: Vec<(f64, f64)>,
+    pub(crate) w3: Vec<(f64, f64)>,
 }
 
 impl Pairs {
-    /// Prints each goal's ratio (`peer-ratios`), if any pair ran.
+    /// Prints each goal's ratio (`peer-ratios`), the median of its rounds', if any pair ran.
     pub(crate) fn report(&self, kind: BackendKind) {
+        let goals = [
+            (&self.w1b, "W1b = ", "x", SIDEKIQ_W1B.name, "goal >= 2x"),
+            (&self.w2, "W2 = ", "x", BULLMQ_W2.name, "goal >= 9x"),
+            (&self.w3, "W3 p50 = ", " of", SIDEKIQ_W3.name, "goal <= 0.5"),
+        ];
         let mut notes = Vec::new();
-        if let Some((ours, theirs)) = self.w1b {
+        for (pairs, label, relation, peer, goal) in goals {
+            if pairs.is_empty() {
+                continue;
+            }
+            let mut ratios: Vec<f64> = pairs.iter().map(|(ours, theirs)| ours / theirs).collect();
+            let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
             notes.push(format!(
-                "W1b = {:.2}x {} (goal >= 2x)",
-                ours / theirs,
-                SIDEKIQ_W1B.name
-            ));
-        }
-        if let Some((ours, theirs)) = self.w2 {
-            notes.push(format!(
-                "W2 = {:.2}x {} (goal >= 9x)",
-                ours / theirs,
-                BULLMQ_W2.name
-            ));
-        }
-        if let Some((ours, theirs)) = self.w3 {
-            notes.push(format!(
-                "W3 p50 = {:.2} of {} (goal <= 0.5)",
-                ours / theirs,
-                SIDEKIQ_W3.name
+                "{label}{:.2}{relation} {peer} ({goal}), the median of {} rounds ({})",
+                median(&mut ratios),
+                pairs.len(),
+                listed.join(", ")
             ));
         }
         print_ratios(kind, "peer-ratios", notes);

@@ -19,15 +19,23 @@ fn ratio(notes: &str, label: &str) -> f64 {
     number.parse().unwrap_or_else(|e| panic!("{e}: {rest:?}"))
 }
 
-/// With `--peers`, BullMQ's W2 and Sidekiq's W1b and W3 each run right after the bench's own,
-/// their lines printed as they print them, and `peer-ratios` gives each goal's ratio of the
-/// figures above it.
+/// With `--peers`, BullMQ's W2 and Sidekiq's W1b and W3 each run beside the bench's own, for
+/// `--rounds` rounds in turns which first, their lines printed as they print them, and
+/// `peer-ratios` gives each goal's median ratio of the rounds' figures above it.
 #[cfg(feature = "redis")]
 #[test]
 fn the_bench_runs_the_redis_peers_beside_its_own_workloads() {
     let _runs = bench_runs();
     let out = Command::new(bench_binary())
-        .args(["--backend", "redis", "-n", "300", "--peers"])
+        .args([
+            "--backend",
+            "redis",
+            "-n",
+            "300",
+            "--peers",
+            "--rounds",
+            "3",
+        ])
         .args(["--workload", "W1b", "--workload", "W2", "--workload", "W3"])
         .output()
         .expect("the bench runs");
@@ -46,54 +54,74 @@ fn the_bench_runs_the_redis_peers_beside_its_own_workloads() {
             )
         })
         .collect();
-    let ceilings = [
+    let mut expected = vec![
         ("jobs", "ceiling-round-trip"),
         ("jobs", "ceiling-single"),
         ("jobs", "ceiling-single-store"),
     ];
-    let workloads = [
-        ("jobs", "W1b"),
-        ("jobs", "W1b-store"),
-        ("sidekiq", "W1b"),
-        ("jobs", "W2"),
-        ("jobs", "W2-store"),
-        ("bullmq", "W2"),
-        ("jobs", "W3"),
-        ("sidekiq", "W3"),
-        ("jobs", "ceiling-ratios"),
-        ("jobs", "peer-ratios"),
-    ];
-    assert_eq!(order, [&ceilings[..], &workloads[..]].concat());
+    for (workload, ours, peer) in [
+        (
+            "W1b",
+            &[("jobs", "W1b"), ("jobs", "W1b-store")][..],
+            "sidekiq",
+        ),
+        ("W2", &[("jobs", "W2"), ("jobs", "W2-store")][..], "bullmq"),
+        ("W3", &[("jobs", "W3")][..], "sidekiq"),
+    ] {
+        // Ours first, then the peer first, then ours first again.
+        for round in 0..3 {
+            if round % 2 == 1 {
+                expected.push((peer, workload));
+            }
+            expected.extend_from_slice(ours);
+            if round % 2 == 0 {
+                expected.push((peer, workload));
+            }
+        }
+    }
+    expected.extend([("jobs", "ceiling-ratios"), ("jobs", "peer-ratios")]);
+    assert_eq!(order, expected);
 
-    let figure = |system: &str, workload: &str, key: &str| {
-        let line = lines
-            .iter()
-            .find(|l| l["system"] == system && l["workload"] == workload)
-            .unwrap();
-        let value = line[key]
-            .as_f64()
-            .unwrap_or_else(|| panic!("{key}: {line}"));
-        assert!(value > 0.0, "{line}");
-        value
+    // Each system's figures for a workload, in the order the rounds ran.
+    let figures = |system: &str, workload: &str, key: &str| -> Vec<f64> {
+        let found: Vec<f64> = (lines.iter())
+            .filter(|l| l["system"] == system && l["workload"] == workload)
+            .map(|l| l[key].as_f64().unwrap_or_else(|| panic!("{key}: {l}")))
+            .collect();
+        assert!(found.iter().all(|v| *v > 0.0), "{found:?}");
+        found
     };
-    let sidekiq_w3 = lines
-        .iter()
-        .find(|l| l["system"] == "sidekiq" && l["workload"] == "W3")
-        .unwrap();
-    assert_eq!(sidekiq_w3["n"], 300, "as many jobs as the bench's own W3");
+    let median_ratio = |ours: Vec<f64>, theirs: Vec<f64>| {
+        let mut ratios: Vec<f64> = ours.iter().zip(&theirs).map(|(o, t)| o / t).collect();
+        assert_eq!(ratios.len(), 3);
+        ratios.sort_unstable_by(f64::total_cmp);
+        ratios[1]
+    };
+    for sidekiq_w3 in (lines.iter()).filter(|l| l["system"] == "sidekiq" && l["workload"] == "W3") {
+        assert_eq!(sidekiq_w3["n"], 300, "as many jobs as the bench's own W3");
+    }
     let notes = lines.last().unwrap()["notes"].as_str().unwrap();
     let expected = [
         (
             "W1b",
-            figure("jobs", "W1b", "jobs_per_s") / figure("sidekiq", "W1b", "jobs_per_s"),
+            median_ratio(
+                figures("jobs", "W1b", "jobs_per_s"),
+                figures("sidekiq", "W1b", "jobs_per_s"),
+            ),
         ),
         (
             "W2",
-            figure("jobs", "W2", "jobs_per_s") / figure("bullmq", "W2", "jobs_per_s"),
+            median_ratio(
+                figures("jobs", "W2", "jobs_per_s"),
+                figures("bullmq", "W2", "jobs_per_s"),
+            ),
         ),
         (
             "W3 p50",
-            figure("jobs", "W3", "p50_ms") / figure("sidekiq", "W3", "p50_ms"),
+            median_ratio(
+                figures("jobs", "W3", "p50_ms"),
+                figures("sidekiq", "W3", "p50_ms"),
+            ),
         ),
     ];
     for (label, value) in expected {
@@ -104,9 +132,9 @@ fn the_bench_runs_the_redis_peers_beside_its_own_workloads() {
         );
     }
     for goal in [
-        "x Sidekiq's push_bulk (goal >= 2x)",
-        "x BullMQ (goal >= 9x)",
-        "of Sidekiq's (goal <= 0.5)",
+        "x Sidekiq's push_bulk (goal >= 2x), the median of 3 rounds (",
+        "x BullMQ (goal >= 9x), the median of 3 rounds (",
+        "of Sidekiq's (goal <= 0.5), the median of 3 rounds (",
     ] {
         assert!(notes.contains(goal), "{goal:?} missing: {notes}");
     }
