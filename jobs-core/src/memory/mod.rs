@@ -33,12 +33,14 @@ mod flow;
 mod indexes;
 mod reserved;
 mod steps;
+mod table;
 
 use crate::fast_hash::{HashMap, HashSet};
 
 use flow::{Flow, Scope, Uncounted};
 use indexes::Indexes;
 use reserved::Reserved;
+use table::Jobs;
 
 /// An in-memory job store. Clones share the same store.
 ///
@@ -69,8 +71,7 @@ impl MemoryBackend {
         let store = self.store();
         let mut waiting: Vec<&JobRecord> = store
             .jobs
-            .values()
-            .map(|r| &**r)
+            .active()
             .filter(|r| {
                 &*r.name == name && matches!(r.status, JobStatus::Pending | JobStatus::Scheduled)
             })
@@ -97,15 +98,6 @@ impl std::fmt::Debug for MemoryBackend {
             .finish()
     }
 }
-
-/// The stored records by id. Boxed: the table holds a pointer per job rather than a whole
-/// record, so with a million jobs retained it stays a few dozen MB, not a GB that every lookup
-/// misses the cache (and the TLB) in, and growing it moves pointers, not records.
-///
-/// A completed record keeps the lease it was completed under, so that a completion repeated
-/// under it is recognised as applied (no table of tokens beside the records, which a million
-/// retained jobs would fill). Reads show no lease but a running job's ([`outward`]).
-type Jobs = HashMap<JobId, Box<JobRecord>>;
 
 #[derive(Default)]
 struct Store {
@@ -174,30 +166,30 @@ fn key_room(
 impl Store {
     /// Changes a stored record in place (never its queue), keeping every index in step.
     fn update<T>(&mut self, id: JobId, change: impl FnOnce(&mut JobRecord) -> T) -> Option<T> {
-        let record = self.jobs.get_mut(&id)?;
-        #[cfg(debug_assertions)]
-        let queue = record.queue.clone();
-        let out = self.idx.changing(record, change);
-        #[cfg(debug_assertions)]
-        assert_eq!(
-            queue, record.queue,
-            "an update never moves a job to another queue"
-        );
-        Some(out)
+        let Store { jobs, idx, .. } = self;
+        jobs.update(&id, |record| {
+            #[cfg(debug_assertions)]
+            let queue = record.queue.clone();
+            let out = idx.changing(record, change);
+            #[cfg(debug_assertions)]
+            assert_eq!(
+                queue, record.queue,
+                "an update never moves a job to another queue"
+            );
+            out
+        })
     }
 
     /// Removes a job with its index entries.
     fn remove(&mut self, id: JobId) -> Option<JobRecord> {
         let record = self.jobs.remove(&id)?;
         self.idx.unindex(&record);
-        Some(*record)
+        Some(record)
     }
 
     /// The running job `lease` names, if the token still matches.
     fn leased(&self, lease: &LeaseRef) -> Option<&JobRecord> {
-        (self.jobs.get(&lease.id))
-            .map(|r| &**r)
-            .filter(|r| runs_under(r, lease.token))
+        (self.jobs.get(&lease.id)).filter(|r| runs_under(r, lease.token))
     }
 
     /// The ids of up to `limit` jobs matching `filter` after `after`, in id order.
@@ -220,7 +212,11 @@ impl Store {
                 .filter(|r| fits(r))
                 .map(|r| r.id)
                 .collect(),
-            _ => (self.jobs.values().filter(|r| fits(r)))
+            // The other active statuses are read from the active jobs alone.
+            Some(status) if status.is_active() => (self.jobs.active().filter(|r| fits(r)))
+                .map(|r| r.id)
+                .collect(),
+            _ => (self.jobs.all().filter(|r| fits(r)))
                 .map(|r| r.id)
                 .collect(),
         };
@@ -329,7 +325,7 @@ impl Store {
                 }
                 let record = JobRecord::new(job, now);
                 self.idx.index(&record);
-                self.jobs.insert(record.id, Box::new(record));
+                self.jobs.insert(record);
             }
         }
     }
@@ -577,7 +573,7 @@ impl Backend for MemoryBackend {
                         effects
                     });
                     if let Some(Some(effects)) = &effects {
-                        let result = store.jobs[&c.lease.id].result.clone();
+                        let result = store.jobs.get(&c.lease.id).and_then(|r| r.result.clone());
                         store.apply_effects(effects, result.as_ref(), p.now, &mut woken);
                     }
                     effects.is_some()
@@ -683,8 +679,7 @@ impl Backend for MemoryBackend {
         }
         Ok(store
             .jobs
-            .get_mut(&p.lease.id)
-            .map(|r| r.progress = p.progress.min(100))
+            .update(&p.lease.id, |r| r.progress = p.progress.min(100))
             .is_some())
     }
 
@@ -697,7 +692,7 @@ impl Backend for MemoryBackend {
         Ok(store
             .matching(&p.filter, p.after, p.limit)
             .into_iter()
-            .map(|id| outward(&store.jobs[&id]))
+            .filter_map(|id| store.jobs.get(&id).map(outward))
             .collect())
     }
 
@@ -953,7 +948,7 @@ impl Backend for MemoryBackend {
         let store = self.store();
         let mut counts: BTreeMap<(&str, u32), u64> = BTreeMap::new();
         let waiting = [JobStatus::Pending, JobStatus::Scheduled, JobStatus::Running];
-        for job in store.jobs.values() {
+        for job in store.jobs.active() {
             if waiting.contains(&job.status) && p.names.iter().any(|n| **n == *job.name) {
                 *counts.entry((&job.name, job.version)).or_default() += 1;
             }
