@@ -684,7 +684,7 @@ impl Backend for MemoryBackend {
     }
 
     async fn read(&self, p: ReadParams) -> Result<Option<JobRecord>, Error> {
-        Ok(self.store().jobs.get(&p.id).map(|r| outward(r)))
+        Ok(self.store().jobs.get(&p.id).map(outward))
     }
 
     async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
