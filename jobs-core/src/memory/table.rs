@@ -62,8 +62,10 @@ impl Jobs {
         id: &JobId,
         change: impl FnOnce(&mut JobRecord) -> T,
     ) -> Option<T> {
-        let was_finished = !self.active.contains_key(id);
-        let record = self.table(was_finished).get_mut(id)?;
+        let (record, was_finished) = match self.active.get_mut(id) {
+            Some(record) => (record, false),
+            None => (self.finished.get_mut(id)?, true),
+        };
         let out = change(record);
         let finished = record.status.is_finished();
         if finished != was_finished {
