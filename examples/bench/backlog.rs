@@ -11,8 +11,9 @@ use crate::{drain, enqueue_bulk, fresh_backend, median, print, Line};
 /// backend a drain lasts a few dozen ms at the protocol's N, and one pair's ratio moves by
 /// more than the cost measured; the line gives the median rate and the median ratio.
 ///
-/// The retained store keeps every job, and is settled again after each of its drains, so each
-/// round starts where the first did, a few thousand jobs more aside.
+/// The retained store keeps the jobs drained there too, and is settled again after each of its
+/// drains: each round starts as the first did, with `n` more finished jobs for each round
+/// before it (2 % of a million per round at the protocol's N).
 pub(crate) async fn w4(
     kind: BackendKind,
     n: u64,
