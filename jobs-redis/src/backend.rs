@@ -21,7 +21,7 @@ use jobs_core::{
 use jobs_core::{
     JobTypesParams, PublishTypesParams, PublishedType, StoredVersion, StoredVersionsParams,
 };
-use redis::{Client, Cmd, FromRedisValue};
+use redis::{Client, Cmd, FromRedisValue, RedisError};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
@@ -31,6 +31,7 @@ use crate::events;
 use crate::keys::{Keys, DEFAULT_PREFIX};
 use crate::library;
 use crate::listen::Listener;
+use crate::marker::Layout;
 use crate::options::{Options, Timeouts};
 use crate::queues::KnownQueues;
 use crate::record::micros;
@@ -71,7 +72,9 @@ pub(crate) struct Inner {
     /// The relay of the channel on which this instance's idle workers get jobs straight away.
     deliveries: Arc<Deliveries>,
     delivery_channel: String,
-    /// Set once the store's layout was found to be this release's (see [`marker`](crate::marker)).
+    /// How this backend lays out the store.
+    pub layout: Layout,
+    /// Set once the store's layout was found to be this backend's (see [`marker`](crate::marker)).
     pub layout_checked: OnceCell<()>,
 }
 
@@ -87,7 +90,12 @@ impl RedisBackend {
     pub async fn connect(url: &str) -> Result<Self, Error> {
         let options = Options::parse(url)?;
         let connected = connect::open(&options.driver_url, url, options.timeouts).await?;
-        let backend = Self::with_keys(connected.conn, connected.subscribers, options.keys);
+        let backend = Self::with_keys(
+            connected.conn,
+            connected.subscribers,
+            options.keys,
+            options.layout,
+        );
         backend.check_layout().await?;
         Ok(backend)
     }
@@ -115,10 +123,11 @@ impl RedisBackend {
             connected.conn,
             connected.subscribers,
             Keys::new(DEFAULT_PREFIX).expect("valid"),
+            Layout::Hash,
         )
     }
 
-    fn with_keys(conn: Conn, subscribers: Vec<Client>, keys: Keys) -> Self {
+    fn with_keys(conn: Conn, subscribers: Vec<Client>, keys: Keys, layout: Layout) -> Self {
         let channel = keys.channel();
         let delivery_channel = keys.deliveries(&Uuid::new_v4().simple().to_string());
         let inner = Arc::new_cyclic(|inner: &Weak<Inner>| {
@@ -136,6 +145,7 @@ impl RedisBackend {
                 keys,
                 deliveries,
                 delivery_channel,
+                layout,
                 layout_checked: OnceCell::new(),
             }
         });
@@ -156,6 +166,7 @@ impl RedisBackend {
             self.inner.conn.clone(),
             self.inner.subscribers.clone(),
             keys,
+            self.inner.layout,
         ))
     }
 
@@ -166,6 +177,19 @@ impl RedisBackend {
 
     pub(crate) fn inner(&self) -> &Inner {
         &self.inner
+    }
+
+    /// How this backend lays out the store.
+    pub(crate) fn layout(&self) -> Layout {
+        self.inner.layout
+    }
+
+    /// Refuses `what` on a backend of the streams layout, which does not handle it yet.
+    fn hash_only(&self, what: &str) -> Result<(), Error> {
+        match self.layout() {
+            Layout::Hash => Ok(()),
+            Layout::Streams => Err(crate::streams::not_built(what)),
+        }
     }
 
     /// The hub of the workers' wake-ups and deliveries.
@@ -243,6 +267,15 @@ impl RedisBackend {
 
     /// [`run`](Self::run), before the store's layout is checked.
     pub(crate) async fn send<T: FromRedisValue>(&self, call: &ScriptCall) -> Result<T, Error> {
+        self.send_raw(call).await.map_err(library::explain)
+    }
+
+    /// [`send`](Self::send), answering the server's own error, for a caller that tells one
+    /// apart (see [`library::explain`] for the others).
+    pub(crate) async fn send_raw<T: FromRedisValue>(
+        &self,
+        call: &ScriptCall,
+    ) -> Result<T, RedisError> {
         let mut conn = self.inner.conn.clone();
         match call.cmd.query_async(&mut conn).await {
             Err(e) if library::is_missing(&e) => {
@@ -251,7 +284,6 @@ impl RedisBackend {
             }
             answer => answer,
         }
-        .map_err(library::explain)
     }
 
     /// Runs one command.
@@ -310,15 +342,22 @@ impl std::fmt::Debug for RedisBackend {
 #[async_trait]
 impl Backend for RedisBackend {
     async fn enqueue(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
-        self.enqueue_batch(p).await
+        match self.layout() {
+            Layout::Hash => self.enqueue_batch(p).await,
+            Layout::Streams => self.enqueue_entries(p).await,
+        }
     }
 
     async fn enqueue_cron(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {
+        self.hash_only("a cron tick")?;
         self.enqueue_tick(p).await
     }
 
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
-        self.fetch_jobs(p).await
+        match self.layout() {
+            Layout::Hash => self.fetch_jobs(p).await,
+            Layout::Streams => self.fetch_entries(p).await,
+        }
     }
 
     async fn complete(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
@@ -326,46 +365,58 @@ impl Backend for RedisBackend {
     }
 
     fn reserves(&self) -> bool {
-        true
+        self.layout() == Layout::Hash
     }
 
     async fn hold_places(&self, p: PlacesParams) -> Result<(), Error> {
+        self.hash_only("holding places under a concurrency")?;
         self.store_places(p).await
     }
 
     async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {
+        self.hash_only("failing a job")?;
         self.fail_jobs(p).await
     }
 
     async fn release(&self, p: ReleaseParams) -> Result<Vec<bool>, Error> {
+        self.hash_only("releasing a job")?;
         self.release_jobs(p).await
     }
 
     async fn renew(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
+        self.hash_only("renewing a lease")?;
         self.renew_leases(p).await
     }
 
     async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
+        self.hash_only("a job's progress")?;
         self.record_progress(p).await
     }
 
     async fn read(&self, p: ReadParams) -> Result<Option<JobRecord>, Error> {
-        self.read_one(p).await
+        match self.layout() {
+            Layout::Hash => self.read_one(p).await,
+            Layout::Streams => self.read_entry(p).await,
+        }
     }
 
     async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
+        self.hash_only("listing jobs")?;
         self.list_matching(p).await
     }
 
     async fn manage(&self, p: ManageParams) -> Result<Managed, Error> {
+        self.hash_only("managing jobs")?;
         self.manage_jobs(p).await
     }
 
     async fn rescue(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
+        self.hash_only("rescuing jobs")?;
         self.rescue_jobs(p).await
     }
 
     async fn prune(&self, p: PruneParams) -> Result<u64, Error> {
+        self.hash_only("pruning finished jobs")?;
         self.prune_finished(p).await
     }
 
@@ -386,6 +437,7 @@ impl Backend for RedisBackend {
     }
 
     async fn set_limits(&self, p: SetLimitsParams) -> Result<(), Error> {
+        self.hash_only("a queue's limits")?;
         self.store_limits(p).await
     }
 
@@ -394,6 +446,7 @@ impl Backend for RedisBackend {
     }
 
     async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {
+        self.hash_only("counting finished jobs")?;
         self.count_finished(p).await
     }
 
@@ -434,6 +487,7 @@ impl Backend for RedisBackend {
     }
 
     async fn stored_versions(&self, p: StoredVersionsParams) -> Result<Vec<StoredVersion>, Error> {
+        self.hash_only("counting stored versions")?;
         self.count_versions(p).await
     }
 

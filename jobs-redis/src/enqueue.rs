@@ -248,7 +248,7 @@ impl RedisBackend {
 
     /// Adds queues to the registry (and to those known here). A queue this backend registered
     /// lately is not sent again, so a steady stream of enqueues costs one command each.
-    async fn register(&self, queues: &[&str]) -> Result<(), Error> {
+    pub(crate) async fn register(&self, queues: &[&str]) -> Result<(), Error> {
         let known = &self.inner().queues;
         let due = known.due_for_registry(queues);
         if due.is_empty() {

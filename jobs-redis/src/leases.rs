@@ -23,9 +23,11 @@ use uuid::Uuid;
 
 use crate::flow::fetch_flow;
 use crate::ids::{id_text, token_text};
+use crate::marker::Layout;
 use crate::queues::queue_tag;
 use crate::record::{encode_report, micros, parse_id, stored_time, PayloadRead, Stored};
 use crate::scripts::{Function, SCRIPTS};
+use crate::streams::token;
 use crate::RedisBackend;
 
 /// A job as fetch.lua returns it: its id, its hash before the lease, its payload when the hash
@@ -63,7 +65,7 @@ fn token_prefix(base: u128) -> String {
 }
 
 /// The queue tag a token carries.
-fn token_tag(token: LeaseToken) -> u32 {
+pub(crate) fn token_tag(token: LeaseToken) -> u32 {
     (token.0.as_u128() >> 32) as u32
 }
 
@@ -287,8 +289,12 @@ impl RedisBackend {
     }
 
     pub(crate) async fn complete_jobs(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
+        let script = match self.layout() {
+            Layout::Hash => &SCRIPTS.complete,
+            Layout::Streams => &SCRIPTS.xcomplete,
+        };
         self.under_leases(
-            &SCRIPTS.complete,
+            script,
             p.now,
             &p.items,
             |c| c.lease,
@@ -360,8 +366,9 @@ impl RedisBackend {
         Ok(accepted[0])
     }
 
-    /// Runs `script` once per queue over the items leased in it: the shared arguments, `head`'s,
-    /// then per item its id, its token and what `item` adds. Returns which items were accepted.
+    /// Runs `script` once per queue over the items leased in it: the shared arguments, the
+    /// fence's (see [`push_fence`]), `head`'s, then per item its lease's and what `item`
+    /// adds. Returns which items were accepted.
     async fn under_leases<T>(
         &self,
         script: &'static Function,
@@ -380,12 +387,14 @@ impl RedisBackend {
                 groups.entry(queue).or_default().push(i);
             }
         }
+        let layout = self.layout();
         let answers = try_join_all(groups.into_iter().map(|(queue, members)| {
             let mut inv = self.invocation(script, queue, now);
+            let leases: Vec<LeaseRef> = members.iter().map(|&i| lease(&items[i])).collect();
+            push_fence(&mut inv, layout, &leases);
             head(&mut inv);
-            for &i in &members {
-                let l = lease(&items[i]);
-                inv.arg(id_text(l.id)).arg(token_text(l.token));
+            for (&i, l) in members.iter().zip(&leases) {
+                push_lease(&mut inv, layout, *l);
                 item(&mut inv, &items[i]);
             }
             async move {
@@ -401,6 +410,32 @@ impl RedisBackend {
         }
         Ok(accepted)
     }
+}
+
+/// The arguments a call's fence reads before the scripts' own: none in the hash layout, where
+/// each job's hash holds its lease; the least and greatest entry of `leases` in the streams
+/// layout, whose fence reads the pending entries between them (see streams.rs's `token`).
+fn push_fence(inv: &mut Cmd, layout: Layout, leases: &[LeaseRef]) {
+    if layout == Layout::Streams {
+        let entries = leases.iter().map(|l| token::parts(l.token).1);
+        let least = entries.clone().min().expect("a call has items");
+        let greatest = entries.max().expect("a call has items");
+        inv.arg(least.to_string()).arg(greatest.to_string());
+    }
+}
+
+/// One item's lease as the scripts read it: its id and token in the hash layout; its fetch
+/// call, its entry and its id in the streams layout.
+fn push_lease(inv: &mut Cmd, layout: Layout, lease: LeaseRef) {
+    match layout {
+        Layout::Hash => inv.arg(id_text(lease.id)).arg(token_text(lease.token)),
+        Layout::Streams => {
+            let (call, entry) = token::parts(lease.token);
+            inv.arg(call.to_string())
+                .arg(entry.to_string())
+                .arg(id_text(lease.id))
+        }
+    };
 }
 
 #[cfg(test)]

@@ -98,6 +98,7 @@ mod queues;
 mod read;
 mod record;
 mod scripts;
+mod streams;
 mod versions;
 
 pub use backend::RedisBackend;

@@ -16,7 +16,7 @@ pub(crate) fn is_missing(e: &RedisError) -> bool {
 
 /// Loads the library (replacing one of the same name: the same text, loaded by another process
 /// at the same moment). In a cluster, every primary loads it.
-pub(crate) async fn load(conn: &mut Conn) -> Result<(), Error> {
+pub(crate) async fn load(conn: &mut Conn) -> Result<(), RedisError> {
     redis::cmd("FUNCTION")
         .arg("LOAD")
         .arg("REPLACE")
@@ -24,7 +24,6 @@ pub(crate) async fn load(conn: &mut Conn) -> Result<(), Error> {
         .query_async::<Value>(conn)
         .await
         .map(drop)
-        .map_err(explain)
 }
 
 /// The error of a call: a server without functions (older than Redis 7.0) is named as such.

@@ -7,9 +7,10 @@ use std::time::Duration;
 use jobs_core::{Error, UrlOptions};
 
 use crate::keys::{Keys, DEFAULT_PREFIX};
+use crate::marker::Layout;
 
 /// The options this backend reads itself.
-const OURS: &[&str] = &["prefix", "connect_timeout", "response_timeout"];
+const OURS: &[&str] = &["prefix", "connect_timeout", "response_timeout", "layout"];
 /// redis-rs's own options of a TCP URL (its database and credentials are in its path and
 /// userinfo).
 const DRIVER_TCP: &[&str] = &["protocol"];
@@ -43,6 +44,8 @@ pub(crate) struct Options {
     pub keys: Keys,
     /// The connection's timeouts.
     pub timeouts: Timeouts,
+    /// How the store is laid out.
+    pub layout: Layout,
 }
 
 impl Options {
@@ -60,6 +63,9 @@ impl Options {
                 connect: positive(&options, "connect_timeout")?.unwrap_or(defaults.connect),
                 response: positive(&options, "response_timeout")?.unwrap_or(defaults.response),
             },
+            layout: options
+                .get::<String>("layout")?
+                .map_or(Ok(Layout::Hash), |name| Layout::parse(&name))?,
         })
     }
 }
@@ -81,9 +87,11 @@ mod tests {
     #[test]
     fn options_are_taken_out_and_the_driver_keeps_its_own() {
         let o = Options::parse(
-            "redis://h:1/2?prefix=shop&protocol=resp3&connect_timeout=250ms&response_timeout=3s",
+            "redis://h:1/2?prefix=shop&protocol=resp3&connect_timeout=250ms&response_timeout=3s\
+             &layout=streams",
         )
         .unwrap();
+        assert_eq!(o.layout, Layout::Streams);
         assert_eq!(o.driver_url, "redis://h:1/2?protocol=resp3");
         assert_eq!(o.keys.prefix(), "shop");
         assert_eq!(
@@ -97,6 +105,7 @@ mod tests {
         assert_eq!(plain.driver_url, "redis://h");
         assert_eq!(plain.keys.prefix(), DEFAULT_PREFIX);
         assert_eq!(plain.timeouts, Timeouts::default());
+        assert_eq!(plain.layout, Layout::Hash);
     }
 
     #[test]
@@ -114,13 +123,14 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "unknown option `prefx` in the backend URL; expected one of: connect_timeout, \
-             prefix, protocol, response_timeout"
+             layout, prefix, protocol, response_timeout"
         );
         for bad in [
             "redis://h?connect_timeout=soon",
             "redis://h?response_timeout=0s",
             "redis://h?prefix=a{b}",
             "redis://h?prefix=",
+            "redis://h?layout=lists",
         ] {
             let e = Options::parse(bad).unwrap_err();
             assert!(matches!(e, Error::Invalid(_)), "{bad}: {e:?}");

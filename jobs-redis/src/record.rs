@@ -155,7 +155,7 @@ fn encode_step(step: &Step) -> String {
 }
 
 /// The `tg` field: the tags as a JSON array.
-fn encode_tags(tags: &[String]) -> String {
+pub(crate) fn encode_tags(tags: &[String]) -> String {
     serde_json::to_string(tags).expect("strings serialize")
 }
 

@@ -2,7 +2,8 @@
 //! (`FUNCTION LOAD`, Redis 7.0 or newer) and called with `FCALL`. The library's text is
 //! `head.lua` (keys, counts, helpers, the call's state), the shared parts (`idle.lua`,
 //! `coalesce.lua`, `store.lua`, `lease.lua`, `effects.lua`, `promote.lua`, `known.lua`,
-//! `flow.lua`, `states.lua`, `filter.lua`, `presence.lua`), then one function per script whose
+//! `flow.lua`, `states.lua`, `filter.lua`, `presence.lua`, and the streams layout's
+//! `streams/keys.lua`), then one function per script whose
 //! body is the script's own file. Redis runs that text once, when it loads the library, so a
 //! call runs only its own script: the shared functions are not defined again on every call, as
 //! they would be in a script sent with `EVALSHA`.
@@ -28,6 +29,7 @@ const PARTS: &str = concat!(
     include_str!("lua/states.lua"),
     include_str!("lua/filter.lua"),
     include_str!("lua/presence.lua"),
+    include_str!("lua/streams/keys.lua"),
 );
 
 /// One function of the library, called by its name.
@@ -83,6 +85,10 @@ scripts! {
     workers: "workers.lua",
     versions: "versions.lua",
     marker: "marker.lua",
+    xenqueue: "streams/enqueue.lua",
+    xfetch: "streams/fetch.lua",
+    xcomplete: "streams/complete.lua",
+    xread: "streams/read.lua",
 }
 
 /// The library, built once per process.

@@ -1,6 +1,6 @@
 -- The head of the library of functions (see scripts.rs), followed by the shared parts: idle.lua,
 -- coalesce.lua, store.lua, lease.lua, effects.lua, promote.lua, known.lua, flow.lua,
--- states.lua, filter.lua, presence.lua, in that order; then each script's own file, as the
+-- states.lua, filter.lua, presence.lua, streams/keys.lua, in that order; then each script's own file, as the
 -- body of the function registered for it, which begins with `begin(keys, args)`. Redis runs
 -- the library's text once, when it is loaded: the parts' functions are defined once, not per
 -- call.

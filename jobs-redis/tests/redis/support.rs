@@ -124,6 +124,20 @@ pub(crate) async fn single_backend() -> RedisBackend {
         .expect("a valid prefix")
 }
 
+/// A backend on the single server under a fresh prefix, in the layout on Redis Streams.
+pub(crate) async fn streams_backend() -> RedisBackend {
+    RedisBackend::connect(&url_under(&fresh_prefix(), "streams"))
+        .await
+        .expect("a Redis server at JOBS_TEST_REDIS_URL or redis://127.0.0.1:6379")
+}
+
+/// The URL of the single server under `prefix`, in `layout`.
+pub(crate) fn url_under(prefix: &str, layout: &str) -> String {
+    let base = redis_url();
+    let separator = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{separator}prefix={prefix}&layout={layout}")
+}
+
 /// A backend on the single server under the prefix a process check names, shared by the check
 /// and the worker processes it starts.
 pub(crate) async fn store_backend(store: String) -> RedisBackend {

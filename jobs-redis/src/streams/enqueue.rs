@@ -1,0 +1,101 @@
+//! Storing jobs as stream entries: each queue's jobs in calls of up to [`CHUNK`], one `XADD`
+//! per job, one `HSET` of the id map and one count per call.
+
+use std::collections::BTreeMap;
+
+use futures_util::future::{try_join, try_join_all};
+use jobs_core::{
+    first_version, EnqueueParams, Enqueued, Error, JobStatus, NewJob, Timestamp, DEFAULT_PRIORITY,
+};
+
+use crate::ids::id_text;
+use crate::record::{encode_meta, encode_tags, micros};
+use crate::scripts::SCRIPTS;
+use crate::streams::not_built;
+use crate::RedisBackend;
+
+/// Jobs stored per script call, so a huge batch never blocks Redis for long.
+const CHUNK: usize = 500;
+
+/// Refuses what the layout does not store yet: every job must be ready now, of the default
+/// priority ([`DEFAULT_PRIORITY`]), without a unique key, key limits, debounce or throttle, or a workflow step.
+fn check(job: &NewJob, now: Timestamp) -> Result<(), Error> {
+    let unbuilt = if job.initial_status(now) != JobStatus::Pending {
+        Some("a job that is not due yet")
+    } else if job.priority != DEFAULT_PRIORITY {
+        Some("a priority other than the default")
+    } else if job.unique_key.is_some() {
+        Some("a unique key")
+    } else if job.key_limits.is_some() {
+        Some("key limits")
+    } else if job.coalesce.is_some() {
+        Some("debounce and throttle")
+    } else {
+        None
+    };
+    unbuilt.map_or(Ok(()), |what| Err(not_built(what)))
+}
+
+/// Appends job `job` as enqueue.lua reads it: its id, the number of values that follow, then its
+/// entry's fields (record.rs's names), created now.
+fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
+    let versioned = job.version != first_version();
+    let pairs = 5
+        + usize::from(versioned)
+        + usize::from(job.trace_context.is_some())
+        + usize::from(!job.tags.is_empty());
+    inv.arg(id_text(job.id))
+        .arg(2 * pairs)
+        .arg("m")
+        .arg(encode_meta(job))
+        .arg("pr")
+        .arg(job.priority)
+        .arg("ra")
+        .arg(micros(job.run_at))
+        .arg("c")
+        .arg(micros(now))
+        .arg("p")
+        .arg(job.payload.get());
+    if versioned {
+        inv.arg("v").arg(job.version);
+    }
+    if let Some(trace) = &job.trace_context {
+        inv.arg("tc").arg(trace);
+    }
+    if !job.tags.is_empty() {
+        inv.arg("tg").arg(encode_tags(&job.tags));
+    }
+}
+
+impl RedisBackend {
+    pub(crate) async fn enqueue_entries(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
+        if p.jobs.iter().any(|j| j.step.is_some()) {
+            return Err(not_built("workflow steps"));
+        }
+        for job in &p.jobs {
+            check(job, p.now)?;
+        }
+        let mut by_queue: BTreeMap<&str, Vec<&NewJob>> = BTreeMap::new();
+        for job in &p.jobs {
+            by_queue.entry(&job.queue).or_default().push(job);
+        }
+        let queues: Vec<&str> = by_queue.keys().copied().collect();
+        let calls = by_queue.iter().flat_map(|(queue, jobs)| {
+            jobs.chunks(CHUNK).map(|chunk| {
+                let mut inv = self.invocation(&SCRIPTS.xenqueue, queue, p.now);
+                for job in chunk {
+                    push_entry(&mut inv, job, p.now);
+                }
+                async move { self.run::<usize>(&inv).await }
+            })
+        });
+        try_join(self.register(&queues), try_join_all(calls)).await?;
+        Ok(p.jobs
+            .iter()
+            .map(|j| Enqueued {
+                id: j.id,
+                duplicate: false,
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,189 @@
+//! Leasing entries: one script call per queue (`XREADGROUP` and the call's lease), the queues
+//! in the order the worker names them.
+
+use std::sync::Arc;
+
+use jobs_core::{later, Error, Failure, FetchParams, Lease, LeaseRef, LeasedJob, Timestamp};
+use redis::Value;
+
+use crate::leases::leased_record;
+use crate::queues::queue_tag;
+use crate::record::{micros, parse_id, stored_time, Stored};
+use crate::scripts::SCRIPTS;
+use crate::streams::token::{token, CallId, EntryId};
+use crate::RedisBackend;
+
+/// One entry of a fetch's reply: its id and its fields, as Redis sent them.
+pub(crate) struct Entry {
+    pub id: EntryId,
+    pub fields: Vec<String>,
+}
+
+/// The UTF-8 text of a bulk string, taking its bytes.
+pub(crate) fn text(value: Value) -> Result<String, Error> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes).map_err(|e| {
+            Error::backend(format!(
+                "a stream entry holds bytes that are not UTF-8: {e}"
+            ))
+        }),
+        other => Err(Error::backend(format!("expected a string, got {other:?}"))),
+    }
+}
+
+/// The elements of an array.
+pub(crate) fn items(value: Value) -> Result<Vec<Value>, Error> {
+    match value {
+        Value::Array(items) => Ok(items),
+        other => Err(Error::backend(format!("expected an array, got {other:?}"))),
+    }
+}
+
+/// An entry as `XRANGE` and `XREADGROUP` give it: `[id, [field, value, …]]`.
+pub(crate) fn entry(value: Value) -> Result<Entry, Error> {
+    let mut pair = items(value)?.into_iter();
+    let (Some(id), Some(fields), None) = (pair.next(), pair.next(), pair.next()) else {
+        return Err(Error::backend("a stream entry is not [id, fields]"));
+    };
+    Ok(Entry {
+        id: EntryId::parse(&text(id)?)?,
+        fields: items(fields)?
+            .into_iter()
+            .map(text)
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+/// The job id an entry holds: its first field, `i`.
+pub(crate) fn job_id(entry: &Entry) -> Result<&str, Error> {
+    match &entry.fields[..] {
+        [name, id, ..] if name == "i" => Ok(id),
+        _ => Err(Error::backend(format!(
+            "stream entry {} does not start with its job's id",
+            entry.id
+        ))),
+    }
+}
+
+impl RedisBackend {
+    pub(crate) async fn fetch_entries(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
+        let mut queues: Vec<&str> = Vec::with_capacity(p.queues.len());
+        for queue in &p.queues {
+            if !queues.contains(&queue.as_str()) {
+                queues.push(queue);
+            }
+        }
+        if p.known.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(Vec::new());
+        }
+        self.inner().queues.remember(queues.iter().copied());
+        let expires = later(p.now, p.lease_for);
+        let mut all = Vec::new();
+        for queue in queues {
+            if all.len() >= p.limit {
+                break;
+            }
+            let leased = self
+                .lease_entries(queue, p.limit - all.len(), &p, expires)
+                .await?;
+            all.extend(leased);
+        }
+        Ok(all)
+    }
+
+    /// Leases up to `limit` entries of `queue`. Jobs that do not decode are failed as dead and
+    /// not returned; when a batch held nothing else, the next one is fetched, so that an empty
+    /// answer still means an empty queue.
+    async fn lease_entries(
+        &self,
+        queue: &str,
+        limit: usize,
+        p: &FetchParams,
+        expires: Timestamp,
+    ) -> Result<Vec<LeasedJob>, Error> {
+        loop {
+            let (call, reply) = self.lease_call(queue, limit, p, expires).await?;
+            let (leased, corrupt) = leased_jobs(reply, call, queue, p, expires)?;
+            let failed = corrupt.len();
+            if failed > 0 {
+                self.fail_corrupt(corrupt, p.now).await;
+            }
+            if !leased.is_empty() || failed == 0 {
+                return Ok(leased);
+            }
+        }
+    }
+
+    /// One fetch call, under a call id drawn again while another call holds it.
+    async fn lease_call(
+        &self,
+        queue: &str,
+        limit: usize,
+        p: &FetchParams,
+        expires: Timestamp,
+    ) -> Result<(CallId, Value), Error> {
+        self.check_layout().await?;
+        loop {
+            let call = CallId::draw();
+            let mut inv = self.invocation(&SCRIPTS.xfetch, queue, p.now);
+            inv.arg(micros(expires))
+                .arg(&p.worker)
+                .arg(limit)
+                .arg(call.to_string());
+            match self.send_raw(&inv).await {
+                Err(e) if e.code() == Some("TAKEN") => continue,
+                Err(e) => return Err(crate::library::explain(e)),
+                Ok(reply) => return Ok((call, reply)),
+            }
+        }
+    }
+}
+
+/// The jobs of a fetch's reply, and a failure for each that does not decode.
+fn leased_jobs(
+    reply: Value,
+    call: CallId,
+    queue: &str,
+    p: &FetchParams,
+    expires: Timestamp,
+) -> Result<(Vec<LeasedJob>, Vec<Failure>), Error> {
+    let started = stored_time(p.now);
+    let expires = stored_time(expires);
+    let worker: Arc<str> = p.worker.as_str().into();
+    let tag = queue_tag(queue);
+    let mut leased = Vec::new();
+    let mut corrupt = Vec::new();
+    for value in items(reply)? {
+        let entry = entry(value)?;
+        let token = token(call, tag, entry.id)?;
+        let id = job_id(&entry)?.to_string();
+        let mut fields = entry.fields;
+        fields.extend(["s".to_string(), "p".to_string()]);
+        let stored = Stored {
+            fields,
+            payload: None,
+            long_result: None,
+            errors: Vec::new(),
+        };
+        let lease = Lease {
+            worker: worker.clone(),
+            token,
+            expires_at: expires,
+        };
+        match leased_record(&stored, &id, queue, lease, Some(started)) {
+            Ok(record) => leased.push(LeasedJob {
+                record,
+                token,
+                reserved: false,
+            }),
+            Err(e) => corrupt.push(Failure::undecodable(
+                LeaseRef {
+                    id: parse_id(&id)?,
+                    token,
+                },
+                &e,
+            )),
+        }
+    }
+    Ok((leased, corrupt))
+}

@@ -1,0 +1,39 @@
+//! The layout on Redis Streams, which a backend uses when its URL says `layout=streams`:
+//! the proposal of `docs/redis-streams.md`, being built in the slices it lists. It is for
+//! trying out and measuring, not yet for production: a store laid out so is named `streams`
+//! (see [`marker`](crate::marker)), so no backend of the hash layout ever reads it.
+//!
+//! Per queue, under the queue's hash tag (the Lua names are in `lua/streams/keys.lua`):
+//!
+//! - the stream `x` holds an entry per job made ready, with the fields of its record that
+//!   never change, its id first; its consumer group `g` has a consumer per worker, and the
+//!   group's pending entries are the running jobs;
+//! - the hash `ids` maps each job to its current entry, the hash `res` each completed job to
+//!   the mark of its completing lease, its finish time and its result;
+//! - each fetch call's lease is the hash `lease:<call>` (worker, start, expiry, first and last
+//!   entry) and a member of the sorted set `leases`, written once per call, not per job;
+//! - the counts per status and the finished jobs' `done` set are the hash layout's.
+//!
+//! A job costs its enqueue one `XADD` and a field of the id map; a fetch call one
+//! `XREADGROUP`, an `HSET` and a `ZADD`; a completion call one `HMGET` and one `XPENDING` for
+//! the fence (see [`token`]), one `XACK`, one `HSET` of the results, one `ZADD` to `done` and a
+//! check per fetch call it draws on, which drops a call none of whose entries is pending.
+//!
+//! Built so far: enqueue of jobs ready now, fetch, complete, read by id and the counts. Every
+//! other operation, and a job that needs what is not built (a delay, a priority, a unique
+//! key, limits, a workflow step), is refused with [`Error::Invalid`] naming it.
+
+mod enqueue;
+mod fetch;
+mod read;
+pub(crate) mod token;
+
+use jobs_core::Error;
+
+/// The error of an operation or a job the streams layout does not handle yet.
+pub(crate) fn not_built(what: &str) -> Error {
+    Error::Invalid(format!(
+        "{what} is not built yet in the Redis layout `streams` (URL option `layout=streams`); \
+         use the default layout, `hash`"
+    ))
+}

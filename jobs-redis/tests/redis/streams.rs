@@ -1,0 +1,258 @@
+//! The layout on Redis Streams (`layout=streams`), beyond the checks of the suite it passes:
+//! its store's name, what it refuses while it is being built, its fence, and the keys a drain
+//! leaves behind.
+
+use jobs_core::{
+    Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Error, JobFilter, JobStatus,
+    LeaseRef, LeaseToken, Operations, PageRequest, ReadParams,
+};
+use jobs_redis::{redis, RedisBackend};
+use serde_json::value::RawValue;
+
+use crate::support::{at, fetch, fresh_prefix, job, keys_like, raw_connection, t0, url_under};
+
+/// A job of `queue` due now, of the default priority (the only one the layout takes yet).
+fn ready(queue: &str) -> jobs_core::NewJob {
+    let mut new = job(queue, t0());
+    new.priority = jobs_core::DEFAULT_PRIORITY;
+    new
+}
+
+async fn counts(backend: &RedisBackend) -> jobs_core::QueueCounts {
+    backend
+        .counts(CountsParams { queue: "s".into() })
+        .await
+        .unwrap()
+}
+
+fn invalid(e: Error) -> String {
+    match e {
+        Error::Invalid(message) => message,
+        other => panic!("an Invalid error, not {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_store_is_named_streams_and_refused_by_the_other_layout() {
+    let prefix = fresh_prefix();
+    let streams = RedisBackend::connect(&url_under(&prefix, "streams"))
+        .await
+        .unwrap();
+    streams
+        .enqueue(EnqueueParams {
+            jobs: vec![ready("s")],
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    let mut conn = raw_connection().await;
+    let name: String = redis::cmd("GET")
+        .arg(format!("{{{prefix}}}:layout"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(name, "streams");
+    let message = invalid(
+        RedisBackend::connect(&url_under(&prefix, "hash"))
+            .await
+            .unwrap_err(),
+    );
+    assert!(message.contains("laid out as `streams`"), "{message}");
+
+    let other = fresh_prefix();
+    RedisBackend::connect(&url_under(&other, "hash"))
+        .await
+        .unwrap();
+    let message = invalid(
+        RedisBackend::connect(&url_under(&other, "streams"))
+            .await
+            .unwrap_err(),
+    );
+    assert!(message.contains("laid out as `hash`"), "{message}");
+    assert!(message.contains("reads the layout `streams`"), "{message}");
+}
+
+#[tokio::test]
+async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
+    let prefix = fresh_prefix();
+    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
+        .await
+        .unwrap();
+    let mut later = ready("s");
+    later.run_at = at(60_000);
+    let mut unique = ready("s");
+    unique.unique_key = Some("k".into());
+    let mut urgent = ready("s");
+    urgent.priority = 1;
+    for (new, what) in [
+        (later, "not due yet"),
+        (unique, "unique key"),
+        (urgent, "priority"),
+    ] {
+        let e = backend
+            .enqueue(EnqueueParams {
+                jobs: vec![ready("s"), new],
+                now: t0(),
+            })
+            .await
+            .unwrap_err();
+        let message = invalid(e);
+        assert!(message.contains(what), "{message}");
+        assert!(message.contains("layout `streams`"), "{message}");
+    }
+    let e = backend
+        .jobs(&JobFilter::new(), PageRequest::default())
+        .await
+        .unwrap_err();
+    assert!(invalid(e).contains("listing jobs"));
+    let mut conn = raw_connection().await;
+    assert_eq!(
+        keys_like(&mut conn, &prefix, "*").await,
+        vec![format!("{{{prefix}}}:layout")],
+        "nothing is stored"
+    );
+}
+
+/// Enqueues `n` jobs of queue `s` and fetches them all.
+async fn leased(backend: &RedisBackend, n: usize) -> Vec<jobs_core::LeasedJob> {
+    let jobs = (0..n).map(|_| ready("s")).collect();
+    backend
+        .enqueue(EnqueueParams { jobs, now: t0() })
+        .await
+        .unwrap();
+    let got = backend.fetch(fetch(&["s"], n, t0())).await.unwrap();
+    assert_eq!(got.len(), n);
+    got
+}
+
+fn done(lease: LeaseRef) -> Completion {
+    Completion {
+        lease,
+        result: RawValue::from_string("1".into()).unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn a_completion_counts_only_under_the_token_its_fetch_gave() {
+    let prefix = fresh_prefix();
+    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
+        .await
+        .unwrap();
+    let got = leased(&backend, 3).await;
+    let lease = |i: usize| LeaseRef {
+        id: got[i].record.id,
+        token: got[i].token,
+    };
+    // Another call's id, another entry, another job's entry.
+    let bits = |i: usize| got[i].token.0.as_u128();
+    let other_call = LeaseToken(uuid::Uuid::from_u128(bits(0) ^ (1 << 127)));
+    let other_entry = LeaseToken(uuid::Uuid::from_u128(bits(0) + 7));
+    let forged = [
+        LeaseRef {
+            id: got[0].record.id,
+            token: other_call,
+        },
+        LeaseRef {
+            id: got[0].record.id,
+            token: other_entry,
+        },
+        LeaseRef {
+            id: got[0].record.id,
+            token: got[1].token,
+        },
+    ];
+    let accepted = backend
+        .complete(CompleteParams {
+            items: forged.into_iter().map(done).collect(),
+            now: at(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(accepted, vec![false; 3]);
+    assert_eq!(counts(&backend).await.running, 3);
+
+    let accepted = backend
+        .complete(CompleteParams {
+            items: (0..3).map(|i| done(lease(i))).collect(),
+            now: at(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(accepted, vec![true; 3]);
+    let record = backend
+        .read(ReadParams {
+            id: got[0].record.id,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.status, JobStatus::Completed);
+    assert_eq!(record.attempt, 1);
+    assert_eq!(record.finished_at, Some(at(1)));
+    assert_eq!(record.started_at, Some(t0()));
+    assert_eq!(record.result.unwrap().get(), "1");
+}
+
+#[tokio::test]
+async fn a_running_job_reads_back_with_its_lease() {
+    let prefix = fresh_prefix();
+    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
+        .await
+        .unwrap();
+    let got = leased(&backend, 2).await;
+    let record = backend
+        .read(ReadParams {
+            id: got[1].record.id,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.status, JobStatus::Running);
+    assert_eq!(record.attempt, 1);
+    assert_eq!(record.lease, got[1].record.lease);
+    assert_eq!(record.started_at, Some(t0()));
+    assert_eq!(record.payload.get(), "{}");
+}
+
+#[tokio::test]
+async fn a_drained_queue_keeps_no_lease_of_its_fetch_calls() {
+    let prefix = fresh_prefix();
+    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
+        .await
+        .unwrap();
+    let got = leased(&backend, 10).await;
+    let items: Vec<Completion> = got
+        .iter()
+        .map(|j| {
+            done(LeaseRef {
+                id: j.record.id,
+                token: j.token,
+            })
+        })
+        .collect();
+    let mut conn = raw_connection().await;
+    let leases = keys_like(&mut conn, &prefix, ":s}:lease:*").await;
+    assert_eq!(leases.len(), 1, "one lease for the fetch call: {leases:?}");
+    // The first half leaves the call holding the rest; the second half ends it.
+    for half in items.chunks(5) {
+        let accepted = backend
+            .complete(CompleteParams {
+                items: half.to_vec(),
+                now: at(1),
+            })
+            .await
+            .unwrap();
+        assert_eq!(accepted, vec![true; 5]);
+    }
+    assert!(keys_like(&mut conn, &prefix, ":s}:lease:*")
+        .await
+        .is_empty());
+    let members: u32 = redis::cmd("ZCARD")
+        .arg(format!("{{{prefix}:s}}:leases"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(members, 0);
+    let c = counts(&backend).await;
+    assert_eq!((c.pending, c.running, c.completed), (0, 0, 10));
+}
