@@ -31,6 +31,15 @@ impl BackendKind {
         }
     }
 
+    /// The backend as the JSON lines name it: its name, and `+streams` for Redis in the layout
+    /// on streams (`--layout streams`).
+    pub(crate) fn label(self) -> String {
+        match (self, redis_layout()) {
+            (BackendKind::Redis, Some(layout)) => format!("redis+{layout}"),
+            _ => self.name().to_string(),
+        }
+    }
+
     /// Whether other processes see the same store (so producers and workers can be processes).
     pub(crate) fn shared_across_processes(self) -> bool {
         self != BackendKind::Memory
@@ -43,6 +52,35 @@ pub(crate) const POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/bench_
 #[cfg(feature = "redis")]
 pub(crate) const REDIS_URL: &str = "redis://127.0.0.1:6379/5";
 
+/// The Redis layout other than the default that `--layout` asks for.
+static REDIS_LAYOUT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Lays the bench's Redis stores out as `layout` (`hash`, the default, or `streams`).
+pub(crate) fn set_redis_layout(layout: &str) {
+    if layout != "hash" {
+        REDIS_LAYOUT.set(layout.to_string()).expect("set once");
+    }
+}
+
+/// The Redis layout other than the default that `--layout` asks for, if any.
+fn redis_layout() -> Option<&'static str> {
+    REDIS_LAYOUT.get().map(String::as_str)
+}
+
+/// The URL of the bench's Redis store under `prefix` (the default one: none).
+#[cfg(feature = "redis")]
+fn redis_url(prefix: Option<&str>) -> String {
+    let options: Vec<String> = prefix
+        .map(|p| format!("prefix={p}"))
+        .into_iter()
+        .chain(redis_layout().map(|l| format!("layout={l}")))
+        .collect();
+    match options.is_empty() {
+        true => REDIS_URL.to_string(),
+        false => format!("{REDIS_URL}?{}", options.join("&")),
+    }
+}
+
 /// Connects to the bench's store as it is.
 pub(crate) async fn connect(kind: BackendKind) -> AnyBackend {
     match kind {
@@ -50,7 +88,7 @@ pub(crate) async fn connect(kind: BackendKind) -> AnyBackend {
         #[cfg(feature = "postgres")]
         BackendKind::Postgres => jobs::connect(POSTGRES_URL).await.expect("PostgreSQL"),
         #[cfg(feature = "redis")]
-        BackendKind::Redis => jobs::connect(REDIS_URL).await.expect("Redis"),
+        BackendKind::Redis => jobs::connect(&redis_url(None)).await.expect("Redis"),
         #[allow(unreachable_patterns)]
         other => panic!("the bench was built without the `{}` feature", other.name()),
     }
@@ -93,8 +131,7 @@ pub(crate) async fn fresh_aside(kind: BackendKind) -> AnyBackend {
         #[cfg(feature = "redis")]
         BackendKind::Redis => {
             redis::delete_prefix(ASIDE).await;
-            let url = format!("{REDIS_URL}?prefix={ASIDE}");
-            jobs::connect(&url).await.expect("Redis")
+            jobs::connect(&redis_url(Some(ASIDE))).await.expect("Redis")
         }
         _ => connect(kind).await,
     }

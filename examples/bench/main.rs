@@ -97,7 +97,7 @@ fn print(kind: BackendKind, line: Line) {
          \"concurrency\": {}, \"jobs_per_s\": {rate}, \"p50_ms\": {p50}, \"p99_ms\": {p99}, \"max_ms\": {max}, \
          \"notes\": {:?}}}",
         env!("CARGO_PKG_VERSION"),
-        kind.name(),
+        kind.label(),
         line.workload,
         line.n,
         line.concurrency,
@@ -510,6 +510,8 @@ fn child(args: &ArgMatches, role: &str, extra: &[&str]) -> Child {
         role,
         "--backend",
         args.get_one::<String>("backend").expect("default"),
+        "--layout",
+        args.get_one::<String>("layout").expect("default"),
     ]);
     cmd.args(extra);
     cmd.stdin(Stdio::piped())
@@ -526,6 +528,13 @@ fn cli() -> clap::Command {
                 .long("backend")
                 .default_value("memory")
                 .value_parser(["memory", "postgres", "redis"]),
+        )
+        .arg(
+            Arg::new("layout")
+                .long("layout")
+                .default_value("hash")
+                .value_parser(["hash", "streams"])
+                .help("Redis only: how the store is laid out (streams: the layout being built, see docs/redis-streams.md; it runs W1b and W2)"),
         )
         .arg(
             Arg::new("n")
@@ -594,6 +603,7 @@ fn cli() -> clap::Command {
 fn main() {
     let args = cli().get_matches();
     let kind = BackendKind::parse(args.get_one::<String>("backend").expect("default"));
+    backends::set_redis_layout(args.get_one::<String>("layout").expect("default"));
     let n = *args.get_one::<u64>("n").expect("default");
     let concurrency = *args.get_one::<usize>("concurrency").expect("default");
     if args.get_one::<String>("role").map(String::as_str) == Some("producer") {
