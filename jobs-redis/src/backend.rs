@@ -184,6 +184,18 @@ impl RedisBackend {
         self.inner.layout
     }
 
+    /// The script of this backend's layout: `hash`, or its counterpart `streams`.
+    pub(crate) fn script(
+        &self,
+        hash: &'static Function,
+        streams: &'static Function,
+    ) -> &'static Function {
+        match self.layout() {
+            Layout::Hash => hash,
+            Layout::Streams => streams,
+        }
+    }
+
     /// Refuses `what` on a backend of the streams layout, which does not handle it yet.
     fn hash_only(&self, what: &str) -> Result<(), Error> {
         match self.layout() {
@@ -374,22 +386,18 @@ impl Backend for RedisBackend {
     }
 
     async fn fail(&self, p: FailParams) -> Result<Vec<bool>, Error> {
-        self.hash_only("failing a job")?;
         self.fail_jobs(p).await
     }
 
     async fn release(&self, p: ReleaseParams) -> Result<Vec<bool>, Error> {
-        self.hash_only("releasing a job")?;
         self.release_jobs(p).await
     }
 
     async fn renew(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
-        self.hash_only("renewing a lease")?;
         self.renew_leases(p).await
     }
 
     async fn progress(&self, p: ProgressParams) -> Result<bool, Error> {
-        self.hash_only("a job's progress")?;
         self.record_progress(p).await
     }
 
@@ -411,7 +419,6 @@ impl Backend for RedisBackend {
     }
 
     async fn rescue(&self, p: RescueParams) -> Result<Vec<JobId>, Error> {
-        self.hash_only("rescuing jobs")?;
         self.rescue_jobs(p).await
     }
 

@@ -289,12 +289,8 @@ impl RedisBackend {
     }
 
     pub(crate) async fn complete_jobs(&self, p: CompleteParams) -> Result<Vec<bool>, Error> {
-        let script = match self.layout() {
-            Layout::Hash => &SCRIPTS.complete,
-            Layout::Streams => &SCRIPTS.xcomplete,
-        };
         self.under_leases(
-            script,
+            self.script(&SCRIPTS.complete, &SCRIPTS.xcomplete),
             p.now,
             &p.items,
             |c| c.lease,
@@ -308,7 +304,7 @@ impl RedisBackend {
 
     pub(crate) async fn fail_jobs(&self, p: FailParams) -> Result<Vec<bool>, Error> {
         self.under_leases(
-            &SCRIPTS.fail,
+            self.script(&SCRIPTS.fail, &SCRIPTS.xfail),
             p.now,
             &p.items,
             |f| f.lease,
@@ -323,7 +319,7 @@ impl RedisBackend {
 
     pub(crate) async fn release_jobs(&self, p: ReleaseParams) -> Result<Vec<bool>, Error> {
         self.under_leases(
-            &SCRIPTS.release,
+            self.script(&SCRIPTS.release, &SCRIPTS.xrelease),
             p.now,
             &p.items,
             |r| r.lease,
@@ -338,7 +334,7 @@ impl RedisBackend {
     pub(crate) async fn renew_leases(&self, p: RenewParams) -> Result<Vec<bool>, Error> {
         let expires = micros(p.expires_at);
         self.under_leases(
-            &SCRIPTS.renew,
+            self.script(&SCRIPTS.renew, &SCRIPTS.xrenew),
             p.now,
             &p.items,
             |l| *l,
@@ -353,7 +349,7 @@ impl RedisBackend {
     pub(crate) async fn record_progress(&self, p: ProgressParams) -> Result<bool, Error> {
         let accepted = self
             .under_leases(
-                &SCRIPTS.progress,
+                self.script(&SCRIPTS.progress, &SCRIPTS.xprogress),
                 p.now,
                 &[p],
                 |p| p.lease,

@@ -37,6 +37,7 @@
 //! | `connect_timeout`  | `5s`    | how long one connection attempt may take                   |
 //! | `response_timeout` | `10s`   | how long a command may wait for its reply                  |
 //! | `protocol`         | `resp2` | redis-rs: the protocol, `resp2` or `resp3`                 |
+//! | `layout`           | `hash`  | how the store is laid out: `hash`, or `streams`, the layout on Redis Streams being built (in part, not for production: see `docs/redis-streams.md`) |
 //! | `db`, `user`, `pass` |       | redis-rs, `redis+unix://` only: the database and credentials (a TCP URL has them in its path and user info) |
 //!
 //! # Storage
@@ -49,8 +50,8 @@
 //! used: a waiting job costs about 610 bytes, a retained completed one about 525 (with a
 //! payload of up to two values of 64 bytes, which the job's hash holds).
 //!
-//! The store names its layout in `{<prefix>}:layout`: `hash`, written by the first backend to
-//! call on a store without one. A backend refuses a store laid out in a way its release does
+//! The store names its layout in `{<prefix>}:layout`: `hash` (or `streams`, with the URL
+//! option `layout=streams`), written by the first backend to call on a store without one. A backend refuses a store laid out in a way its release does
 //! not read, with [`Error::Invalid`](jobs_core::Error::Invalid) naming that layout, from
 //! [`connect`](RedisBackend::connect) or, for a backend given its prefix later, from its first
 //! call, storing and changing nothing: a process left on an older release cannot corrupt a

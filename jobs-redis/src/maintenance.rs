@@ -23,7 +23,8 @@ impl RedisBackend {
             if budget == 0 {
                 break;
             }
-            let mut inv = self.invocation(&SCRIPTS.rescue, &queue, p.now);
+            let script = self.script(&SCRIPTS.rescue, &SCRIPTS.xrescue);
+            let mut inv = self.invocation(script, &queue, p.now);
             inv.arg(budget).arg(&report);
             if let RescueTarget::Workers(workers) = &p.target {
                 for worker in workers {

@@ -88,6 +88,11 @@ scripts! {
     xenqueue: "streams/enqueue.lua",
     xfetch: "streams/fetch.lua",
     xcomplete: "streams/complete.lua",
+    xfail: "streams/fail.lua",
+    xrelease: "streams/release.lua",
+    xrenew: "streams/renew.lua",
+    xrescue: "streams/rescue.lua",
+    xprogress: "streams/progress.lua",
     xread: "streams/read.lua",
 }
 

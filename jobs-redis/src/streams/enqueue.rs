@@ -17,12 +17,10 @@ use crate::RedisBackend;
 /// Jobs stored per script call, so a huge batch never blocks Redis for long.
 const CHUNK: usize = 500;
 
-/// Refuses what the layout does not store yet: every job must be ready now, of the default
-/// priority ([`DEFAULT_PRIORITY`]), without a unique key, key limits, debounce or throttle, or a workflow step.
-fn check(job: &NewJob, now: Timestamp) -> Result<(), Error> {
-    let unbuilt = if job.initial_status(now) != JobStatus::Pending {
-        Some("a job that is not due yet")
-    } else if job.priority != DEFAULT_PRIORITY {
+/// Refuses what the layout does not store yet: every job must be of the default priority
+/// ([`DEFAULT_PRIORITY`]), without a unique key, key limits, debounce or throttle, or a workflow step.
+fn check(job: &NewJob) -> Result<(), Error> {
+    let unbuilt = if job.priority != DEFAULT_PRIORITY {
         Some("a priority other than the default")
     } else if job.unique_key.is_some() {
         Some("a unique key")
@@ -36,15 +34,21 @@ fn check(job: &NewJob, now: Timestamp) -> Result<(), Error> {
     unbuilt.map_or(Ok(()), |what| Err(not_built(what)))
 }
 
-/// Appends job `job` as enqueue.lua reads it: its id, the number of values that follow, then its
-/// entry's fields (record.rs's names), created now.
+/// Appends job `job` as enqueue.lua reads it: its id, its run_at when it is not due yet (else
+/// nothing), the number of values that follow, then its entry's fields (record.rs's names),
+/// created now.
 fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let versioned = job.version != first_version();
     let pairs = 5
         + usize::from(versioned)
         + usize::from(job.trace_context.is_some())
         + usize::from(!job.tags.is_empty());
+    let later = match job.initial_status(now) {
+        JobStatus::Scheduled => micros(job.run_at).to_string(),
+        _ => String::new(),
+    };
     inv.arg(id_text(job.id))
+        .arg(later)
         .arg(2 * pairs)
         .arg("m")
         .arg(encode_meta(job))
@@ -73,7 +77,7 @@ impl RedisBackend {
             return Err(not_built("workflow steps"));
         }
         for job in &p.jobs {
-            check(job, p.now)?;
+            check(job)?;
         }
         let mut by_queue: BTreeMap<&str, Vec<&NewJob>> = BTreeMap::new();
         for job in &p.jobs {

@@ -7,21 +7,34 @@
 //!
 //! - the stream `x` holds an entry per job made ready, with the fields of its record that
 //!   never change, its id first; its consumer group `g` has a consumer per worker, and the
-//!   group's pending entries are the running jobs;
-//! - the hash `ids` maps each job to its current entry, the hash `res` each completed job to
-//!   the mark of its completing lease, its finish time and its result;
+//!   group's pending entries are the running jobs. A job made pending again at a run_at
+//!   already past (released, rescued) is an entry of `xr`, which fetches read first, so that
+//!   it keeps its place;
+//! - the hash `ids` maps each job to its current entry, the hash `res` each ended job to how
+//!   it ended (the mark of its completing lease and its result, or dead), `progress` each job
+//!   to its progress;
+//! - a job waiting for a later run_at (scheduled, or a retry's backoff) is the hash `d:<id>`
+//!   and a member of the sorted set `xdelayed`, added to the stream by the fetch that finds it
+//!   due;
 //! - each fetch call's lease is the hash `lease:<call>` (worker, start, expiry, first and last
-//!   entry) and a member of the sorted set `leases`, written once per call, not per job;
-//! - the counts per status and the finished jobs' `done` set are the hash layout's.
+//!   entry, and each renewed entry's expiry) and a member of the sorted set `leases`, written
+//!   once per call, not per job;
+//! - the counts per status, the finished jobs' `done` set, the dead set and each job's errors
+//!   are the hash layout's.
 //!
 //! A job costs its enqueue one `XADD` and a field of the id map; a fetch call one
 //! `XREADGROUP`, an `HSET` and a `ZADD`; a completion call one `HMGET` and one `XPENDING` for
 //! the fence (see [`token`]), one `XACK`, one `HSET` of the results, one `ZADD` to `done` and a
 //! check per fetch call it draws on, which drops a call none of whose entries is pending.
 //!
-//! Built so far: enqueue of jobs ready now, fetch, complete, read by id and the counts. Every
-//! other operation, and a job that needs what is not built (a delay, a priority, a unique
-//! key, limits, a workflow step), is refused with [`Error::Invalid`] naming it.
+//! Built so far (the first slice of the proposal): enqueue, with delays; fetch; complete, fail
+//! with retries and the dead-letter set, release, renew and progress under the lease; rescue of
+//! lapsed leases and of gone workers; read by id; pause and the counts. Every other operation,
+//! and a job that needs what is not built (a priority other than the default, a unique key,
+//! key limits, debounce or throttle, a workflow step), is refused with [`Error::Invalid`]
+//! naming it: lists and management, retention, cron, queue limits, stored versions. Fetches
+//! take every job, whatever its name and version. Nothing trims the streams yet: every entry
+//! stays until retention is built.
 
 mod enqueue;
 mod fetch;

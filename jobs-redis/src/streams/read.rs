@@ -7,8 +7,8 @@ use crate::ids::{id_text, token_text};
 use crate::queues::queue_tag;
 use crate::record::{PayloadRead, Stored};
 use crate::scripts::SCRIPTS;
-use crate::streams::fetch::{entry, items, text};
-use crate::streams::token::{token, CallId};
+use crate::streams::fetch::{items, text};
+use crate::streams::token::{token, CallId, EntryId};
 use crate::RedisBackend;
 
 impl RedisBackend {
@@ -27,49 +27,81 @@ impl RedisBackend {
     }
 }
 
+/// A string of a reply, or `None` for its `false`.
+fn optional(value: Value) -> Result<Option<String>, Error> {
+    match value {
+        Value::BulkString(bytes) => text(Value::BulkString(bytes)).map(Some),
+        _ => Ok(None),
+    }
+}
+
 /// The record read.lua's reply describes.
 fn record(reply: Value, id: &str, queue: &str) -> Result<JobRecord, Error> {
     let mut parts = items(reply)?.into_iter();
-    let (Some(entry_id), Some(fields)) = (parts.next(), parts.next()) else {
+    let (Some(entry), Some(fields), Some(ended), Some(errors), Some(progress)) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
         return Err(Error::backend("a read's reply is short"));
     };
-    let entry = entry(Value::Array(vec![entry_id, fields]))?;
-    let result = match parts.next() {
-        Some(Value::BulkString(bytes)) => Some(text(Value::BulkString(bytes))?),
-        _ => None,
-    };
+    let entry = text(entry)?;
+    let mut fields: Vec<String> = items(fields)?
+        .into_iter()
+        .map(text)
+        .collect::<Result<_, _>>()?;
+    let errors: Vec<String> = items(errors)?
+        .into_iter()
+        .map(text)
+        .collect::<Result<_, _>>()?;
+    let ended = optional(ended)?;
+    if let Some(progress) = optional(progress)? {
+        fields.extend(["pg".to_string(), progress]);
+    }
     let held: Vec<String> = parts.map(text).collect::<Result<_, _>>()?;
-    let mut fields = entry.fields;
-    let status = match (&result, held.is_empty()) {
-        (Some(_), _) => "c",
-        (None, false) => "r",
-        (None, true) => "p",
-    };
-    fields.extend(["s".to_string(), status.to_string()]);
+    // A delayed job's fields hold its status; an entry's status is where the entry is.
+    if entry != "d" {
+        let status = match (&ended, held.is_empty()) {
+            (Some(e), _) if e.starts_with("d|") => "d",
+            (Some(_), _) => "c",
+            (None, false) => "r",
+            (None, true) => "p",
+        };
+        fields.extend(["s".to_string(), status.to_string()]);
+    }
     if let [worker, call, started, expires] = &held[..] {
-        let token = token(CallId::parse(call)?, queue_tag(queue), entry.id)?;
+        let entry = EntryId::parse(&entry)?;
+        let token = token(CallId::parse(call)?, queue_tag(queue), entry)?;
         let lease = format!("{}:{expires}", token_text(token));
         fields.extend(["st".into(), started.clone(), "w".into(), worker.clone()]);
         fields.extend(["l".into(), lease]);
     }
-    if let Some(result) = &result {
-        // `mark|started_at|finished_at|result`.
-        let mut cut = result.splitn(4, '|').skip(1);
+    if let Some(ended) = &ended {
+        // `mark|started_at|finished_at|result`, the mark `d` for a dead job.
+        let mut cut = ended.splitn(4, '|').skip(1);
         let (Some(started), Some(finished), Some(value)) = (cut.next(), cut.next(), cut.next())
         else {
-            return Err(Error::backend(format!("job {id}'s result is malformed")));
+            return Err(Error::backend(format!("how job {id} ended is malformed")));
         };
         fields.extend(["st".into(), started.into(), "f".into(), finished.into()]);
-        fields.extend(["res".into(), value.into()]);
+        if !ended.starts_with("d|") {
+            fields.extend(["res".into(), value.into()]);
+        }
     }
     let stored = Stored {
         fields,
         payload: None,
         long_result: None,
-        errors: Vec::new(),
+        errors,
     };
     let mut record = stored.record(id, queue, PayloadRead::Lenient)?;
-    if record.status != JobStatus::Pending {
+    // An entry's `a` counts the attempts before it was added; one delivered started another.
+    if matches!(
+        record.status,
+        JobStatus::Running | JobStatus::Completed | JobStatus::Dead
+    ) {
         record.attempt += 1;
     }
     Ok(record)

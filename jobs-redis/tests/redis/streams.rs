@@ -78,14 +78,18 @@ async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
     let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
         .await
         .unwrap();
-    let mut later = ready("s");
-    later.run_at = at(60_000);
+    let mut limited = ready("s");
+    limited.key_limits = Some(jobs_core::KeyLimits {
+        key: "tenant-1".into(),
+        concurrency: Some(1),
+        rate: None,
+    });
     let mut unique = ready("s");
     unique.unique_key = Some("k".into());
     let mut urgent = ready("s");
     urgent.priority = 1;
     for (new, what) in [
-        (later, "not due yet"),
+        (limited, "key limits"),
         (unique, "unique key"),
         (urgent, "priority"),
     ] {

@@ -1,20 +1,27 @@
--- Stores jobs as entries of the queue's stream. ARGV[4..]: per job its id, the number n of
--- values that follow, then n values: its entry's field names and values. Returns the number
--- of jobs stored. Wakes the queue's workers when it had no pending job.
-if redis.call('EXISTS', XSTREAM) == 0 then
-  redis.call('XGROUP', 'CREATE', XSTREAM, 'g', '0', 'MKSTREAM')
-end
-local ids, n, i = {}, 0, 4
+-- Stores jobs. ARGV[4..]: per job its id, its run_at when it is not due yet (else ''), the
+-- number n of values that follow, then n values: its entry's field names and values. A job due
+-- now is an entry of the queue's stream, a later one waits in `xdelayed`, scheduled. Returns
+-- the number of jobs stored. Wakes the queue's workers when it had no pending job.
+ensure_stream(XSTREAM)
+local ids, ready, later, i = {}, 0, 0, 4
 while i <= #ARGV do
-  local id, count = ARGV[i], tonumber(ARGV[i + 1])
+  local id, run_at, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   ids[#ids + 1] = id
-  ids[#ids + 1] = redis.call('XADD', XSTREAM, '*', 'i', id, unpack(ARGV, i + 2, i + 1 + count))
-  n = n + 1
-  i = i + 2 + count
+  if run_at == '' then
+    ids[#ids + 1] = redis.call('XADD', XSTREAM, '*', 'i', id, unpack(ARGV, i + 3, i + 2 + count))
+    ready = ready + 1
+  else
+    redis.call('HSET', delayed_key(id), 's', 's', unpack(ARGV, i + 3, i + 2 + count))
+    redis.call('ZADD', XDELAYED, run_at, id)
+    ids[#ids + 1] = 'd'
+    later = later + 1
+  end
+  i = i + 3 + count
 end
 bulk('HSET', XIDS, ids, 1000)
-if (tonumber(redis.call('HGET', COUNTS, 'p')) or 0) == 0 then
+if ready > 0 and (tonumber(redis.call('HGET', COUNTS, 'p')) or 0) == 0 then
   wake()
 end
-recount_by('p', n)
-return finish(n)
+recount_by('p', ready)
+recount_by('s', later)
+return finish(ready + later)

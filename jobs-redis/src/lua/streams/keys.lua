@@ -1,26 +1,44 @@
 -- The keys of a queue in the layout on Redis Streams (see streams/mod.rs), beside head.lua's:
 --   x          stream, one entry per job made ready: its id (`i`) first, then the fields of
---              its record that never change (record.rs's names); consumer group `g`, whose
---              consumers are the workers and whose pending entries are the running jobs
---   ids        hash, job id -> its current entry id
---   res        hash, job id -> `mark|started_at|finished_at|result` of a completed job (the
---              mark of the completing lease's token, 16 base64 digits, as the hash layout's `l`
---              keeps it)
---   lease:<c>  hash, fetch call c's lease: worker `w`, start `s`, expiry `x`, its first and last
---              entry `f` and `l`; deleted once none of its entries is pending
---   leases     zset, score expiry, member `worker|c`: the fetch calls holding leases
-local XSTREAM, XIDS, XRES, XLEASES
+--              its record that never change (record.rs's names), and its attempts so far (`a`)
+--              and run_at (`ra`) as of when it was added; consumer group `g`, whose consumers
+--              are the workers and whose pending entries are the running jobs
+--   xr         stream, as `x`, of the jobs made pending again at a run_at already past (released,
+--              rescued): fetches read it first, so that they keep their place ahead of the
+--              jobs that became ready since
+--   ids        hash, job id -> its current entry id (`r` before it for an entry of `xr`), or
+--              `d` while it waits in `xdelayed`
+--   xdelayed   zset, score run_at, member id: the jobs waiting for a future run_at
+--   d:<id>     hash, such a job's fields, and its status `s` (scheduled or pending)
+--   res        hash, job id -> how it ended: `mark|started_at|finished_at|result` when it
+--              completed (the mark of the completing lease's token, 16 base64 digits, as the
+--              hash layout's `l` keeps it), `d|started_at|finished_at|` when it died
+--   lease:<c>  hash, fetch call c's lease: worker `w`, start `s`, expiry `x`, its first and
+--              last entry `f` and `l`, and the expiry of each entry renewed since (the field
+--              is the entry id); deleted once none of its entries is pending
+--   leases     zset, score the earliest expiry of a call, member `worker|c`
+--   progress   hash, job id -> the progress its handler last recorded
+-- and head.lua's `counts`, `done`, `dead` and `e:<id>` (the errors of each attempt).
+local XSTREAM, XRETURNED, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS
 
 on_base(function()
   XSTREAM = BASE .. 'x'
+  XRETURNED = BASE .. 'xr'
   XIDS = BASE .. 'ids'
+  XDELAYED = BASE .. 'xdelayed'
   XRES = BASE .. 'res'
   XLEASES = BASE .. 'leases'
+  XPROGRESS = BASE .. 'progress'
 end)
 
 -- The key of fetch call `call`'s lease.
 local function call_lease(call)
   return BASE .. 'lease:' .. call
+end
+
+-- The key of delayed job `id`'s fields.
+local function delayed_key(id)
+  return BASE .. 'd:' .. id
 end
 
 -- Whether entry id `a` comes before entry id `b`.
@@ -31,9 +49,197 @@ local function entry_before(a, b)
   return am < bm or (am == bm and tonumber(as) < tonumber(bs))
 end
 
--- Runs `command` on the stream's group with `args` after it, a few hundred at a time.
-local function on_group(command, args)
-  for from = 1, #args, 500 do
-    redis.call(command, XSTREAM, 'g', unpack(args, from, math.min(from + 499, #args)))
+-- Acknowledges the entries of each stream of `acks` (stream -> entry ids), a few hundred at a
+-- time.
+local function ack_all(acks)
+  for stream, entries in pairs(acks) do
+    for from = 1, #entries, 500 do
+      redis.call('XACK', stream, 'g', unpack(entries, from, math.min(from + 499, #entries)))
+    end
   end
+end
+
+-- Creates `stream` and its group, unless they exist.
+local function ensure_stream(stream)
+  if redis.call('EXISTS', stream) == 0 then
+    redis.call('XGROUP', 'CREATE', stream, 'g', '0', 'MKSTREAM')
+  end
+end
+
+-- The stream and the entry id of an id map's value (for a job with an entry).
+local function located(current)
+  if string.sub(current, 1, 1) == 'r' then
+    return XRETURNED, string.sub(current, 2)
+  end
+  return XSTREAM, current
+end
+
+-- The streams that may hold entries, in the order fetches read them: `xr` once it exists,
+-- then `x`.
+local function streams()
+  if redis.call('EXISTS', XRETURNED) == 1 then
+    return { XRETURNED, XSTREAM }
+  end
+  return { XSTREAM }
+end
+
+-- The value of `name` in a flat field/value list.
+local function field_of(fields, name)
+  for k = 1, #fields, 2 do
+    if fields[k] == name then
+      return fields[k + 1]
+    end
+  end
+  return nil
+end
+
+-- Makes job `id` pending again, or scheduled (`status` 's'), with `attempts` attempts made
+-- and run_at `run_at`: a new entry when it is due (of `xr` when `ahead`, so that it keeps its
+-- place), else in `xdelayed`. `fields` are its entry's (the id first). Returns whether it was
+-- added to a stream.
+local function requeue(id, fields, attempts, run_at, status, ahead)
+  local kept = {}
+  for k = 3, #fields, 2 do
+    local name = fields[k]
+    if name ~= 'a' and name ~= 'ra' and name ~= 's' then
+      kept[#kept + 1] = name
+      kept[#kept + 1] = fields[k + 1]
+    end
+  end
+  kept[#kept + 1] = 'ra'
+  kept[#kept + 1] = run_at
+  if attempts > 0 then
+    kept[#kept + 1] = 'a'
+    kept[#kept + 1] = int(attempts)
+  end
+  if tonumber(run_at) <= NOW then
+    if ahead then
+      ensure_stream(XRETURNED)
+      local entry = redis.call('XADD', XRETURNED, '*', 'i', id, unpack(kept))
+      redis.call('HSET', XIDS, id, 'r' .. entry)
+    else
+      redis.call('HSET', XIDS, id, redis.call('XADD', XSTREAM, '*', 'i', id, unpack(kept)))
+    end
+    return true
+  end
+  redis.call('HSET', delayed_key(id), 's', status, unpack(kept))
+  redis.call('ZADD', XDELAYED, run_at, id)
+  redis.call('HSET', XIDS, id, 'd')
+  return false
+end
+
+-- Adds up to `limit` delayed jobs that are due to the stream, as pending.
+local function promote_due(limit)
+  local due = redis.call('ZRANGE', XDELAYED, '-inf', NOW_S, 'BYSCORE', 'LIMIT', 0, limit)
+  for _, id in ipairs(due) do
+    local key = delayed_key(id)
+    local fields = redis.call('HGETALL', key)
+    local kept = {}
+    for k = 1, #fields, 2 do
+      if fields[k] ~= 's' then
+        kept[#kept + 1] = fields[k]
+        kept[#kept + 1] = fields[k + 1]
+      end
+    end
+    redis.call('HSET', XIDS, id, redis.call('XADD', XSTREAM, '*', 'i', id, unpack(kept)))
+    redis.call('DEL', key)
+    if field_of(fields, 's') == 's' then
+      recount('s', 'p')
+    end
+  end
+  if #due > 0 then
+    redis.call('ZREM', XDELAYED, unpack(due))
+  end
+end
+
+-- The pending entries of `stream` between the batch's least and greatest entry (ARGV[4] and
+-- ARGV[5]), by entry id, each mapped to its consumer; read a page at a time.
+local function pending_between(stream)
+  local pending, from = {}, ARGV[4]
+  while true do
+    local page = redis.call('XPENDING', stream, 'g', from, ARGV[5], 1000)
+    for _, p in ipairs(page) do
+      pending[p[1]] = p[2]
+    end
+    if #page < 1000 then
+      return pending
+    end
+    from = '(' .. page[#page][1]
+  end
+end
+
+-- The fence of the writes under a lease (complete, fail, release, renew, progress). ARGV[4]
+-- and ARGV[5] are the batch's least and greatest entry; from ARGV[first], in steps of `step`,
+-- each job's fetch call, entry and id. A job holds its lease while the id map names that entry
+-- for it and the entry is pending for its call's worker (one HMGET, one XPENDING over the
+-- batch's range per stream its jobs are in, read a page at a time, and one HMGET per call).
+-- Returns per job {call = its call ({worker, first, last, started}), stream = its entry's
+-- stream} or false, and the calls by id.
+local function fenced(first, step)
+  local ids = {}
+  for i = first, #ARGV, step do
+    ids[#ids + 1] = ARGV[i + 2]
+  end
+  local current = redis.call('HMGET', XIDS, unpack(ids))
+  local pending = {}
+  local calls, held = {}, {}
+  for n = 1, #ids do
+    local i = first + step * (n - 1)
+    local call, entry = ARGV[i], ARGV[i + 1]
+    local c = calls[call]
+    if c == nil then
+      local v = redis.call('HMGET', call_lease(call), 'w', 'f', 'l', 's')
+      c = v[1] and { worker = v[1], first = v[2], last = v[3], started = v[4] } or false
+      calls[call] = c
+    end
+    held[n] = false
+    if c and current[n] then
+      local stream, at = located(current[n])
+      pending[stream] = pending[stream] or pending_between(stream)
+      if at == entry and pending[stream][entry] == c.worker then
+        held[n] = { call = c, stream = stream }
+      end
+    end
+  end
+  return held, calls
+end
+
+-- Drops the leases of `calls` (by id, as `fenced` gives them) none of whose entries is pending.
+local function drop_ended(calls)
+  local all = streams()
+  for call, c in pairs(calls) do
+    if c then
+      local left = false
+      for _, stream in ipairs(all) do
+        left = left or #redis.call('XPENDING', stream, 'g', c.first, c.last, 1, c.worker) > 0
+      end
+      if not left then
+        redis.call('DEL', call_lease(call))
+        redis.call('ZREM', XLEASES, c.worker .. '|' .. call)
+      end
+    end
+  end
+end
+
+-- Records the error of attempt `attempt` of job `id` (`report`: JSON written by jobs-core).
+local function record_error(id, attempt, report)
+  redis.call('RPUSH', side_key('e', id),
+    '{"a":' .. int(attempt) .. ',"t":' .. NOW_S .. ',' .. string.sub(report, 2))
+end
+
+-- Ends job `id`, started at `started`, as dead.
+local function bury(id, started)
+  redis.call('HSET', XRES, id, 'd|' .. started .. '|' .. NOW_S .. '|')
+  redis.call('ZADD', DEAD, '0', id)
+end
+
+-- The attempts made of the job of entry fields `fields` once its current one ends.
+local function attempts_after(fields)
+  return (tonumber(field_of(fields, 'a')) or 0) + 1
+end
+
+-- The fields of entry `entry` of `stream`, or nil when the stream no longer holds it.
+local function entry_fields(stream, entry)
+  local got = redis.call('XRANGE', stream, entry, entry)
+  return got[1] and got[1][2]
 end

@@ -1,0 +1,37 @@
+-- Records failed attempts. ARGV[4..]: the least and greatest entry of the batch, then per job
+-- its fetch call's id, its entry, its id, the error report (JSON) and retry_at ('' for dead).
+-- A job whose lease holds (see `fenced`) has its entry acknowledged and its error recorded,
+-- then is pending again (a new entry, or in `xdelayed` until retry_at) or dead. Returns a
+-- digit per job, 1 (accepted) or 0.
+local FIRST, STEP = 6, 5
+local held, calls = fenced(FIRST, STEP)
+local acks, out, woken, any = {}, {}, false, false
+for n, h in ipairs(held) do
+  local i = FIRST + STEP * (n - 1)
+  local fields = h and entry_fields(h.stream, ARGV[i + 1])
+  if fields then
+    local id, retry_at = ARGV[i + 2], ARGV[i + 4]
+    local attempts = attempts_after(fields)
+    acks[h.stream] = acks[h.stream] or {}
+    table.insert(acks[h.stream], ARGV[i + 1])
+    record_error(id, attempts, ARGV[i + 3])
+    if retry_at == '' then
+      bury(id, h.call.started)
+      recount('r', 'd')
+    else
+      woken = requeue(id, fields, attempts, retry_at, 'p', false) or woken
+      recount('r', 'p')
+    end
+    out[n], any = '1', true
+  else
+    out[n] = '0'
+  end
+end
+if any then
+  ack_all(acks)
+  drop_ended(calls)
+end
+if woken then
+  wake()
+end
+return finish(table.concat(out))

@@ -1,0 +1,105 @@
+-- Rescues up to ARGV[4] running jobs whose lease expired before now, or (when ARGV[6..] name
+-- gone workers) that those workers hold, whatever their leases; it records for the attempt
+-- the error report ARGV[5] (JSON, written by jobs-core): pending again at their own run_at,
+-- ahead of the jobs that became ready since (an entry of `xr`), or dead when no attempt is
+-- left. A gone worker's calls are dropped and it leaves the groups. Returns the jobs' ids.
+local limit = tonumber(ARGV[4])
+local rescued = {}
+local all = streams()
+
+-- Ends the attempt of the job at pending entry `entry` of `stream`, started at `started`.
+local function lapse(stream, entry, started)
+  local fields = entry_fields(stream, entry)
+  redis.call('XACK', stream, 'g', entry)
+  if not fields then
+    return
+  end
+  local id = fields[2]
+  local current = redis.call('HGET', XIDS, id)
+  if not current or select(2, located(current)) ~= entry then
+    return
+  end
+  local attempts = attempts_after(fields)
+  record_error(id, attempts, ARGV[5])
+  -- The max attempts lead the `m` field.
+  if attempts < tonumber(string.match(field_of(fields, 'm'), '^%d+')) then
+    requeue(id, fields, attempts, field_of(fields, 'ra'), 'p', true)
+    recount('r', 'p')
+  else
+    bury(id, started)
+    recount('r', 'd')
+  end
+  rescued[#rescued + 1] = id
+end
+
+-- The pending entries of `worker` from `first` to `last` in each stream: {stream, entry}.
+local function held_by(worker, first, last, count)
+  local held = {}
+  for _, stream in ipairs(all) do
+    for _, p in ipairs(redis.call('XPENDING', stream, 'g', first, last, count, worker)) do
+      held[#held + 1] = { stream, p[1] }
+    end
+  end
+  return held
+end
+
+if #ARGV >= 6 then
+  for i = 6, #ARGV do
+    local worker = ARGV[i]
+    local mine = worker .. '|'
+    local calls = {}
+    for _, member in ipairs(redis.call('ZRANGE', XLEASES, 0, -1)) do
+      if string.sub(member, 1, #mine) == mine then
+        local call = string.sub(member, #mine + 1)
+        calls[#calls + 1] = redis.call('HMGET', call_lease(call), 'f', 'l', 's')
+        redis.call('DEL', call_lease(call))
+        redis.call('ZREM', XLEASES, member)
+      end
+    end
+    for _, held in ipairs(held_by(worker, '-', '+', limit)) do
+      if #rescued == limit then
+        break
+      end
+      local started = NOW_S
+      for _, c in ipairs(calls) do
+        if c[1] and not entry_before(held[2], c[1]) and not entry_before(c[2], held[2]) then
+          started = c[3]
+        end
+      end
+      lapse(held[1], held[2], started)
+    end
+    if #held_by(worker, '-', '+', 1) == 0 then
+      for _, stream in ipairs(all) do
+        redis.call('XGROUP', 'DELCONSUMER', stream, 'g', worker)
+      end
+    end
+  end
+else
+  local due = redis.call('ZRANGE', XLEASES, '-inf', '(' .. NOW_S, 'BYSCORE', 'LIMIT', 0, limit)
+  for _, member in ipairs(due) do
+    local worker, call = string.match(member, '^(.*)|([^|]*)$')
+    local lease = call_lease(call)
+    local v = redis.call('HMGET', lease, 'x', 'f', 'l', 's')
+    local earliest = nil
+    if v[1] then
+      for _, held in ipairs(held_by(worker, v[2], v[3], 10000)) do
+        local expiry = tonumber(redis.call('HGET', lease, held[2]) or v[1])
+        if expiry < NOW and #rescued < limit then
+          lapse(held[1], held[2], v[4])
+        elseif not earliest or expiry < earliest then
+          earliest = expiry
+        end
+      end
+    end
+    if earliest then
+      redis.call('ZADD', XLEASES, earliest, member)
+    else
+      redis.call('DEL', lease)
+      redis.call('ZREM', XLEASES, member)
+    end
+  end
+end
+if #rescued > 0 then
+  wake()
+end
+return finish(rescued)
