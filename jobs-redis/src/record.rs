@@ -59,7 +59,7 @@ use chrono::DateTime;
 use jobs_core::workflow::Step;
 use jobs_core::{
     first_version, AttemptError, Backoff, BackoffKind, Error, ErrorKind, ErrorReport, JobId,
-    JobRecord, JobStatus, Json, Lease, LeaseToken, NewJob, Timestamp,
+    JobRecord, JobStatus, Json, Lease, LeaseToken, NewJob, Timestamp, DEFAULT_PRIORITY,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -528,7 +528,7 @@ impl<'a, S: AsRef<str>> Fields<'a, S> {
             queue: queue.into(),
             payload: self.payload(payload)?,
             version: self.opt_number("v")?.unwrap_or_else(first_version),
-            priority: self.number("pr")?,
+            priority: self.opt_number("pr")?.unwrap_or(DEFAULT_PRIORITY),
             run_at: self.time("ra")?,
             status: status_from_code(status)
                 .ok_or_else(|| corrupt(self.id, format!("unknown status `{status}`")))?,
@@ -556,7 +556,7 @@ impl<'a, S: AsRef<str>> Fields<'a, S> {
                 .transpose()?,
             step: self.step()?,
             inputs: self.inputs()?,
-            created_at: self.time("c")?,
+            created_at: self.time(if self.opt("c").is_some() { "c" } else { "ra" })?,
             started_at: self.opt_time("st")?,
             finished_at: self.opt_time("f")?,
         })

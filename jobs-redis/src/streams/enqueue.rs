@@ -39,7 +39,10 @@ fn check(job: &NewJob) -> Result<(), Error> {
 /// created now.
 fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let versioned = job.version != first_version();
-    let pairs = 5
+    // The priority is the default; created_at is run_at for a job due when it is enqueued.
+    let created = (job.run_at != now).then(|| micros(now));
+    let pairs = 3
+        + usize::from(created.is_some())
         + usize::from(versioned)
         + usize::from(job.trace_context.is_some())
         + usize::from(!job.tags.is_empty());
@@ -52,14 +55,13 @@ fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
         .arg(2 * pairs)
         .arg("m")
         .arg(encode_meta(job))
-        .arg("pr")
-        .arg(job.priority)
         .arg("ra")
         .arg(micros(job.run_at))
-        .arg("c")
-        .arg(micros(now))
         .arg("p")
         .arg(job.payload.get());
+    if let Some(created) = created {
+        inv.arg("c").arg(created);
+    }
     if versioned {
         inv.arg("v").arg(job.version);
     }

@@ -260,3 +260,57 @@ async fn a_drained_queue_keeps_no_lease_of_its_fetch_calls() {
     let c = counts(&backend).await;
     assert_eq!((c.pending, c.running, c.completed), (0, 0, 10));
 }
+
+#[tokio::test]
+async fn a_retried_job_keeps_when_it_was_created_and_waits_for_its_retry() {
+    let prefix = fresh_prefix();
+    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
+        .await
+        .unwrap();
+    let got = leased(&backend, 1).await;
+    let id = got[0].record.id;
+    let failure = jobs_core::Failure {
+        lease: LeaseRef {
+            id,
+            token: got[0].token,
+        },
+        error: jobs_core::ErrorReport::new(jobs_core::ErrorKind::Retryable, "try again"),
+        retry_at: Some(at(5_000)),
+    };
+    let accepted = backend
+        .fail(jobs_core::FailParams {
+            items: vec![failure],
+            now: at(1_000),
+        })
+        .await
+        .unwrap();
+    assert_eq!(accepted, vec![true]);
+    let r = backend
+        .read(ReadParams { id })
+        .await
+        .unwrap()
+        .expect("stored");
+    assert_eq!(
+        (r.status, r.attempt, r.created_at, r.run_at),
+        (JobStatus::Pending, 1, t0(), at(5_000))
+    );
+    assert_eq!(r.errors.len(), 1);
+    assert_eq!(r.errors[0].message, "try again");
+    assert!(backend
+        .fetch(fetch(&["s"], 1, at(4_000)))
+        .await
+        .unwrap()
+        .is_empty());
+    let again = backend.fetch(fetch(&["s"], 1, at(5_000))).await.unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(
+        (
+            again[0].record.id,
+            again[0].record.attempt,
+            again[0].record.created_at
+        ),
+        (id, 2, t0())
+    );
+    let c = counts(&backend).await;
+    assert_eq!((c.pending, c.running, c.scheduled), (0, 1, 0));
+}

@@ -98,10 +98,11 @@ end
 -- place), else in `xdelayed`. `fields` are its entry's (the id first). Returns whether it was
 -- added to a stream.
 local function requeue(id, fields, attempts, run_at, status, ahead)
-  local kept = {}
+  -- An entry without `c` was created at its run_at, which changes now.
+  local kept = { 'c', field_of(fields, 'c') or field_of(fields, 'ra') }
   for k = 3, #fields, 2 do
     local name = fields[k]
-    if name ~= 'a' and name ~= 'ra' and name ~= 's' then
+    if name ~= 'a' and name ~= 'ra' and name ~= 's' and name ~= 'c' then
       kept[#kept + 1] = name
       kept[#kept + 1] = fields[k + 1]
     end
