@@ -107,3 +107,15 @@ mod streams_conformance {
 mod processes {
     jobs_core::conformance_processes!(crate::support::store_backend);
 }
+
+/// The process checks that the layout on Redis Streams passes so far.
+mod streams_processes {
+    jobs_core::conformance_processes_only!(crate::support::streams_store_backend;
+        four_worker_processes_run_each_job_exactly_once: exactly_once,
+        a_killed_worker_process_job_runs_again_elsewhere: killed_worker_job_runs_again,
+        a_stopped_worker_process_is_fenced_not_taken_for_dead:
+            stopped_worker_is_fenced_not_taken_for_dead,
+        a_paused_queue_starts_nothing_across_processes:
+            paused_queue_starts_nothing_across_processes,
+    );
+}

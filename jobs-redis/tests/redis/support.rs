@@ -141,6 +141,16 @@ pub(crate) fn url_under(prefix: &str, layout: &str) -> String {
 /// A backend on the single server under the prefix a process check names, shared by the check
 /// and the worker processes it starts.
 pub(crate) async fn store_backend(store: String) -> RedisBackend {
+    store_in(store, "hash").await
+}
+
+/// [`store_backend`] in the layout on Redis Streams.
+pub(crate) async fn streams_store_backend(store: String) -> RedisBackend {
+    store_in(store, "streams").await
+}
+
+/// The backend of a process check's store, in `layout`.
+async fn store_in(store: String, layout: &str) -> RedisBackend {
     let prefix = format!("jt-{store}");
     // The harness names the store of a worker process in this variable: such a child leaves the
     // keys to its parent, which checks them after the child exited.
@@ -148,11 +158,9 @@ pub(crate) async fn store_backend(store: String) -> RedisBackend {
         cleanup_at_exit();
         owned().prefixes.push(prefix.clone());
     }
-    RedisBackend::connect(&redis_url())
+    RedisBackend::connect(&url_under(&prefix, layout))
         .await
         .expect("a Redis server at JOBS_TEST_REDIS_URL or redis://127.0.0.1:6379")
-        .prefix(&prefix)
-        .expect("a valid prefix")
 }
 
 /// A backend on the test cluster under a fresh prefix.

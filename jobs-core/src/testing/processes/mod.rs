@@ -579,56 +579,46 @@ pub fn rolling_deploy(connect: impl Connect, child_test: &str) {
 #[macro_export]
 macro_rules! conformance_processes {
     ($connect:path) => {
+        $crate::conformance_processes_only!($connect;
+            four_worker_processes_run_each_job_exactly_once: exactly_once,
+            a_killed_worker_process_job_runs_again_elsewhere: killed_worker_job_runs_again,
+            a_killed_worker_process_jobs_run_again_at_once: killed_worker_jobs_run_again_at_once,
+            a_stopped_worker_process_is_fenced_not_taken_for_dead:
+                stopped_worker_is_fenced_not_taken_for_dead,
+            a_paused_queue_starts_nothing_across_processes:
+                paused_queue_starts_nothing_across_processes,
+            flow_limits_hold_across_four_processes: flow_limits_hold_across_processes,
+            a_rolling_deploy_leaves_new_jobs_to_new_workers: rolling_deploy,
+        );
+    };
+}
+
+/// Expands to the process checks it names, each a `#[test]` named before its check (a function
+/// of [`processes`](crate::testing::processes)), as [`conformance_processes!`] does for all of
+/// them: for a backend being built, whose checks are listed as it comes to pass them.
+///
+/// ```ignore
+/// mod streams_processes {
+///     jobs_core::conformance_processes_only!(crate::support::streams_store_backend;
+///         four_worker_processes_run_each_job_exactly_once: exactly_once,
+///     );
+/// }
+/// ```
+#[macro_export]
+macro_rules! conformance_processes_only {
+    ($connect:path; $($test:ident: $check:ident),* $(,)?) => {
         /// Not a check: the worker process the checks below start (idle when run directly).
         #[test]
         fn worker_process() {
             $crate::testing::processes::child($connect);
         }
 
-        #[test]
-        fn four_worker_processes_run_each_job_exactly_once() {
-            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
-            $crate::testing::processes::exactly_once($connect, &child);
-        }
-
-        #[test]
-        fn a_killed_worker_process_job_runs_again_elsewhere() {
-            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
-            $crate::testing::processes::killed_worker_job_runs_again($connect, &child);
-        }
-
-        #[test]
-        fn a_killed_worker_process_jobs_run_again_at_once() {
-            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
-            $crate::testing::processes::killed_worker_jobs_run_again_at_once($connect, &child);
-        }
-
-        #[test]
-        fn a_stopped_worker_process_is_fenced_not_taken_for_dead() {
-            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
-            $crate::testing::processes::stopped_worker_is_fenced_not_taken_for_dead(
-                $connect, &child,
-            );
-        }
-
-        #[test]
-        fn a_paused_queue_starts_nothing_across_processes() {
-            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
-            $crate::testing::processes::paused_queue_starts_nothing_across_processes(
-                $connect, &child,
-            );
-        }
-
-        #[test]
-        fn flow_limits_hold_across_four_processes() {
-            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
-            $crate::testing::processes::flow_limits_hold_across_processes($connect, &child);
-        }
-
-        #[test]
-        fn a_rolling_deploy_leaves_new_jobs_to_new_workers() {
-            let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
-            $crate::testing::processes::rolling_deploy($connect, &child);
-        }
+        $(
+            #[test]
+            fn $test() {
+                let child = $crate::testing::processes::sibling(module_path!(), "worker_process");
+                $crate::testing::processes::$check($connect, &child);
+            }
+        )*
     };
 }
