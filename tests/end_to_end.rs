@@ -388,6 +388,42 @@ async fn noted(user_id: i64, note: Option<String>) {
     let _ = (user_id, note);
 }
 
+/// With `--layout streams` the bench runs the Redis workloads on the layout on Redis Streams
+/// (W1b and W2, which it builds so far), and its lines name the backend `redis+streams`.
+#[cfg(feature = "redis")]
+#[test]
+fn the_bench_runs_redis_on_streams() {
+    let _runs = bench_runs();
+    let out = std::process::Command::new(bench_binary())
+        .args(["--backend", "redis", "--layout", "streams", "-n", "300"])
+        .args(["--workload", "W1b", "--workload", "W2"])
+        .output()
+        .expect("run the bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = bench_lines(&out.stdout);
+    assert!(lines.iter().all(|l| l["backend"] == "redis+streams"));
+    for workload in ["W1b", "W2"] {
+        let line = lines
+            .iter()
+            .find(|l| l["workload"] == workload)
+            .unwrap_or_else(|| panic!("a {workload} line"));
+        assert_eq!(line["n"], 300);
+        assert!(line["jobs_per_s"].as_f64().unwrap() > 0.0, "{line}");
+        let store = lines
+            .iter()
+            .find(|l| l["workload"] == format!("{workload}-store"))
+            .unwrap_or_else(|| panic!("a {workload}-store line"));
+        assert!(
+            store["notes"].as_str().unwrap().starts_with("Redis used "),
+            "{store}"
+        );
+    }
+}
+
 /// A payload stored before an `Option` parameter was added still decodes, the new field `None`
 /// (each field goes through `jobs::__private::Payload`, and `Option` fields say `default`).
 #[test]
