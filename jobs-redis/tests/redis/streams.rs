@@ -314,3 +314,47 @@ async fn a_retried_job_keeps_when_it_was_created_and_waits_for_its_retry() {
     let c = counts(&backend).await;
     assert_eq!((c.pending, c.running, c.scheduled), (0, 1, 0));
 }
+
+/// A worker sleeps once a fetch found no entry: a job enqueued then wakes it, even while the
+/// queue holds a pending job that waits for its retry (counted pending, not yet an entry).
+#[tokio::test]
+async fn an_enqueue_wakes_the_workers_when_no_entry_waits() {
+    let prefix = fresh_prefix();
+    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
+        .await
+        .unwrap();
+    let got = leased(&backend, 1).await;
+    let failure = jobs_core::Failure {
+        lease: LeaseRef {
+            id: got[0].record.id,
+            token: got[0].token,
+        },
+        error: jobs_core::ErrorReport::new(jobs_core::ErrorKind::Retryable, "later"),
+        retry_at: Some(at(60_000)),
+    };
+    let params = jobs_core::FailParams {
+        items: vec![failure],
+        now: t0(),
+    };
+    assert_eq!(backend.fail(params).await.unwrap(), vec![true]);
+    assert_eq!(counts(&backend).await.pending, 1);
+    let wakeup = backend
+        .subscribe(jobs_core::SubscribeParams {
+            queues: vec!["s".into()],
+            worker: None,
+        })
+        .await
+        .unwrap();
+    let enqueue = |n: usize| {
+        let jobs = (0..n).map(|_| ready("s")).collect();
+        backend.enqueue(EnqueueParams { jobs, now: t0() })
+    };
+    enqueue(1).await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(5), wakeup.wait())
+        .await
+        .expect("woken by the first ready job");
+    // An entry now waits: the next enqueue publishes nothing, as in the hash layout.
+    enqueue(1).await.unwrap();
+    let again = tokio::time::timeout(std::time::Duration::from_millis(300), wakeup.wait()).await;
+    assert!(again.is_err(), "no wake-up while an entry waits");
+}

@@ -38,6 +38,7 @@ if #entries == 0 then
 end
 redis.call('HSET', lease, 's', NOW_S, 'x', expiry, 'f', first, 'l', last)
 redis.call('ZADD', XLEASES, expiry, worker .. '|' .. call)
+recount_by('q', -#entries)
 recount_by('p', -#entries)
 recount_by('r', #entries)
 return finish(entries)

@@ -18,7 +18,8 @@
 --              is the entry id); deleted once none of its entries is pending
 --   leases     zset, score the earliest expiry of a call, member `worker|c`
 --   progress   hash, job id -> the progress its handler last recorded
--- and head.lua's `counts`, `done`, `dead` and `e:<id>` (the errors of each attempt).
+-- and head.lua's `counts` (with `q`, the entries not yet delivered, beside the statuses), `done`,
+-- `dead` and `e:<id>` (the errors of each attempt).
 local XSTREAM, XRETURNED, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS
 
 on_base(function()
@@ -114,6 +115,7 @@ local function requeue(id, fields, attempts, run_at, status, ahead)
     kept[#kept + 1] = int(attempts)
   end
   if tonumber(run_at) <= NOW then
+    recount_by('q', 1)
     if ahead then
       ensure_stream(XRETURNED)
       local entry = redis.call('XADD', XRETURNED, '*', 'i', id, unpack(kept))
@@ -150,6 +152,7 @@ local function promote_due(limit)
   end
   if #due > 0 then
     redis.call('ZREM', XDELAYED, unpack(due))
+    recount_by('q', #due)
   end
 end
 
