@@ -423,7 +423,6 @@ impl Backend for RedisBackend {
     }
 
     async fn prune(&self, p: PruneParams) -> Result<u64, Error> {
-        self.hash_only("pruning finished jobs")?;
         self.prune_finished(p).await
     }
 
@@ -453,7 +452,6 @@ impl Backend for RedisBackend {
     }
 
     async fn finished_since(&self, p: FinishedParams) -> Result<u64, Error> {
-        self.hash_only("counting finished jobs")?;
         self.count_finished(p).await
     }
 

@@ -40,7 +40,8 @@ impl RedisBackend {
     }
 
     pub(crate) async fn prune_finished(&self, p: PruneParams) -> Result<u64, Error> {
-        let mut inv = self.invocation(&SCRIPTS.prune, &p.queue, p.now);
+        let script = self.script(&SCRIPTS.prune, &SCRIPTS.xprune);
+        let mut inv = self.invocation(script, &p.queue, p.now);
         inv.arg(p.keep_count.map_or(String::new(), |n| n.to_string()))
             .arg(
                 p.finished_before

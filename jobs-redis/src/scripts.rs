@@ -93,6 +93,7 @@ scripts! {
     xrenew: "streams/renew.lua",
     xrescue: "streams/rescue.lua",
     xprogress: "streams/progress.lua",
+    xprune: "streams/prune.lua",
     xread: "streams/read.lua",
 }
 

@@ -80,6 +80,8 @@ mod streams_conformance {
         worker_fatal_error_goes_dead_at_once,
         worker_dropped_mid_run_runs_nothing_more,
         worker_never_runs_a_job_twice_across_two_workers,
+        worker_prunes_by_retention,
+        pause_marks_queues_until_resumed,
         worker_publishes_each_jobs_events,
         worker_refuses_to_start_listing_every_problem,
         worker_reruns_jobs_of_a_dead_worker,

@@ -29,12 +29,13 @@
 //!
 //! Built so far (the first slice of the proposal): enqueue, with delays; fetch; complete, fail
 //! with retries and the dead-letter set, release, renew and progress under the lease; rescue of
-//! lapsed leases and of gone workers; read by id; pause and the counts. Every other operation,
-//! and a job that needs what is not built (a priority other than the default, a unique key,
-//! key limits, debounce or throttle, a workflow step), is refused with [`Error::Invalid`]
-//! naming it: lists and management, retention, cron, queue limits, stored versions. Fetches
-//! take every job, whatever its name and version. Nothing trims the streams yet: every entry
-//! stays until retention is built.
+//! lapsed leases and of gone workers; read by id; pause, the counts and retention (prune, which
+//! deletes a completed job's entry with its id, result, progress and errors, and the count of
+//! jobs finished since a time). Every other operation, and a job that needs what is not built (a
+//! priority other than the default, a unique key, key limits, debounce or throttle, a workflow
+//! step), is refused with [`Error::Invalid`] naming it: lists and management, cron, queue
+//! limits, stored versions. Fetches take every job, whatever its name and version. A dead job's
+//! entry stays until it can be deleted.
 
 mod enqueue;
 mod fetch;

@@ -3,8 +3,9 @@
 //! leaves behind.
 
 use jobs_core::{
-    Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Error, JobFilter, JobStatus,
-    LeaseRef, LeaseToken, Operations, PageRequest, ReadParams,
+    Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Error, FinishedParams,
+    JobFilter, JobId, JobStatus, LeaseRef, LeaseToken, Operations, PageRequest, PruneParams,
+    ReadParams,
 };
 use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
@@ -357,4 +358,86 @@ async fn an_enqueue_wakes_the_workers_when_no_entry_waits() {
     enqueue(1).await.unwrap();
     let again = tokio::time::timeout(std::time::Duration::from_millis(300), wakeup.wait()).await;
     assert!(again.is_err(), "no wake-up while an entry waits");
+}
+
+/// Completes `n` jobs of queue `s` in one call at `now`; returns their ids.
+async fn completed(backend: &RedisBackend, n: usize, now: jobs_core::Timestamp) -> Vec<JobId> {
+    let got = leased(backend, n).await;
+    let items: Vec<Completion> = got
+        .iter()
+        .map(|j| {
+            done(LeaseRef {
+                id: j.record.id,
+                token: j.token,
+            })
+        })
+        .collect();
+    let accepted = backend
+        .complete(CompleteParams { items, now })
+        .await
+        .unwrap();
+    assert_eq!(accepted, vec![true; n]);
+    got.iter().map(|j| j.record.id).collect()
+}
+
+#[tokio::test]
+async fn prune_removes_the_oldest_completed_jobs_with_their_entries() {
+    let prefix = fresh_prefix();
+    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
+        .await
+        .unwrap();
+    let old = completed(&backend, 4, at(1_000)).await;
+    let newer = completed(&backend, 4, at(2_000)).await;
+    let prune = |keep_count, finished_before, limit| {
+        backend.prune(PruneParams {
+            queue: "s".into(),
+            keep_count,
+            finished_before,
+            limit,
+            now: at(3_000),
+        })
+    };
+    // By count: the oldest go first, a member cut in part keeps the rest.
+    assert_eq!(prune(Some(5), None, 100).await.unwrap(), 3);
+    let kept = |ids: Vec<JobId>| {
+        let backend = backend.clone();
+        async move {
+            let mut kept = Vec::new();
+            for id in ids {
+                kept.push(backend.read(ReadParams { id }).await.unwrap().is_some());
+            }
+            kept
+        }
+    };
+    assert_eq!(kept(old.clone()).await, vec![false, false, false, true]);
+    assert_eq!(counts(&backend).await.completed, 5);
+    // By age, at most `limit` per call.
+    assert_eq!(prune(None, Some(at(1_500)), 100).await.unwrap(), 1);
+    assert_eq!(prune(None, Some(at(2_500)), 3).await.unwrap(), 3);
+    assert_eq!(prune(None, Some(at(2_500)), 3).await.unwrap(), 1);
+    assert_eq!(kept(newer).await, vec![false; 4]);
+    assert_eq!(counts(&backend).await.completed, 0);
+    let mut conn = raw_connection().await;
+    let queue = |key: &str| format!("{{{prefix}:s}}:{key}");
+    let (entries, ids, results, members): (u64, u64, u64, u64) = redis::pipe()
+        .cmd("XLEN")
+        .arg(queue("x"))
+        .cmd("HLEN")
+        .arg(queue("ids"))
+        .cmd("HLEN")
+        .arg(queue("res"))
+        .cmd("ZCARD")
+        .arg(queue("done"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!((entries, ids, results, members), (0, 0, 0, 0));
+    let since = backend
+        .finished_since(FinishedParams {
+            queue: "s".into(),
+            since: at(0),
+        })
+        .await
+        .unwrap();
+    assert_eq!(since, 0);
 }
