@@ -110,6 +110,21 @@ mod processes {
     jobs_core::conformance_processes!(crate::support::store_backend);
 }
 
+/// The core checks of the layout on Redis Streams on the three-master cluster: each queue's keys
+/// share one slot.
+mod streams_cluster {
+    jobs_core::conformance_only!(crate::support::streams_cluster_backend;
+        enqueue_batches_of_hundreds_fetched_and_completed_in_one_call,
+        fetch_racing_never_hands_out_a_job_twice,
+        fetch_waits_for_run_at,
+        lease_of_a_stale_holder_is_fenced,
+        rescue_records_lease_expired_and_keeps_the_job_place,
+        fail_stores_each_error_kind_and_chain,
+        worker_runs_jobs_and_returns_typed_results,
+        worker_retries_follow_backoff,
+    );
+}
+
 /// The process checks that the layout on Redis Streams passes so far.
 mod streams_processes {
     jobs_core::conformance_processes_only!(crate::support::streams_store_backend;

@@ -163,6 +163,21 @@ async fn store_in(store: String, layout: &str) -> RedisBackend {
         .expect("a Redis server at JOBS_TEST_REDIS_URL or redis://127.0.0.1:6379")
 }
 
+/// A backend on the test cluster under a fresh prefix, in the layout on Redis Streams.
+pub(crate) async fn streams_cluster_backend() -> RedisBackend {
+    let urls = tokio::task::block_in_place(cluster_urls);
+    let nodes: Vec<&str> = urls
+        .iter()
+        .map(|u| u.trim_start_matches("redis://").trim_end_matches('/'))
+        .collect();
+    let url = format!(
+        "redis+cluster://{}?prefix={}&layout=streams",
+        nodes.join(","),
+        fresh_prefix()
+    );
+    RedisBackend::connect(&url).await.expect("the test cluster")
+}
+
 /// A backend on the test cluster under a fresh prefix.
 pub(crate) async fn cluster_backend() -> RedisBackend {
     let urls = tokio::task::block_in_place(cluster_urls);
