@@ -17,12 +17,10 @@ use crate::RedisBackend;
 /// Jobs stored per script call, so a huge batch never blocks Redis for long.
 const CHUNK: usize = 500;
 
-/// Refuses what the layout does not store yet: every job must be of the default priority
-/// ([`DEFAULT_PRIORITY`]), without a unique key, key limits, debounce or throttle, or a workflow step.
+/// Refuses what the layout does not store yet: a unique key, key limits, debounce or throttle,
+/// a workflow step.
 fn check(job: &NewJob) -> Result<(), Error> {
-    let unbuilt = if job.priority != DEFAULT_PRIORITY {
-        Some("a priority other than the default")
-    } else if job.unique_key.is_some() {
+    let unbuilt = if job.unique_key.is_some() {
         Some("a unique key")
     } else if job.key_limits.is_some() {
         Some("key limits")
@@ -35,14 +33,17 @@ fn check(job: &NewJob) -> Result<(), Error> {
 }
 
 /// Appends job `job` as enqueue.lua reads it: its id, its run_at when it is not due yet (else
-/// nothing), the number of values that follow, then its entry's fields (record.rs's names),
-/// created now.
+/// nothing), its priority when it is not the default (else nothing), the number of values that
+/// follow, then its entry's fields (record.rs's names), created now.
 fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let versioned = job.version != first_version();
-    // The priority is the default; created_at is run_at for a job due when it is enqueued.
+    // The default priority is left out, and so is created_at when it is run_at (a job due when
+    // it is enqueued).
     let created = (job.run_at != now).then(|| micros(now));
+    let priority = (job.priority != DEFAULT_PRIORITY).then_some(job.priority);
     let pairs = 3
         + usize::from(created.is_some())
+        + usize::from(priority.is_some())
         + usize::from(versioned)
         + usize::from(job.trace_context.is_some())
         + usize::from(!job.tags.is_empty());
@@ -52,6 +53,7 @@ fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     };
     inv.arg(id_text(job.id))
         .arg(later)
+        .arg(priority.map_or(String::new(), |p| p.to_string()))
         .arg(2 * pairs)
         .arg("m")
         .arg(encode_meta(job))
@@ -61,6 +63,9 @@ fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
         .arg(job.payload.get());
     if let Some(created) = created {
         inv.arg("c").arg(created);
+    }
+    if let Some(priority) = priority {
+        inv.arg("pr").arg(priority);
     }
     if versioned {
         inv.arg("v").arg(job.version);

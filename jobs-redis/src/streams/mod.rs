@@ -9,7 +9,8 @@
 //!   never change, its id first; its consumer group `g` has a consumer per worker, and the
 //!   group's pending entries are the running jobs. A job made pending again at a run_at
 //!   already past (released, rescued) is an entry of `xr`, which fetches read first, so that
-//!   it keeps its place;
+//!   it keeps its place. A priority other than the default has its own two, `x:<p>` and
+//!   `xr:<p>`, and fetches read the priorities in order;
 //! - the hash `ids` maps each job to its current entry, the hash `res` each ended job to how
 //!   it ended (the mark of its completing lease and its result, or dead), `progress` each job
 //!   to its progress;
@@ -27,14 +28,17 @@
 //! the fence (see [`token`]), one `XACK`, one `HSET` of the results, one `ZADD` to `done` and a
 //! check per fetch call it draws on, which drops a call none of whose entries is pending.
 //!
-//! Built so far (the first slice of the proposal): enqueue, with delays; fetch; complete, fail
+//! Built so far (the first slice of the proposal, and priorities): enqueue, with delays and
+//! priorities (a stream per priority in use, read in order of priority); fetch; complete, fail
 //! with retries and the dead-letter set, release, renew and progress under the lease; rescue of
 //! lapsed leases and of gone workers; read by id; pause, the counts and retention (prune, which
 //! deletes a completed job's entry with its id, result, progress and errors, and the count of
 //! jobs finished since a time). Every other operation, and a job that needs what is not built (a
-//! priority other than the default, a unique key, key limits, debounce or throttle, a workflow
-//! step), is refused with [`Error::Invalid`] naming it: lists and management, cron, queue
-//! limits, stored versions. Fetches take every job, whatever its name and version. A dead job's
+//! unique key, key limits, debounce or throttle, a workflow step), is refused with [`Error::Invalid`] naming it: lists and management, cron, queue
+//! limits, stored versions. Fetches take every job, whatever its name and version. A stream hands
+//! out its entries in the order they were added: among jobs of one priority that were due when
+//! enqueued, one with an earlier run_at does not go first; a fetch across queues takes from each
+//! in turn. A dead job's
 //! entry stays until it can be deleted.
 
 mod enqueue;
@@ -50,4 +54,16 @@ pub(crate) fn not_built(what: &str) -> Error {
         "{what} is not built yet in the Redis layout `streams` (URL option `layout=streams`); \
          use the default layout, `hash`"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The scripts know which priority's jobs go to the streams without a priority in their
+    /// name.
+    #[test]
+    fn the_scripts_default_priority_is_jobs_cores() {
+        let keys = include_str!("../lua/streams/keys.lua");
+        let line = format!("local DEFAULT_PRIORITY = {}\n", jobs_core::DEFAULT_PRIORITY);
+        assert!(keys.contains(&line), "keys.lua: {line}");
+    }
 }

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 
 use crate::support::{at, fetch, fresh_prefix, job, keys_like, raw_connection, t0, url_under};
 
-/// A job of `queue` due now, of the default priority (the only one the layout takes yet).
+/// A job of `queue` due now, of the default priority.
 fn ready(queue: &str) -> jobs_core::NewJob {
     let mut new = job(queue, t0());
     new.priority = jobs_core::DEFAULT_PRIORITY;
@@ -87,13 +87,7 @@ async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
     });
     let mut unique = ready("s");
     unique.unique_key = Some("k".into());
-    let mut urgent = ready("s");
-    urgent.priority = 1;
-    for (new, what) in [
-        (limited, "key limits"),
-        (unique, "unique key"),
-        (urgent, "priority"),
-    ] {
+    for (new, what) in [(limited, "key limits"), (unique, "unique key")] {
         let e = backend
             .enqueue(EnqueueParams {
                 jobs: vec![ready("s"), new],

@@ -1,13 +1,17 @@
 -- The keys of a queue in the layout on Redis Streams (see streams/mod.rs), beside head.lua's:
---   x          stream, one entry per job made ready: its id (`i`) first, then the fields of
---              its record that never change (record.rs's names), and its attempts so far (`a`)
---              and run_at (`ra`) as of when it was added; consumer group `g`, whose consumers
---              are the workers and whose pending entries are the running jobs
+--   x          stream, one entry per job of the default priority made ready: its id (`i`)
+--              first, then the fields of its record that never change (record.rs's names), and
+--              its attempts so far (`a`) and run_at (`ra`) as of when it was added; consumer
+--              group `g`, whose consumers are the workers and whose pending entries are the
+--              running jobs
 --   xr         stream, as `x`, of the jobs made pending again at a run_at already past (released,
---              rescued): fetches read it first, so that they keep their place ahead of the
+--              rescued): fetches read it before `x`, so that they keep their place ahead of the
 --              jobs that became ready since
---   ids        hash, job id -> its current entry id (`r` before it for an entry of `xr`), or
---              `d` while it waits in `xdelayed`
+--   x:<p>, xr:<p>  the same two for priority p, another than the default
+--   xlevels    zset, score and member p: the priorities other than the default in use
+--   ids        hash, job id -> its current entry: the entry id, `r` before it for an entry of an
+--              `xr` stream, `<p>:` before that for priority p; or `d` while it waits in
+--              `xdelayed`
 --   xdelayed   zset, score run_at, member id: the jobs waiting for a future run_at
 --   d:<id>     hash, such a job's fields, and its status `s` (scheduled or pending)
 --   res        hash, job id -> how it ended: `mark|started_at|finished_at|result` when it
@@ -20,11 +24,16 @@
 --   progress   hash, job id -> the progress its handler last recorded
 -- and head.lua's `counts` (with `q`, the entries not yet delivered, beside the statuses), `done`,
 -- `dead` and `e:<id>` (the errors of each attempt).
-local XSTREAM, XRETURNED, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS
+local XSTREAM, XRETURNED, XLEVELS, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS
+
+-- jobs_core::DEFAULT_PRIORITY, whose jobs' entries leave out `pr` (streams.rs checks the two
+-- agree).
+local DEFAULT_PRIORITY = 10
 
 on_base(function()
   XSTREAM = BASE .. 'x'
   XRETURNED = BASE .. 'xr'
+  XLEVELS = BASE .. 'xlevels'
   XIDS = BASE .. 'ids'
   XDELAYED = BASE .. 'xdelayed'
   XRES = BASE .. 'res'
@@ -61,27 +70,80 @@ local function ack_all(acks)
 end
 
 -- Creates `stream` and its group, unless they exist.
-local function ensure_stream(stream)
+local function ensure_group(stream)
   if redis.call('EXISTS', stream) == 0 then
     redis.call('XGROUP', 'CREATE', stream, 'g', '0', 'MKSTREAM')
   end
 end
 
--- The stream and the entry id of an id map's value (for a job with an entry).
-local function located(current)
-  if string.sub(current, 1, 1) == 'r' then
-    return XRETURNED, string.sub(current, 2)
+-- The streams of priority `p` (the `pr` field's text; nil for the default): the queue's and
+-- the returned jobs', and the prefix of their entries in the id map.
+local function level(p)
+  if not p then
+    return XSTREAM, XRETURNED, ''
   end
-  return XSTREAM, current
+  return XSTREAM .. ':' .. p, XRETURNED .. ':' .. p, p .. ':'
 end
 
--- The streams that may hold entries, in the order fetches read them: `xr` once it exists,
--- then `x`.
-local function streams()
-  if redis.call('EXISTS', XRETURNED) == 1 then
-    return { XRETURNED, XSTREAM }
+-- Creates the streams of priority `p` (nil for the default) and the default's, unless they
+-- exist, and lists `p` among the priorities in use.
+local function ensure_level(p)
+  ensure_group(XSTREAM)
+  ensure_group(XRETURNED)
+  if p then
+    local queued, returned = level(p)
+    ensure_group(queued)
+    ensure_group(returned)
+    redis.call('ZADD', XLEVELS, p, p)
   end
-  return { XSTREAM }
+end
+
+-- Adds job `id` to priority `p`'s stream of returned jobs when `ahead`, else its queue's, with
+-- its fields `kept` (the id left out); points the id map at the entry.
+local function add_entry(id, p, kept, ahead)
+  local queued, returned, prefix = level(p)
+  if ahead then
+    prefix = prefix .. 'r'
+    queued = returned
+  end
+  local entry = redis.call('XADD', queued, '*', 'i', id, unpack(kept))
+  redis.call('HSET', XIDS, id, prefix .. entry)
+end
+
+-- The stream and the entry id of an id map's value (for a job with an entry).
+local function located(current)
+  local p, rest = string.match(current, '^(%-?%d+):(.*)$')
+  local queued, returned = level(p)
+  if not p then
+    rest = current
+  end
+  if string.sub(rest, 1, 1) == 'r' then
+    return returned, string.sub(rest, 2)
+  end
+  return queued, rest
+end
+
+-- Every stream of the queue, in the order fetches read them: by priority, and in each the
+-- returned jobs' before the queue's.
+local function streams()
+  local all = {}
+  local default_done = false
+  local levels = redis.call('ZRANGE', XLEVELS, 0, -1)
+  for _, p in ipairs(levels) do
+    if not default_done and tonumber(p) > DEFAULT_PRIORITY then
+      table.insert(all, XRETURNED)
+      table.insert(all, XSTREAM)
+      default_done = true
+    end
+    local queued, returned = level(p)
+    table.insert(all, returned)
+    table.insert(all, queued)
+  end
+  if not default_done then
+    table.insert(all, XRETURNED)
+    table.insert(all, XSTREAM)
+  end
+  return all
 end
 
 -- The value of `name` in a flat field/value list.
@@ -116,13 +178,7 @@ local function requeue(id, fields, attempts, run_at, status, ahead)
   end
   if tonumber(run_at) <= NOW then
     recount_by('q', 1)
-    if ahead then
-      ensure_stream(XRETURNED)
-      local entry = redis.call('XADD', XRETURNED, '*', 'i', id, unpack(kept))
-      redis.call('HSET', XIDS, id, 'r' .. entry)
-    else
-      redis.call('HSET', XIDS, id, redis.call('XADD', XSTREAM, '*', 'i', id, unpack(kept)))
-    end
+    add_entry(id, field_of(fields, 'pr'), kept, ahead)
     return true
   end
   redis.call('HSET', delayed_key(id), 's', status, unpack(kept))
@@ -144,7 +200,7 @@ local function promote_due(limit)
         kept[#kept + 1] = fields[k + 1]
       end
     end
-    redis.call('HSET', XIDS, id, redis.call('XADD', XSTREAM, '*', 'i', id, unpack(kept)))
+    add_entry(id, field_of(kept, 'pr'), kept, false)
     redis.call('DEL', key)
     if field_of(fields, 's') == 's' then
       recount('s', 'p')
