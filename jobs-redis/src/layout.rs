@@ -123,7 +123,8 @@
 //! `CLIENT LIST` (asked of every node of a cluster) no longer shows is gone, and the others
 //! rescue its jobs at once. The set `{p}:paused` names the paused queues, which every worker
 //! reads every half second. The string `{p}:layout` names this layout, `hash` (see the
-//! `marker` module), which each backend reads once, before its first call.
+//! `marker` module), which each backend reads once, before its first call; a store laid out on
+//! Redis Streams (`layout=streams`, the `streams` module) is named `streams`.
 //!
 //! A fetch names the jobs its worker runs: each name with the newest payload version it runs
 //! (sent as pairs after the script's other arguments). While the head of the ready set holds
