@@ -229,3 +229,28 @@ end
 local function none_ready()
   return redis.call('ZCARD', READY) == 0
 end
+
+-- The retention a prune call applies: ARGV[4] keep at most this many finished jobs ('' for no
+-- count limit), ARGV[5] remove those finished before this time ('' for no age limit), ARGV[6]
+-- at most this many per call. Returns the most it may remove, how many finished jobs are
+-- beyond the count (0 without one) and the time before which they are beyond it (nil without
+-- one); nil when it removes nothing.
+local function retention()
+  if ARGV[4] == '' and ARGV[5] == '' then
+    return nil
+  end
+  local limit = tonumber(ARGV[6])
+  if limit < 1 then
+    return nil
+  end
+  local over = 0
+  if ARGV[4] ~= '' then
+    local c = redis.call('HMGET', COUNTS, 'c', 'x')
+    over = math.max((tonumber(c[1]) or 0) + (tonumber(c[2]) or 0) - tonumber(ARGV[4]), 0)
+  end
+  local before = nil
+  if ARGV[5] ~= '' then
+    before = tonumber(ARGV[5])
+  end
+  return limit, over, before
+end

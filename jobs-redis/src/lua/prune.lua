@@ -5,21 +5,9 @@
 -- counted in `counts`, the oldest member is taken one at a time, and one removed only in part
 -- goes back with its other jobs. A job named by a member that no longer finished then (a
 -- worker of an earlier layout retried it without taking it out of the member) is skipped.
-if ARGV[4] == '' and ARGV[5] == '' then
+local limit, over, before = retention()
+if not limit then
   return 0
-end
-local limit = tonumber(ARGV[6])
-if limit < 1 then
-  return 0
-end
-local over = 0
-if ARGV[4] ~= '' then
-  local c = redis.call('HMGET', COUNTS, 'c', 'x')
-  over = math.max((tonumber(c[1]) or 0) + (tonumber(c[2]) or 0) - tonumber(ARGV[4]), 0)
-end
-local before = nil
-if ARGV[5] ~= '' then
-  before = tonumber(ARGV[5])
 end
 local doomed = {}
 -- Whether the job finished at `at` (a member's score) is beyond the retention.

@@ -3,14 +3,44 @@
 //! leaves behind.
 
 use jobs_core::{
-    Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Error, FinishedParams,
-    JobFilter, JobId, JobStatus, LeaseRef, LeaseToken, Operations, PageRequest, PruneParams,
-    ReadParams,
+    Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Error, ErrorKind,
+    ErrorReport, FailParams, Failure, FinishedParams, JobFilter, JobId, JobStatus, LeaseRef,
+    LeaseToken, LeasedJob, Operations, PageRequest, PruneParams, ReadParams, Timestamp,
 };
 use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
 
 use crate::support::{at, fetch, fresh_prefix, job, keys_like, raw_connection, t0, url_under};
+
+/// A fresh store in the streams layout: its prefix, and a backend on it.
+async fn store() -> (String, RedisBackend) {
+    let prefix = fresh_prefix();
+    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
+        .await
+        .unwrap();
+    (prefix, backend)
+}
+
+/// Fails leased job `job` at `now` with a retryable error `message`, to run again at
+/// `retry_at`; the failure must be accepted.
+async fn fail_for_retry(
+    backend: &RedisBackend,
+    job: &LeasedJob,
+    message: &str,
+    retry_at: Timestamp,
+    now: Timestamp,
+) {
+    let failure = Failure {
+        lease: job.lease(),
+        error: ErrorReport::new(ErrorKind::Retryable, message),
+        retry_at: Some(retry_at),
+    };
+    let params = FailParams {
+        items: vec![failure],
+        now,
+    };
+    assert_eq!(backend.fail(params).await.unwrap(), vec![true]);
+}
 
 /// A job of `queue` due now, of the default priority.
 fn ready(queue: &str) -> jobs_core::NewJob {
@@ -75,10 +105,7 @@ async fn a_store_is_named_streams_and_refused_by_the_other_layout() {
 
 #[tokio::test]
 async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
-    let prefix = fresh_prefix();
-    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
-        .await
-        .unwrap();
+    let (prefix, backend) = store().await;
     let mut limited = ready("s");
     limited.key_limits = Some(jobs_core::KeyLimits {
         key: "tenant-1".into(),
@@ -113,7 +140,7 @@ async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
 }
 
 /// Enqueues `n` jobs of queue `s` and fetches them all.
-async fn leased(backend: &RedisBackend, n: usize) -> Vec<jobs_core::LeasedJob> {
+async fn leased(backend: &RedisBackend, n: usize) -> Vec<LeasedJob> {
     let jobs = (0..n).map(|_| ready("s")).collect();
     backend
         .enqueue(EnqueueParams { jobs, now: t0() })
@@ -133,15 +160,8 @@ fn done(lease: LeaseRef) -> Completion {
 
 #[tokio::test]
 async fn a_completion_counts_only_under_the_token_its_fetch_gave() {
-    let prefix = fresh_prefix();
-    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
-        .await
-        .unwrap();
+    let (_, backend) = store().await;
     let got = leased(&backend, 3).await;
-    let lease = |i: usize| LeaseRef {
-        id: got[i].record.id,
-        token: got[i].token,
-    };
     // Another call's id, another entry, another job's entry.
     let bits = |i: usize| got[i].token.0.as_u128();
     let other_call = LeaseToken(uuid::Uuid::from_u128(bits(0) ^ (1 << 127)));
@@ -172,7 +192,7 @@ async fn a_completion_counts_only_under_the_token_its_fetch_gave() {
 
     let accepted = backend
         .complete(CompleteParams {
-            items: (0..3).map(|i| done(lease(i))).collect(),
+            items: got.iter().map(|j| done(j.lease())).collect(),
             now: at(1),
         })
         .await
@@ -194,10 +214,7 @@ async fn a_completion_counts_only_under_the_token_its_fetch_gave() {
 
 #[tokio::test]
 async fn a_running_job_reads_back_with_its_lease() {
-    let prefix = fresh_prefix();
-    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
-        .await
-        .unwrap();
+    let (_, backend) = store().await;
     let got = leased(&backend, 2).await;
     let record = backend
         .read(ReadParams {
@@ -215,20 +232,9 @@ async fn a_running_job_reads_back_with_its_lease() {
 
 #[tokio::test]
 async fn a_drained_queue_keeps_no_lease_of_its_fetch_calls() {
-    let prefix = fresh_prefix();
-    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
-        .await
-        .unwrap();
+    let (prefix, backend) = store().await;
     let got = leased(&backend, 10).await;
-    let items: Vec<Completion> = got
-        .iter()
-        .map(|j| {
-            done(LeaseRef {
-                id: j.record.id,
-                token: j.token,
-            })
-        })
-        .collect();
+    let items: Vec<Completion> = got.iter().map(|j| done(j.lease())).collect();
     let mut conn = raw_connection().await;
     let leases = keys_like(&mut conn, &prefix, ":s}:lease:*").await;
     assert_eq!(leases.len(), 1, "one lease for the fetch call: {leases:?}");
@@ -258,28 +264,10 @@ async fn a_drained_queue_keeps_no_lease_of_its_fetch_calls() {
 
 #[tokio::test]
 async fn a_retried_job_keeps_when_it_was_created_and_waits_for_its_retry() {
-    let prefix = fresh_prefix();
-    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
-        .await
-        .unwrap();
+    let (_, backend) = store().await;
     let got = leased(&backend, 1).await;
     let id = got[0].record.id;
-    let failure = jobs_core::Failure {
-        lease: LeaseRef {
-            id,
-            token: got[0].token,
-        },
-        error: jobs_core::ErrorReport::new(jobs_core::ErrorKind::Retryable, "try again"),
-        retry_at: Some(at(5_000)),
-    };
-    let accepted = backend
-        .fail(jobs_core::FailParams {
-            items: vec![failure],
-            now: at(1_000),
-        })
-        .await
-        .unwrap();
-    assert_eq!(accepted, vec![true]);
+    fail_for_retry(&backend, &got[0], "try again", at(5_000), at(1_000)).await;
     let r = backend
         .read(ReadParams { id })
         .await
@@ -314,24 +302,9 @@ async fn a_retried_job_keeps_when_it_was_created_and_waits_for_its_retry() {
 /// queue holds a pending job that waits for its retry (counted pending, not yet an entry).
 #[tokio::test]
 async fn an_enqueue_wakes_the_workers_when_no_entry_waits() {
-    let prefix = fresh_prefix();
-    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
-        .await
-        .unwrap();
+    let (_, backend) = store().await;
     let got = leased(&backend, 1).await;
-    let failure = jobs_core::Failure {
-        lease: LeaseRef {
-            id: got[0].record.id,
-            token: got[0].token,
-        },
-        error: jobs_core::ErrorReport::new(jobs_core::ErrorKind::Retryable, "later"),
-        retry_at: Some(at(60_000)),
-    };
-    let params = jobs_core::FailParams {
-        items: vec![failure],
-        now: t0(),
-    };
-    assert_eq!(backend.fail(params).await.unwrap(), vec![true]);
+    fail_for_retry(&backend, &got[0], "later", at(60_000), t0()).await;
     assert_eq!(counts(&backend).await.pending, 1);
     let wakeup = backend
         .subscribe(jobs_core::SubscribeParams {
@@ -355,17 +328,9 @@ async fn an_enqueue_wakes_the_workers_when_no_entry_waits() {
 }
 
 /// Completes `n` jobs of queue `s` in one call at `now`; returns their ids.
-async fn completed(backend: &RedisBackend, n: usize, now: jobs_core::Timestamp) -> Vec<JobId> {
+async fn completed(backend: &RedisBackend, n: usize, now: Timestamp) -> Vec<JobId> {
     let got = leased(backend, n).await;
-    let items: Vec<Completion> = got
-        .iter()
-        .map(|j| {
-            done(LeaseRef {
-                id: j.record.id,
-                token: j.token,
-            })
-        })
-        .collect();
+    let items: Vec<Completion> = got.iter().map(|j| done(j.lease())).collect();
     let accepted = backend
         .complete(CompleteParams { items, now })
         .await
@@ -376,10 +341,7 @@ async fn completed(backend: &RedisBackend, n: usize, now: jobs_core::Timestamp) 
 
 #[tokio::test]
 async fn prune_removes_the_oldest_completed_jobs_with_their_entries() {
-    let prefix = fresh_prefix();
-    let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
-        .await
-        .unwrap();
+    let (prefix, backend) = store().await;
     let old = completed(&backend, 4, at(1_000)).await;
     let newer = completed(&backend, 4, at(2_000)).await;
     let prune = |keep_count, finished_before, limit| {

@@ -11,8 +11,7 @@ for n, h in ipairs(held) do
   local i = FIRST + STEP * (n - 1)
   local id = ARGV[i + 2]
   if h then
-    acks[h.stream] = acks[h.stream] or {}
-    table.insert(acks[h.stream], ARGV[i + 1])
+    to_ack(acks, h.stream, ARGV[i + 1])
     results[#results + 1] = id
     results[#results + 1] = ARGV[i + 3] .. '|' .. h.call.started .. '|' .. NOW_S .. '|'
       .. ARGV[i + 4]
@@ -24,11 +23,10 @@ for n, h in ipairs(held) do
   end
 end
 if #done > 0 then
-  ack_all(acks)
   bulk('HSET', XRES, results, 1000)
   redis.call('ZADD', DONE, NOW_S, table.concat(done))
   recount_by('r', -#done)
   recount_by('c', #done)
-  drop_ended(calls)
 end
+let_go(acks, calls, false)
 return finish(table.concat(out))

@@ -5,15 +5,14 @@
 -- digit per job, 1 (accepted) or 0.
 local FIRST, STEP = 6, 5
 local held, calls = fenced(FIRST, STEP)
-local acks, out, woken, any = {}, {}, false, false
+local acks, out, woken = {}, {}, false
 for n, h in ipairs(held) do
   local i = FIRST + STEP * (n - 1)
   local fields = h and entry_fields(h.stream, ARGV[i + 1])
   if fields then
     local id, retry_at = ARGV[i + 2], ARGV[i + 4]
     local attempts = attempts_after(fields)
-    acks[h.stream] = acks[h.stream] or {}
-    table.insert(acks[h.stream], ARGV[i + 1])
+    to_ack(acks, h.stream, ARGV[i + 1])
     record_error(id, attempts, ARGV[i + 3])
     if retry_at == '' then
       bury(id, h.call.started)
@@ -22,16 +21,10 @@ for n, h in ipairs(held) do
       woken = requeue(id, fields, attempts, retry_at, 'p', false) or woken
       recount('r', 'p')
     end
-    out[n], any = '1', true
+    out[n] = '1'
   else
     out[n] = '0'
   end
 end
-if any then
-  ack_all(acks)
-  drop_ended(calls)
-end
-if woken then
-  wake()
-end
+let_go(acks, calls, woken)
 return finish(table.concat(out))

@@ -281,6 +281,25 @@ local function drop_ended(calls)
   end
 end
 
+-- Lists entry `entry` of `stream` in `acks` (stream -> entry ids), to be acknowledged.
+local function to_ack(acks, stream, entry)
+  acks[stream] = acks[stream] or {}
+  table.insert(acks[stream], entry)
+end
+
+-- Ends the leases a write let go: acknowledges the entries of `acks` (see `to_ack`), drops the
+-- calls of `calls` left without a pending entry, and wakes the workers when `woken` (a job was
+-- added to a stream).
+local function let_go(acks, calls, woken)
+  if next(acks) then
+    ack_all(acks)
+    drop_ended(calls)
+  end
+  if woken then
+    wake()
+  end
+end
+
 -- Records the error of attempt `attempt` of job `id` (`report`: JSON written by jobs-core).
 local function record_error(id, attempt, report)
   redis.call('RPUSH', side_key('e', id),

@@ -5,21 +5,9 @@
 -- puts back what it leaves of it; a job of the member that finished another time since (it was
 -- retried) is skipped. A removed job's entry, id, result, progress and errors go, each kind in
 -- one command per member.
-if ARGV[4] == '' and ARGV[5] == '' then
+local limit, over, before = retention()
+if not limit then
   return 0
-end
-local limit = tonumber(ARGV[6])
-if limit < 1 then
-  return 0
-end
-local over = 0
-if ARGV[4] ~= '' then
-  local c = redis.call('HMGET', COUNTS, 'c', 'x')
-  over = math.max((tonumber(c[1]) or 0) + (tonumber(c[2]) or 0) - tonumber(ARGV[4]), 0)
-end
-local before = nil
-if ARGV[5] ~= '' then
-  before = tonumber(ARGV[5])
 end
 local removed = 0
 while removed < limit do

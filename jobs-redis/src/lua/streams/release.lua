@@ -5,7 +5,7 @@
 -- it waits in `xdelayed`. Returns a digit per job, 1 (accepted) or 0.
 local FIRST, STEP = 6, 4
 local held, calls = fenced(FIRST, STEP)
-local acks, out, woken, any = {}, {}, false, false
+local acks, out, woken = {}, {}, false
 for n, h in ipairs(held) do
   local i = FIRST + STEP * (n - 1)
   local fields = h and entry_fields(h.stream, ARGV[i + 1])
@@ -14,21 +14,14 @@ for n, h in ipairs(held) do
     if run_at == '' then
       run_at = field_of(fields, 'ra')
     end
-    acks[h.stream] = acks[h.stream] or {}
-    table.insert(acks[h.stream], ARGV[i + 1])
+    to_ack(acks, h.stream, ARGV[i + 1])
     local attempts = attempts_after(fields) - 1
     woken = requeue(ARGV[i + 2], fields, attempts, run_at, 'p', true) or woken
     recount('r', 'p')
-    out[n], any = '1', true
+    out[n] = '1'
   else
     out[n] = '0'
   end
 end
-if any then
-  ack_all(acks)
-  drop_ended(calls)
-end
-if woken then
-  wake()
-end
+let_go(acks, calls, woken)
 return finish(table.concat(out))
