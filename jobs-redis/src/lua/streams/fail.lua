@@ -3,28 +3,18 @@
 -- A job whose lease holds (see `fenced`) has its entry acknowledged and its error recorded,
 -- then is pending again (a new entry, or in `xdelayed` until retry_at) or dead. Returns a
 -- digit per job, 1 (accepted) or 0.
-local FIRST, STEP = 6, 5
-local held, calls = fenced(FIRST, STEP)
-local acks, out, woken = {}, {}, false
-for n, h in ipairs(held) do
-  local i = FIRST + STEP * (n - 1)
-  local fields = h and entry_fields(h.stream, ARGV[i + 1])
-  if fields then
-    local id, retry_at = ARGV[i + 2], ARGV[i + 4]
-    local attempts = attempts_after(fields)
-    to_ack(acks, h.stream, ARGV[i + 1])
-    record_error(id, attempts, ARGV[i + 3])
-    if retry_at == '' then
-      bury(id, h.call.started)
-      recount('r', 'd')
-    else
-      woken = requeue(id, fields, attempts, retry_at, 'p', false) or woken
-      recount('r', 'p')
-    end
-    out[n] = '1'
+local woken = false
+local out, acks, calls = each_ended(6, 5, function(i, h, fields)
+  local id, retry_at = ARGV[i + 2], ARGV[i + 4]
+  local attempts = attempts_after(fields)
+  record_error(id, attempts, ARGV[i + 3])
+  if retry_at == '' then
+    bury(id, h.call.started)
+    recount('r', 'd')
   else
-    out[n] = '0'
+    woken = requeue(id, fields, attempts, retry_at, 'p', false) or woken
+    recount('r', 'p')
   end
-end
+end)
 let_go(acks, calls, woken)
 return finish(table.concat(out))

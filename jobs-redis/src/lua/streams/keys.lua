@@ -322,3 +322,25 @@ local function entry_fields(stream, entry)
   local got = redis.call('XRANGE', stream, entry, entry)
   return got[1] and got[1][2]
 end
+
+-- The loop of the writes that end an attempt (fail, release): for each job whose lease holds
+-- (see `fenced`, with its `first` and `step`), its entry listed to be acknowledged, calls
+-- `write(i, h, fields)` with its first argument's index, its lease and its entry's fields.
+-- Returns a digit per job, 1 (written) or 0, the entries to acknowledge and the calls, for
+-- `let_go`.
+local function each_ended(first, step, write)
+  local held, calls = fenced(first, step)
+  local acks, out = {}, {}
+  for n, h in ipairs(held) do
+    local i = first + step * (n - 1)
+    local fields = h and entry_fields(h.stream, ARGV[i + 1])
+    if fields then
+      to_ack(acks, h.stream, ARGV[i + 1])
+      write(i, h, fields)
+      out[n] = '1'
+    else
+      out[n] = '0'
+    end
+  end
+  return out, acks, calls
+end

@@ -3,25 +3,15 @@
 -- keep its own). A job whose lease holds (see `fenced`) has its entry acknowledged and is
 -- pending again: keeping its run_at, it keeps its place (an entry of `xr`); with a later one,
 -- it waits in `xdelayed`. Returns a digit per job, 1 (accepted) or 0.
-local FIRST, STEP = 6, 4
-local held, calls = fenced(FIRST, STEP)
-local acks, out, woken = {}, {}, false
-for n, h in ipairs(held) do
-  local i = FIRST + STEP * (n - 1)
-  local fields = h and entry_fields(h.stream, ARGV[i + 1])
-  if fields then
-    local run_at = ARGV[i + 3]
-    if run_at == '' then
-      run_at = field_of(fields, 'ra')
-    end
-    to_ack(acks, h.stream, ARGV[i + 1])
-    local attempts = attempts_after(fields) - 1
-    woken = requeue(ARGV[i + 2], fields, attempts, run_at, 'p', true) or woken
-    recount('r', 'p')
-    out[n] = '1'
-  else
-    out[n] = '0'
+local woken = false
+local out, acks, calls = each_ended(6, 4, function(i, _, fields)
+  local run_at = ARGV[i + 3]
+  if run_at == '' then
+    run_at = field_of(fields, 'ra')
   end
-end
+  local attempts = attempts_after(fields) - 1
+  woken = requeue(ARGV[i + 2], fields, attempts, run_at, 'p', true) or woken
+  recount('r', 'p')
+end)
 let_go(acks, calls, woken)
 return finish(table.concat(out))
