@@ -80,13 +80,14 @@ async fn unknown_options_are_invalid_and_name_the_valid_ones() {
     assert!(matches!(&err, Error::Invalid(_)), "{err:?}");
     assert_eq!(
         err.to_string(),
-        "unknown option `prefx` in the backend URL; expected one of: connect_timeout, prefix, \
-         protocol, response_timeout"
+        "unknown option `prefx` in the backend URL; expected one of: connect_timeout, layout, \
+         prefix, protocol, response_timeout"
     );
     for bad in [
         "connect_timeout=soon",
         "response_timeout=0ms",
         "prefix=a{b}",
+        "layout=lists",
     ] {
         let err = RedisBackend::connect(&format!("{}?{bad}", redis_url()))
             .await
