@@ -109,14 +109,20 @@ pub(crate) fn leased_record<S: AsRef<str>>(
     Ok(record)
 }
 
+/// The queues a fetch names, each once, in the order it names them.
+pub(crate) fn distinct(queues: &[String]) -> Vec<&str> {
+    let mut once: Vec<&str> = Vec::with_capacity(queues.len());
+    for queue in queues {
+        if !once.contains(&queue.as_str()) {
+            once.push(queue);
+        }
+    }
+    once
+}
+
 impl RedisBackend {
     pub(crate) async fn fetch_jobs(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
-        let mut queues: Vec<&str> = Vec::with_capacity(p.queues.len());
-        for queue in &p.queues {
-            if !queues.contains(&queue.as_str()) {
-                queues.push(queue);
-            }
-        }
+        let queues = distinct(&p.queues);
         // A worker that knows no job takes none (`None` would take every job).
         let knows_none = p.known.as_ref().is_some_and(Vec::is_empty);
         if p.limit == 0 || queues.is_empty() || knows_none {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use jobs_core::{later, Error, Failure, FetchParams, Lease, LeaseRef, LeasedJob, Timestamp};
 use redis::Value;
 
-use crate::leases::leased_record;
+use crate::leases::{distinct, leased_record};
 use crate::queues::queue_tag;
 use crate::record::{micros, parse_id, stored_time, Stored};
 use crate::scripts::SCRIPTS;
@@ -66,13 +66,10 @@ pub(crate) fn job_id(entry: &Entry) -> Result<&str, Error> {
 }
 
 impl RedisBackend {
+    /// Leases up to `p.limit` jobs of `p.queues`, from each queue in turn, in the order the
+    /// worker names them.
     pub(crate) async fn fetch_entries(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
-        let mut queues: Vec<&str> = Vec::with_capacity(p.queues.len());
-        for queue in &p.queues {
-            if !queues.contains(&queue.as_str()) {
-                queues.push(queue);
-            }
-        }
+        let queues = distinct(&p.queues);
         if p.known.as_ref().is_some_and(Vec::is_empty) {
             return Ok(Vec::new());
         }
