@@ -17,9 +17,10 @@
 //! - a job waiting for a later run_at (scheduled, or a retry's backoff) is the hash `d:<id>`
 //!   and a member of the sorted set `xdelayed`, added to the stream by the fetch that finds it
 //!   due;
-//! - each fetch call's lease is the hash `lease:<call>` (worker, start, expiry, first and last
-//!   entry, and each renewed entry's expiry) and a member of the sorted set `leases`, written
-//!   once per call, not per job;
+//! - each fetch call reads one stream (the first, in order of priority, that holds entries);
+//!   its lease is the hash `lease:<call>` (worker, start, expiry, the stream, its first and
+//!   last entry there, and each renewed entry's expiry) and a member of the sorted set
+//!   `leases`, written once per call, not per job;
 //! - the counts per status, the finished jobs' `done` set, the dead set and each job's errors
 //!   are the hash layout's.
 //!

@@ -397,3 +397,50 @@ async fn prune_removes_the_oldest_completed_jobs_with_their_entries() {
         .unwrap();
     assert_eq!(since, 0);
 }
+
+/// A fetch call reads one stream, so the range of its entries holds no other call's: jobs of
+/// a later call that were renewed are not rescued when an earlier call's lease lapses.
+#[tokio::test]
+async fn a_lapsed_call_leaves_the_renewed_jobs_of_later_calls_alone() {
+    let (_, backend) = store().await;
+    let mut jobs: Vec<_> = (0..4).map(|_| ready("s")).collect();
+    let mut urgent = ready("s");
+    urgent.priority = 5;
+    jobs.push(urgent);
+    backend
+        .enqueue(EnqueueParams { jobs, now: t0() })
+        .await
+        .unwrap();
+    // Leases of 30 s: the first call takes the urgent job alone, the second two others.
+    let first = backend.fetch(fetch(&["s"], 3, t0())).await.unwrap();
+    assert_eq!(
+        first.iter().map(|j| j.record.priority).collect::<Vec<_>>(),
+        vec![5]
+    );
+    let second = backend.fetch(fetch(&["s"], 2, t0())).await.unwrap();
+    assert_eq!(second.len(), 2);
+    let items = first.iter().map(|j| done(j.lease())).collect();
+    let accepted = backend
+        .complete(CompleteParams { items, now: at(1) })
+        .await
+        .unwrap();
+    assert_eq!(accepted, vec![true]);
+    let renew = jobs_core::RenewParams {
+        items: second.iter().map(LeasedJob::lease).collect(),
+        expires_at: at(120_000),
+        now: at(20_000),
+    };
+    assert_eq!(backend.renew(renew).await.unwrap(), vec![true; 2]);
+    let rescued = backend
+        .rescue(jobs_core::RescueParams {
+            target: jobs_core::RescueTarget::Lapsed,
+            limit: 100,
+            error: ErrorReport::new(ErrorKind::LeaseLost, "lease expired"),
+            now: at(60_000),
+        })
+        .await
+        .unwrap();
+    assert!(rescued.is_empty(), "{rescued:?}");
+    let c = counts(&backend).await;
+    assert_eq!((c.running, c.pending, c.completed), (2, 2, 1));
+}

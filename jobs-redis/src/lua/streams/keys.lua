@@ -17,9 +17,10 @@
 --   res        hash, job id -> how it ended: `mark|started_at|finished_at|result` when it
 --              completed (the mark of the completing lease's token, 16 base64 digits, as the
 --              hash layout's `l` keeps it), `d|started_at|finished_at|` when it died
---   lease:<c>  hash, fetch call c's lease: worker `w`, start `s`, expiry `x`, its first and
---              last entry `f` and `l`, and the expiry of each entry renewed since (the field
---              is the entry id); deleted once none of its entries is pending
+--   lease:<c>  hash, fetch call c's lease: worker `w`, start `s`, expiry `x`, the stream it
+--              read `k` (after the key base: a call reads one stream), its first and last entry
+--              there `f` and `l`, and the expiry of each entry renewed since (the field is the
+--              entry id); deleted once none of its entries is pending
 --   leases     zset, score the earliest expiry of a call, member `worker|c`
 --   progress   hash, job id -> the progress its handler last recorded
 -- and head.lua's `counts` (with `q`, the entries not yet delivered, beside the statuses), `done`,
@@ -233,8 +234,8 @@ end
 -- each job's fetch call, entry and id. A job holds its lease while the id map names that entry
 -- for it and the entry is pending for its call's worker (one HMGET, one XPENDING over the
 -- batch's range per stream its jobs are in, read a page at a time, and one HMGET per call).
--- Returns per job {call = its call ({worker, first, last, started}), stream = its entry's
--- stream} or false, and the calls by id.
+-- Returns per job {call = its call ({worker, first, last, started, stream}), stream = its
+-- entry's stream} or false, and the calls by id.
 local function fenced(first, step)
   local ids = {}
   for i = first, #ARGV, step do
@@ -248,15 +249,16 @@ local function fenced(first, step)
     local call, entry = ARGV[i], ARGV[i + 1]
     local c = calls[call]
     if c == nil then
-      local v = redis.call('HMGET', call_lease(call), 'w', 'f', 'l', 's')
-      c = v[1] and { worker = v[1], first = v[2], last = v[3], started = v[4] } or false
+      local v = redis.call('HMGET', call_lease(call), 'w', 'f', 'l', 's', 'k')
+      c = v[1] and { worker = v[1], first = v[2], last = v[3], started = v[4],
+        stream = BASE .. v[5] } or false
       calls[call] = c
     end
     held[n] = false
     if c and current[n] then
       local stream, at = located(current[n])
       pending[stream] = pending[stream] or pending_between(stream)
-      if at == entry and pending[stream][entry] == c.worker then
+      if at == entry and stream == c.stream and pending[stream][entry] == c.worker then
         held[n] = { call = c, stream = stream }
       end
     end
@@ -266,17 +268,10 @@ end
 
 -- Drops the leases of `calls` (by id, as `fenced` gives them) none of whose entries is pending.
 local function drop_ended(calls)
-  local all = streams()
   for call, c in pairs(calls) do
-    if c then
-      local left = false
-      for _, stream in ipairs(all) do
-        left = left or #redis.call('XPENDING', stream, 'g', c.first, c.last, 1, c.worker) > 0
-      end
-      if not left then
-        redis.call('DEL', call_lease(call))
-        redis.call('ZREM', XLEASES, c.worker .. '|' .. call)
-      end
+    if c and #redis.call('XPENDING', c.stream, 'g', c.first, c.last, 1, c.worker) == 0 then
+      redis.call('DEL', call_lease(call))
+      redis.call('ZREM', XLEASES, c.worker .. '|' .. call)
     end
   end
 end

@@ -32,11 +32,11 @@ local function lapse(stream, entry, started)
   rescued[#rescued + 1] = id
 end
 
--- The pending entries of `worker` from `first` to `last` in each stream: {stream, entry}.
-local function held_by(worker, first, last, count)
+-- The pending entries of `worker` in each stream, at most `count`: {stream, entry}.
+local function held_by(worker, count)
   local held = {}
   for _, stream in ipairs(all) do
-    for _, p in ipairs(redis.call('XPENDING', stream, 'g', first, last, count, worker)) do
+    for _, p in ipairs(redis.call('XPENDING', stream, 'g', '-', '+', count, worker)) do
       held[#held + 1] = { stream, p[1] }
     end
   end
@@ -51,24 +51,31 @@ if #ARGV >= 6 then
     for _, member in ipairs(redis.call('ZRANGE', XLEASES, 0, -1)) do
       if string.sub(member, 1, #mine) == mine then
         local call = string.sub(member, #mine + 1)
-        calls[#calls + 1] = redis.call('HMGET', call_lease(call), 'f', 'l', 's')
-        redis.call('DEL', call_lease(call))
-        redis.call('ZREM', XLEASES, member)
+        local v = redis.call('HMGET', call_lease(call), 'f', 'l', 's', 'k')
+        calls[#calls + 1] = { member = member, call = call, first = v[1], last = v[2],
+          started = v[3], stream = v[4] and BASE .. v[4] }
       end
     end
-    for _, held in ipairs(held_by(worker, '-', '+', limit)) do
+    for _, held in ipairs(#rescued < limit and held_by(worker, limit - #rescued) or {}) do
       if #rescued == limit then
         break
       end
+      local stream, entry = held[1], held[2]
+      -- Its start is its call's: the one that read its stream over a range that holds it.
       local started = NOW_S
       for _, c in ipairs(calls) do
-        if c[1] and not entry_before(held[2], c[1]) and not entry_before(c[2], held[2]) then
-          started = c[3]
+        if c.stream == stream and not entry_before(entry, c.first)
+          and not entry_before(c.last, entry) then
+          started = c.started
         end
       end
-      lapse(held[1], held[2], started)
+      lapse(stream, entry, started)
     end
-    if #held_by(worker, '-', '+', 1) == 0 then
+    if #held_by(worker, 1) == 0 then
+      for _, c in ipairs(calls) do
+        redis.call('DEL', call_lease(c.call))
+        redis.call('ZREM', XLEASES, c.member)
+      end
       for _, stream in ipairs(all) do
         redis.call('XGROUP', 'DELCONSUMER', stream, 'g', worker)
       end
@@ -79,13 +86,14 @@ else
   for _, member in ipairs(due) do
     local worker, call = string.match(member, '^(.*)|([^|]*)$')
     local lease = call_lease(call)
-    local v = redis.call('HMGET', lease, 'x', 'f', 'l', 's')
+    local v = redis.call('HMGET', lease, 'x', 'f', 'l', 's', 'k')
     local earliest = nil
     if v[1] then
-      for _, held in ipairs(held_by(worker, v[2], v[3], 10000)) do
-        local expiry = tonumber(redis.call('HGET', lease, held[2]) or v[1])
+      local stream = BASE .. v[5]
+      for _, p in ipairs(redis.call('XPENDING', stream, 'g', v[2], v[3], 10000, worker)) do
+        local expiry = tonumber(redis.call('HGET', lease, p[1]) or v[1])
         if expiry < NOW and #rescued < limit then
-          lapse(held[1], held[2], v[4])
+          lapse(stream, p[1], v[4])
         elseif not earliest or expiry < earliest then
           earliest = expiry
         end
