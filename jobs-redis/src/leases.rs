@@ -109,6 +109,22 @@ pub(crate) fn leased_record<S: AsRef<str>>(
     Ok(record)
 }
 
+/// Runs `once` (one fetch call: the jobs it leased that decode, and how many did not, which it
+/// failed as dead) until it leases a job or every job it took decoded, so that an empty answer
+/// still means an empty queue.
+pub(crate) async fn until_decoded<F, Fut>(mut once: F) -> Result<Vec<LeasedJob>, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<LeasedJob>, usize), Error>>,
+{
+    loop {
+        let (leased, failed) = once().await?;
+        if !leased.is_empty() || failed == 0 {
+            return Ok(leased);
+        }
+    }
+}
+
 /// The queues a fetch names, each once, in the order it names them.
 pub(crate) fn distinct(queues: &[String]) -> Vec<&str> {
     let mut once: Vec<&str> = Vec::with_capacity(queues.len());
@@ -187,12 +203,7 @@ impl RedisBackend {
         expires: Timestamp,
         offer: usize,
     ) -> Result<Vec<LeasedJob>, Error> {
-        loop {
-            let (leased, failed) = self.lease_once(queue, limit, p, expires, offer).await?;
-            if !leased.is_empty() || failed == 0 {
-                return Ok(leased);
-            }
-        }
+        until_decoded(|| self.lease_once(queue, limit, p, expires, offer)).await
     }
 
     /// One fetch script call for [`lease`](Self::lease): the jobs leased that decode, and how

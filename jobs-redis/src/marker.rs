@@ -19,10 +19,9 @@ use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 
 /// How a backend lays out the store: the URL option `layout`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Layout {
     /// A hash per job (the [`layout`](crate::layout) docs).
-    #[default]
     Hash,
     /// A stream per queue (the [`streams`](crate::streams) docs), being built.
     Streams,

@@ -20,7 +20,9 @@ const CHUNK: usize = 500;
 /// Refuses what the layout does not store yet: a unique key, key limits, debounce or throttle,
 /// a workflow step.
 fn check(job: &NewJob) -> Result<(), Error> {
-    let unbuilt = if job.unique_key.is_some() {
+    let unbuilt = if job.step.is_some() {
+        Some("workflow steps")
+    } else if job.unique_key.is_some() {
         Some("a unique key")
     } else if job.key_limits.is_some() {
         Some("key limits")
@@ -80,9 +82,6 @@ fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
 
 impl RedisBackend {
     pub(crate) async fn enqueue_entries(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
-        if p.jobs.iter().any(|j| j.step.is_some()) {
-            return Err(not_built("workflow steps"));
-        }
         for job in &p.jobs {
             check(job)?;
         }

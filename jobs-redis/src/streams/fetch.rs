@@ -6,64 +6,13 @@ use std::sync::Arc;
 use jobs_core::{later, Error, Failure, FetchParams, Lease, LeaseRef, LeasedJob, Timestamp};
 use redis::Value;
 
-use crate::leases::{distinct, leased_record};
+use crate::leases::{distinct, leased_record, until_decoded};
 use crate::queues::queue_tag;
 use crate::record::{micros, parse_id, stored_time, Stored};
 use crate::scripts::SCRIPTS;
-use crate::streams::token::{token, CallId, EntryId};
+use crate::streams::reply::{entry, items, job_id};
+use crate::streams::token::{token, CallId};
 use crate::RedisBackend;
-
-/// One entry of a fetch's reply: its id and its fields, as Redis sent them.
-pub(crate) struct Entry {
-    pub id: EntryId,
-    pub fields: Vec<String>,
-}
-
-/// The UTF-8 text of a bulk string, taking its bytes.
-pub(crate) fn text(value: Value) -> Result<String, Error> {
-    match value {
-        Value::BulkString(bytes) => String::from_utf8(bytes).map_err(|e| {
-            Error::backend(format!(
-                "a stream entry holds bytes that are not UTF-8: {e}"
-            ))
-        }),
-        other => Err(Error::backend(format!("expected a string, got {other:?}"))),
-    }
-}
-
-/// The elements of an array.
-pub(crate) fn items(value: Value) -> Result<Vec<Value>, Error> {
-    match value {
-        Value::Array(items) => Ok(items),
-        other => Err(Error::backend(format!("expected an array, got {other:?}"))),
-    }
-}
-
-/// An entry as `XRANGE` and `XREADGROUP` give it: `[id, [field, value, …]]`.
-pub(crate) fn entry(value: Value) -> Result<Entry, Error> {
-    let mut pair = items(value)?.into_iter();
-    let (Some(id), Some(fields), None) = (pair.next(), pair.next(), pair.next()) else {
-        return Err(Error::backend("a stream entry is not [id, fields]"));
-    };
-    Ok(Entry {
-        id: EntryId::parse(&text(id)?)?,
-        fields: items(fields)?
-            .into_iter()
-            .map(text)
-            .collect::<Result<_, _>>()?,
-    })
-}
-
-/// The job id an entry holds: its first field, `i`.
-pub(crate) fn job_id(entry: &Entry) -> Result<&str, Error> {
-    match &entry.fields[..] {
-        [name, id, ..] if name == "i" => Ok(id),
-        _ => Err(Error::backend(format!(
-            "stream entry {} does not start with its job's id",
-            entry.id
-        ))),
-    }
-}
 
 impl RedisBackend {
     /// Leases up to `p.limit` jobs of `p.queues`, from each queue in turn, in the order the
@@ -98,17 +47,16 @@ impl RedisBackend {
         p: &FetchParams,
         expires: Timestamp,
     ) -> Result<Vec<LeasedJob>, Error> {
-        loop {
+        until_decoded(|| async {
             let (call, reply) = self.lease_call(queue, limit, p, expires).await?;
             let (leased, corrupt) = leased_jobs(reply, call, queue, p, expires)?;
             let failed = corrupt.len();
             if failed > 0 {
                 self.fail_corrupt(corrupt, p.now).await;
             }
-            if !leased.is_empty() || failed == 0 {
-                return Ok(leased);
-            }
-        }
+            Ok((leased, failed))
+        })
+        .await
     }
 
     /// One fetch call, under a call id drawn again while another call holds it.

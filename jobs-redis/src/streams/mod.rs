@@ -45,6 +45,7 @@
 mod enqueue;
 mod fetch;
 mod read;
+mod reply;
 pub(crate) mod token;
 
 use jobs_core::Error;

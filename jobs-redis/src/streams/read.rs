@@ -7,7 +7,7 @@ use crate::ids::{id_text, token_text};
 use crate::queues::queue_tag;
 use crate::record::{PayloadRead, Stored};
 use crate::scripts::SCRIPTS;
-use crate::streams::fetch::{items, text};
+use crate::streams::reply::{items, text};
 use crate::streams::token::{token, CallId, EntryId};
 use crate::RedisBackend;
 
