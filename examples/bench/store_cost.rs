@@ -9,7 +9,11 @@
 //! - PostgreSQL: the WAL written (`pg_current_wal_lsn`), which every write of a row, an index
 //!   entry or a commit adds to, exact at once (the statistics views lag by up to seconds).
 //!
-//! The memory backend has no server to read: it prints nothing.
+//!
+//! Every line also gives what this process spent per job (`getrusage`, user and system, all its
+//! threads): the producer's or the worker's own CPU, the other bound of a workload once the
+//! server has room. The memory backend's store lives in this process, so that is all its line
+//! gives.
 
 // Built with neither server's feature, the bench has nothing to read.
 #![cfg_attr(
@@ -26,6 +30,8 @@ use crate::{print, Line};
 pub(crate) struct Meter {
     kind: BackendKind,
     started: Instant,
+    /// This process's CPU seconds at the start.
+    cpu_s: f64,
     reading: Reading,
 }
 
@@ -49,8 +55,22 @@ pub(crate) async fn start(kind: BackendKind) -> Meter {
     Meter {
         kind,
         started: Instant::now(),
+        cpu_s: process_cpu_s(),
         reading,
     }
+}
+
+/// The CPU seconds, user and system, that this process's threads have used so far.
+fn process_cpu_s() -> f64 {
+    // SAFETY: `getrusage` writes the struct it is given, which is plain data zeroed first.
+    #[allow(unsafe_code)]
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 impl Meter {
@@ -58,7 +78,13 @@ impl Meter {
     /// through: what it spent on them.
     pub(crate) async fn end(self, n: u64) -> Cost {
         let seconds = self.started.elapsed().as_secs_f64();
-        let notes = match self.reading {
+        let cpu_s = process_cpu_s() - self.cpu_s;
+        let process = format!(
+            "this process used {:.2} µs of CPU per job ({:.2} cores)",
+            cpu_s * 1e6 / n as f64,
+            cpu_s / seconds
+        );
+        let server = match self.reading {
             Reading::None => None,
             #[cfg(feature = "redis")]
             Reading::Redis(before) => Some(before.per_job(n, seconds).await),
@@ -68,7 +94,10 @@ impl Meter {
         Cost {
             kind: self.kind,
             n,
-            notes,
+            notes: match server {
+                Some(server) => format!("{server}; {process}"),
+                None => process,
+            },
         }
     }
 }
@@ -77,14 +106,13 @@ impl Meter {
 pub(crate) struct Cost {
     kind: BackendKind,
     n: u64,
-    /// None for the memory backend.
-    notes: Option<String>,
+    notes: String,
 }
 
 impl Cost {
-    /// Prints the cost as the line `workload`, unless the store has no server.
+    /// Prints the cost as the line `workload`.
     pub(crate) fn print(self, workload: &'static str) {
-        let Some(notes) = self.notes else { return };
+        let notes = self.notes;
         let line = Line {
             workload,
             n: self.n,
