@@ -11,7 +11,7 @@ use jobs_core::{
 use crate::ids::id_text;
 use crate::record::{encode_meta, encode_tags, micros};
 use crate::scripts::SCRIPTS;
-use crate::streams::not_built;
+use crate::streams::{not_built, packed};
 use crate::RedisBackend;
 
 /// Jobs stored per script call, so a huge batch never blocks Redis for long.
@@ -34,16 +34,17 @@ fn check(job: &NewJob) -> Result<(), Error> {
     unbuilt.map_or(Ok(()), |what| Err(not_built(what)))
 }
 
-/// Appends job `job` as enqueue.lua reads it: its id, its run_at when it is not due yet (else
+/// Appends job `job` as enqueue.lua reads it: its run_at when it is not due yet (else
 /// nothing), its priority when it is not the default (else nothing), the number of values that
-/// follow, then its entry's fields (record.rs's names), created now.
+/// follow, then its entry's fields (record.rs's names), created now: `j` first (see
+/// [`packed`](crate::streams::packed)), which the script reads the id from.
 fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let versioned = job.version != first_version();
     // The default priority is left out, and so is created_at when it is run_at (a job due when
     // it is enqueued).
     let created = (job.run_at != now).then(|| micros(now));
     let priority = (job.priority != DEFAULT_PRIORITY).then_some(job.priority);
-    let pairs = 3
+    let pairs = 2
         + usize::from(created.is_some())
         + usize::from(priority.is_some())
         + usize::from(versioned)
@@ -53,16 +54,14 @@ fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
         JobStatus::Scheduled => micros(job.run_at).to_string(),
         _ => String::new(),
     };
-    inv.arg(id_text(job.id))
-        .arg(later)
+    let packed = packed::pack(&id_text(job.id), &encode_meta(job), job.payload.get());
+    inv.arg(later)
         .arg(priority.map_or(String::new(), |p| p.to_string()))
         .arg(2 * pairs)
-        .arg("m")
-        .arg(encode_meta(job))
+        .arg(packed::FIELD)
+        .arg(packed)
         .arg("ra")
-        .arg(micros(job.run_at))
-        .arg("p")
-        .arg(job.payload.get());
+        .arg(micros(job.run_at));
     if let Some(created) = created {
         inv.arg("c").arg(created);
     }

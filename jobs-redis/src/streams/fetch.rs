@@ -10,7 +10,8 @@ use crate::leases::{distinct, leased_record, until_decoded};
 use crate::queues::queue_tag;
 use crate::record::{micros, parse_id, stored_time, Stored};
 use crate::scripts::SCRIPTS;
-use crate::streams::reply::{entry, items, job_id};
+use crate::streams::packed::{expanded, id_of};
+use crate::streams::reply::{entry, items};
 use crate::streams::token::{token, CallId};
 use crate::RedisBackend;
 
@@ -98,24 +99,28 @@ fn leased_jobs(
     let tag = queue_tag(queue);
     let mut leased = Vec::new();
     let mut corrupt = Vec::new();
-    for value in items(reply)? {
+    for value in &items(reply)? {
         let entry = entry(value)?;
         let token = token(call, tag, entry.id)?;
-        let id = job_id(&entry)?.to_string();
-        let mut fields = entry.fields;
-        fields.extend(["s".to_string(), "p".to_string()]);
-        let stored = Stored {
-            fields,
-            payload: None,
-            long_result: None,
-            errors: Vec::new(),
-        };
+        let id = id_of(&entry.fields)
+            .ok_or_else(|| Error::backend(format!("stream entry {} holds no job", entry.id)))?;
         let lease = Lease {
             worker: worker.clone(),
             token,
             expires_at: expires,
         };
-        match leased_record(&stored, &id, queue, lease, Some(started)) {
+        // A malformed `j` fails its job as a payload that does not decode does.
+        let decoded = expanded(&entry.fields).and_then(|(_, mut fields)| {
+            fields.extend(["s", "p"]);
+            let stored = Stored {
+                fields,
+                payload: None,
+                long_result: None,
+                errors: Vec::new(),
+            };
+            leased_record(&stored, id, queue, lease, Some(started))
+        });
+        match decoded {
             Ok(record) => leased.push(LeasedJob {
                 record,
                 token,
@@ -123,7 +128,7 @@ fn leased_jobs(
             }),
             Err(e) => corrupt.push(Failure::undecodable(
                 LeaseRef {
-                    id: parse_id(&id)?,
+                    id: parse_id(id)?,
                     token,
                 },
                 &e,

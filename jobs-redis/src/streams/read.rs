@@ -7,6 +7,7 @@ use crate::ids::{id_text, token_text};
 use crate::queues::queue_tag;
 use crate::record::{PayloadRead, Stored};
 use crate::scripts::SCRIPTS;
+use crate::streams::packed::expanded;
 use crate::streams::reply::{items, text};
 use crate::streams::token::{token, CallId, EntryId};
 use crate::RedisBackend;
@@ -48,10 +49,13 @@ fn record(reply: Value, id: &str, queue: &str) -> Result<JobRecord, Error> {
         return Err(Error::backend("a read's reply is short"));
     };
     let entry = text(entry)?;
-    let mut fields: Vec<String> = items(fields)?
+    let fields: Vec<String> = items(fields)?
         .into_iter()
         .map(text)
         .collect::<Result<_, _>>()?;
+    let mut fields: Vec<String> = (expanded(&fields)?.1.into_iter())
+        .map(str::to_owned)
+        .collect();
     let errors: Vec<String> = items(errors)?
         .into_iter()
         .map(text)

@@ -6,22 +6,40 @@ use redis::Value;
 
 use crate::streams::token::EntryId;
 
-/// A stream entry: its id and its fields, as Redis sent them.
-pub(crate) struct Entry {
+/// A stream entry: its id and its fields, borrowed from the reply Redis sent.
+pub(crate) struct Entry<'a> {
     pub id: EntryId,
-    pub fields: Vec<String>,
+    pub fields: Vec<&'a str>,
 }
 
 /// The UTF-8 text of a bulk string, taking its bytes.
 pub(crate) fn text(value: Value) -> Result<String, Error> {
     match value {
-        Value::BulkString(bytes) => String::from_utf8(bytes).map_err(|e| {
-            Error::backend(format!(
-                "a stream entry holds bytes that are not UTF-8: {e}"
-            ))
-        }),
-        other => Err(Error::backend(format!("expected a string, got {other:?}"))),
+        Value::BulkString(bytes) => String::from_utf8(bytes).map_err(not_utf8),
+        other => Err(not_a_string(&other)),
     }
+}
+
+/// The UTF-8 text of a bulk string, borrowed.
+fn text_of(value: &Value) -> Result<&str, Error> {
+    match value {
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).map_err(not_utf8),
+        other => Err(not_a_string(other)),
+    }
+}
+
+fn not_an_entry() -> Error {
+    Error::backend("a stream entry is not [id, fields]")
+}
+
+fn not_utf8(e: impl std::fmt::Display) -> Error {
+    Error::backend(format!(
+        "a stream entry holds bytes that are not UTF-8: {e}"
+    ))
+}
+
+fn not_a_string(value: &Value) -> Error {
+    Error::backend(format!("expected a string, got {value:?}"))
 }
 
 /// The elements of an array.
@@ -33,27 +51,15 @@ pub(crate) fn items(value: Value) -> Result<Vec<Value>, Error> {
 }
 
 /// An entry as `XRANGE` and `XREADGROUP` give it: `[id, [field, value, …]]`.
-pub(crate) fn entry(value: Value) -> Result<Entry, Error> {
-    let mut pair = items(value)?.into_iter();
-    let (Some(id), Some(fields), None) = (pair.next(), pair.next(), pair.next()) else {
-        return Err(Error::backend("a stream entry is not [id, fields]"));
+pub(crate) fn entry(value: &Value) -> Result<Entry<'_>, Error> {
+    let Value::Array(pair) = value else {
+        return Err(not_an_entry());
+    };
+    let [id, Value::Array(fields)] = &pair[..] else {
+        return Err(not_an_entry());
     };
     Ok(Entry {
-        id: EntryId::parse(&text(id)?)?,
-        fields: items(fields)?
-            .into_iter()
-            .map(text)
-            .collect::<Result<_, _>>()?,
+        id: EntryId::parse(text_of(id)?)?,
+        fields: fields.iter().map(text_of).collect::<Result<_, _>>()?,
     })
-}
-
-/// The job id an entry holds: its first field, `i`.
-pub(crate) fn job_id(entry: &Entry) -> Result<&str, Error> {
-    match &entry.fields[..] {
-        [name, id, ..] if name == "i" => Ok(id),
-        _ => Err(Error::backend(format!(
-            "stream entry {} does not start with its job's id",
-            entry.id
-        ))),
-    }
 }

@@ -444,3 +444,72 @@ async fn a_lapsed_call_leaves_the_renewed_jobs_of_later_calls_alone() {
     let c = counts(&backend).await;
     assert_eq!((c.running, c.pending, c.completed), (2, 2, 1));
 }
+
+/// A stored job whose `j` is malformed, or whose payload is not JSON, is failed dead by the
+/// fetch that leases it, and the healthy jobs of that fetch are leased as if it were not there.
+#[tokio::test]
+async fn a_corrupt_entry_dies_alone_and_the_rest_of_its_batch_runs() {
+    let (prefix, backend) = store().await;
+    let enqueue = |job: jobs_core::NewJob| {
+        backend.enqueue(EnqueueParams {
+            jobs: vec![job],
+            now: t0(),
+        })
+    };
+    let (first, last) = (ready("s"), ready("s"));
+    enqueue(first.clone()).await.unwrap();
+    // Two corrupt entries between them, written as an enqueue writes one: the entry, its id
+    // in the id map, the counts.
+    let base = format!("{{{prefix}:s}}:");
+    let mut conn = raw_connection().await;
+    let (bad_shape, bad_payload) = (JobId::new(), JobId::new());
+    let meta = "3|f5||bad";
+    let packed = [
+        (bad_shape, format!("{}99:{meta}{{}}", bad_shape.0.simple())),
+        (
+            bad_payload,
+            format!("{}{}:{meta}not json {{", bad_payload.0.simple(), meta.len()),
+        ),
+    ];
+    for (id, j) in packed {
+        let entry: String = redis::cmd("XADD")
+            .arg(format!("{base}x"))
+            .arg("*")
+            .arg("j")
+            .arg(j)
+            .arg("ra")
+            .arg(t0().timestamp_micros())
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let _: () = redis::pipe()
+            .hset(format!("{base}ids"), id.0.simple().to_string(), entry)
+            .hincr(format!("{base}counts"), "q", 1)
+            .hincr(format!("{base}counts"), "p", 1)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    enqueue(last.clone()).await.unwrap();
+
+    let got = backend.fetch(fetch(&["s"], 10, t0())).await.unwrap();
+    let ids: Vec<JobId> = got.iter().map(|j| j.record.id).collect();
+    assert_eq!(ids, [first.id, last.id]);
+    let c = counts(&backend).await;
+    assert_eq!((c.running, c.pending, c.dead), (2, 0, 2));
+
+    let poisoned = backend
+        .read(ReadParams { id: bad_payload })
+        .await
+        .unwrap()
+        .expect("stored");
+    assert_eq!(poisoned.status, JobStatus::Dead);
+    assert_eq!(poisoned.errors.len(), 1);
+    assert_eq!(poisoned.errors[0].kind, ErrorKind::Decode);
+    // A job whose fields cannot be taken apart reads as an error that says so.
+    let e = backend
+        .read(ReadParams { id: bad_shape })
+        .await
+        .expect_err("malformed");
+    assert!(e.to_string().contains("malformed"), "{e}");
+}

@@ -1,7 +1,9 @@
 -- The keys of a queue in the layout on Redis Streams (see streams/mod.rs), beside head.lua's:
---   x          stream, one entry per job of the default priority made ready: its id (`i`)
---              first, then the fields of its record that never change (record.rs's names), and
---              its attempts so far (`a`) and run_at (`ra`) as of when it was added; consumer
+--   x          stream, one entry per job of the default priority made ready: `j` first (its id,
+--              its `m` and its payload, see streams/packed.rs), then the other fields of its
+--              record that never change (record.rs's names), and its attempts so far (`a`),
+--              created_at (`c`, left out when it is run_at) and run_at (`ra`) as of when it
+--              was added; consumer
 --              group `g`, whose consumers are the workers and whose pending entries are the
 --              running jobs
 --   xr         stream, as `x`, of the jobs made pending again at a run_at already past (released,
@@ -30,6 +32,9 @@ local XSTREAM, XRETURNED, XLEVELS, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS
 -- jobs_core::DEFAULT_PRIORITY, whose jobs' entries leave out `pr` (streams.rs checks the two
 -- agree).
 local DEFAULT_PRIORITY = 10
+
+-- The length of a job id at the start of `j` (streams/packed.rs).
+local ID_LEN = 32
 
 on_base(function()
   XSTREAM = BASE .. 'x'
@@ -100,14 +105,14 @@ local function ensure_level(p)
 end
 
 -- Adds job `id` to priority `p`'s stream of returned jobs when `ahead`, else its queue's, with
--- its fields `kept` (the id left out); points the id map at the entry.
+-- its fields `kept` (`j` first); points the id map at the entry.
 local function add_entry(id, p, kept, ahead)
   local queued, returned, prefix = level(p)
   if ahead then
     prefix = prefix .. 'r'
     queued = returned
   end
-  local entry = redis.call('XADD', queued, '*', 'i', id, unpack(kept))
+  local entry = redis.call('XADD', queued, '*', unpack(kept))
   redis.call('HSET', XIDS, id, prefix .. entry)
 end
 
@@ -157,26 +162,45 @@ local function field_of(fields, name)
   return nil
 end
 
--- Makes job `id` pending again, or scheduled (`status` 's'), with `attempts` attempts made
--- and run_at `run_at`: a new entry when it is due (of `xr` when `ahead`, so that it keeps its
--- place), else in `xdelayed`. `fields` are its entry's (the id first). Returns whether it was
--- added to a stream.
-local function requeue(id, fields, attempts, run_at, status, ahead)
-  -- An entry without `c` was created at its run_at, which changes now.
-  local kept = { 'c', field_of(fields, 'c') or field_of(fields, 'ra') }
-  for k = 3, #fields, 2 do
+-- The id of the job of an entry's fields (`j` first).
+local function job_of(fields)
+  return string.sub(fields[2], 1, ID_LEN)
+end
+
+-- The most attempts of the job of an entry's fields: the start of its `m`, inside `j`.
+local function max_attempts_of(fields)
+  return tonumber(string.match(fields[2], '^%d+:(%d+)', ID_LEN + 1))
+end
+
+-- Fields `fields` (an entry's, or a delayed job's in any order) with `j` first and without
+-- those named in `left_out`, followed by `more`.
+local function with_j_first(fields, left_out, more)
+  local kept = { 'j', field_of(fields, 'j') }
+  for k = 1, #fields, 2 do
     local name = fields[k]
-    if name ~= 'a' and name ~= 'ra' and name ~= 's' and name ~= 'c' then
+    if name ~= 'j' and not left_out[name] then
       kept[#kept + 1] = name
       kept[#kept + 1] = fields[k + 1]
     end
   end
-  kept[#kept + 1] = 'ra'
-  kept[#kept + 1] = run_at
-  if attempts > 0 then
-    kept[#kept + 1] = 'a'
-    kept[#kept + 1] = int(attempts)
+  for _, value in ipairs(more) do
+    kept[#kept + 1] = value
   end
+  return kept
+end
+
+-- Makes job `id` pending again, or scheduled (`status` 's'), with `attempts` attempts made
+-- and run_at `run_at`: a new entry when it is due (of `xr` when `ahead`, so that it keeps its
+-- place), else in `xdelayed`. `fields` are its entry's (`j` first). Returns whether it was
+-- added to a stream.
+local function requeue(id, fields, attempts, run_at, status, ahead)
+  -- An entry without `c` was created at its run_at, which changes now.
+  local more = { 'c', field_of(fields, 'c') or field_of(fields, 'ra'), 'ra', run_at }
+  if attempts > 0 then
+    more[#more + 1] = 'a'
+    more[#more + 1] = int(attempts)
+  end
+  local kept = with_j_first(fields, { a = true, ra = true, s = true, c = true }, more)
   if tonumber(run_at) <= NOW then
     recount_by('q', 1)
     add_entry(id, field_of(fields, 'pr'), kept, ahead)
@@ -194,14 +218,7 @@ local function promote_due(limit)
   for _, id in ipairs(due) do
     local key = delayed_key(id)
     local fields = redis.call('HGETALL', key)
-    local kept = {}
-    for k = 1, #fields, 2 do
-      if fields[k] ~= 's' then
-        kept[#kept + 1] = fields[k]
-        kept[#kept + 1] = fields[k + 1]
-      end
-    end
-    add_entry(id, field_of(kept, 'pr'), kept, false)
+    add_entry(id, field_of(fields, 'pr'), with_j_first(fields, { s = true }, {}), false)
     redis.call('DEL', key)
     if field_of(fields, 's') == 's' then
       recount('s', 'p')

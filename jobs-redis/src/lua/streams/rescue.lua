@@ -14,7 +14,7 @@ local function lapse(stream, entry, started)
   if not fields then
     return
   end
-  local id = fields[2]
+  local id = job_of(fields)
   local current = redis.call('HGET', XIDS, id)
   if not current or select(2, located(current)) ~= entry then
     return
@@ -22,7 +22,7 @@ local function lapse(stream, entry, started)
   local attempts = attempts_after(fields)
   record_error(id, attempts, ARGV[5])
   -- The max attempts lead the `m` field.
-  if attempts < tonumber(string.match(field_of(fields, 'm'), '^%d+')) then
+  if attempts < max_attempts_of(fields) then
     requeue(id, fields, attempts, field_of(fields, 'ra'), 'p', true)
     recount('r', 'p')
   else

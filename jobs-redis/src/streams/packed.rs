@@ -1,0 +1,118 @@
+//! The field `j` of an entry: what never changes of a job, its id, its `m` (see
+//! [`encode_meta`](crate::record::encode_meta)) and its payload, in one value. An entry is
+//! then two fields (`j` and `ra`) where it was four: Lua converts half as many strings when
+//! an enqueue adds it and when a fetch hands it on, and the client parses half as many.
+//!
+//! `j` is the id's 32 hex digits, the length of `m` in decimal, `:`, `m`, then the payload:
+//! the length makes any text of `m` safe (a job's name may hold any character). Lua reads the
+//! id as the first 32 characters (keys.lua's `job_of`) and the most attempts as the start of
+//! `m` (rescue.lua).
+
+use jobs_core::Error;
+
+/// The field that holds the packed job.
+pub(crate) const FIELD: &str = "j";
+
+/// The id's length in `j`: [`id_text`](crate::ids::id_text)'s 32 hex digits.
+const ID_LEN: usize = 32;
+
+/// Packs job `id` (32 hex digits) with its `meta` and `payload` into the value of `j`.
+pub(crate) fn pack(id: &str, meta: &str, payload: &str) -> String {
+    debug_assert_eq!(id.len(), ID_LEN, "an id as id_text writes it");
+    let length = meta.len().to_string();
+    let mut packed = String::with_capacity(ID_LEN + length.len() + 1 + meta.len() + payload.len());
+    for part in [id, &length, ":", meta, payload] {
+        packed.push_str(part);
+    }
+    packed
+}
+
+/// What a `j` value holds.
+pub(crate) struct Packed<'a> {
+    pub id: &'a str,
+    pub meta: &'a str,
+    pub payload: &'a str,
+}
+
+/// Reads a value [`pack`] wrote.
+pub(crate) fn unpack(j: &str) -> Result<Packed<'_>, Error> {
+    let malformed = || Error::backend(format!("a stream entry's job is malformed: {j:?}"));
+    let (id, rest) = j.split_at_checked(ID_LEN).ok_or_else(malformed)?;
+    let (length, rest) = rest.split_once(':').ok_or_else(malformed)?;
+    let length: usize = length.parse().map_err(|_| malformed())?;
+    let (meta, payload) = rest.split_at_checked(length).ok_or_else(malformed)?;
+    Ok(Packed { id, meta, payload })
+}
+
+/// The id of the job whose entry has `fields` (`[field, value, …]`): the start of its `j`, read
+/// even where the rest of `j` is malformed, so that such a job can be failed.
+pub(crate) fn id_of<S: AsRef<str>>(fields: &[S]) -> Option<&str> {
+    let j = fields
+        .chunks_exact(2)
+        .find(|pair| pair[0].as_ref() == FIELD)?;
+    j[1].as_ref().get(..ID_LEN)
+}
+
+/// An entry's fields (`[field, value, …]`) as the record parser reads them, `j` taken apart
+/// into the id's and `m` and `p`; with the job's id, when the entry holds `j`.
+pub(crate) fn expanded<S: AsRef<str>>(fields: &[S]) -> Result<(Option<&str>, Vec<&str>), Error> {
+    let mut out = Vec::with_capacity(fields.len() + 4);
+    let mut id = None;
+    for pair in fields.chunks_exact(2) {
+        let (name, value) = (pair[0].as_ref(), pair[1].as_ref());
+        if name == FIELD {
+            let job = unpack(value)?;
+            id = Some(job.id);
+            out.extend(["m", job.meta, "p", job.payload]);
+        } else {
+            out.extend([name, value]);
+        }
+    }
+    Ok((id, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn a_packed_job_unpacks_whatever_its_name_holds() {
+        for meta in ["3|e1000m60000j||email", "1|f5||a:b|c\n12:", ""] {
+            let packed = pack(ID, meta, r#"{"user_id":7}"#);
+            let job = unpack(&packed).unwrap();
+            assert_eq!(
+                (job.id, job.meta, job.payload),
+                (ID, meta, r#"{"user_id":7}"#)
+            );
+        }
+    }
+
+    #[test]
+    fn expanding_puts_meta_and_payload_where_j_was() {
+        let packed = pack(ID, "1|f5||name", "[1]");
+        let entry = ["j", &packed, "ra", "17"];
+        let (id, fields) = expanded(&entry).unwrap();
+        assert_eq!(id, Some(ID));
+        assert_eq!(fields, ["m", "1|f5||name", "p", "[1]", "ra", "17"]);
+        let (id, fields) = expanded(&["ra", "17"]).unwrap();
+        assert_eq!((id, fields), (None, vec!["ra", "17"]));
+    }
+
+    #[test]
+    fn the_id_reads_from_a_value_malformed_past_it() {
+        let bad = format!("{ID}x:meta");
+        assert_eq!(id_of(&["ra", "17", "j", &bad]), Some(ID));
+        assert_eq!(id_of(&["j", "short"]), None);
+        assert_eq!(id_of(&["ra", "17"]), None);
+    }
+
+    #[test]
+    fn a_malformed_value_is_an_error_that_shows_it() {
+        for bad in ["short", &format!("{ID}x:meta"), &format!("{ID}99:meta")] {
+            let e = unpack(bad).err().expect(bad).to_string();
+            assert!(e.contains("malformed") && e.contains(&bad[..5]), "{e}");
+        }
+    }
+}
