@@ -13,8 +13,13 @@ for n, h in ipairs(held) do
   if h then
     to_ack(acks, h.stream, ARGV[i + 1])
     results[#results + 1] = id
-    results[#results + 1] = ARGV[i + 3] .. '|' .. h.call.started .. '|' .. NOW_S .. '|'
-      .. ARGV[i + 4]
+    -- What follows the mark is the same for every job of a fetch call.
+    local times = h.times
+    if not times then
+      times = '|' .. h.started .. '|' .. NOW_S .. '|'
+      h.times = times
+    end
+    results[#results + 1] = ARGV[i + 3] .. times .. ARGV[i + 4]
     done[#done + 1] = id
     out[n] = '1'
   else

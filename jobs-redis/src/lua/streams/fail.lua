@@ -9,7 +9,7 @@ local out, acks, calls = each_ended(6, 5, function(i, h, fields)
   local attempts = attempts_after(fields)
   record_error(id, attempts, ARGV[i + 3])
   if retry_at == '' then
-    bury(id, h.call.started)
+    bury(id, h.started)
     recount('r', 'd')
   else
     woken = requeue(id, fields, attempts, retry_at, 'p', false) or woken

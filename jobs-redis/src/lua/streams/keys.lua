@@ -251,8 +251,8 @@ end
 -- each job's fetch call, entry and id. A job holds its lease while the id map names that entry
 -- for it and the entry is pending for its call's worker (one HMGET, one XPENDING over the
 -- batch's range per stream its jobs are in, read a page at a time, and one HMGET per call).
--- Returns per job {call = its call ({worker, first, last, started, stream}), stream = its
--- entry's stream} or false, and the calls by id.
+-- Returns per job its call ({worker, first, last, started, stream}: the stream is its entry's)
+-- or false, and the calls by id.
 local function fenced(first, step)
   local ids = {}
   for i = first, #ARGV, step do
@@ -272,11 +272,16 @@ local function fenced(first, step)
       calls[call] = c
     end
     held[n] = false
-    if c and current[n] then
-      local stream, at = located(current[n])
+    local now_at = current[n]
+    if c and now_at then
+      -- Most often the entry of the default priority's stream, which the map names bare.
+      local stream, at = XSTREAM, now_at
+      if now_at ~= entry then
+        stream, at = located(now_at)
+      end
       pending[stream] = pending[stream] or pending_between(stream)
       if at == entry and stream == c.stream and pending[stream][entry] == c.worker then
-        held[n] = { call = c, stream = stream }
+        held[n] = c
       end
     end
   end
@@ -295,8 +300,12 @@ end
 
 -- Lists entry `entry` of `stream` in `acks` (stream -> entry ids), to be acknowledged.
 local function to_ack(acks, stream, entry)
-  acks[stream] = acks[stream] or {}
-  table.insert(acks[stream], entry)
+  local listed = acks[stream]
+  if not listed then
+    listed = {}
+    acks[stream] = listed
+  end
+  listed[#listed + 1] = entry
 end
 
 -- Ends the leases a write let go: acknowledges the entries of `acks` (see `to_ack`), drops the

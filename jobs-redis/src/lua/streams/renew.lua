@@ -15,7 +15,7 @@ for n, h in ipairs(held) do
     local v = redis.call('HMGET', lease, ARGV[i + 1], 'x')
     if tonumber(v[1] or v[2]) >= NOW then
       redis.call('HSET', lease, ARGV[i + 1], expiry)
-      redis.call('ZADD', XLEASES, 'LT', expiry, h.call.worker .. '|' .. ARGV[i])
+      redis.call('ZADD', XLEASES, 'LT', expiry, h.worker .. '|' .. ARGV[i])
       out[n] = '1'
     end
   end
