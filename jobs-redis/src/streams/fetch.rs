@@ -11,7 +11,7 @@ use crate::queues::queue_tag;
 use crate::record::{micros, parse_id, stored_time, Stored};
 use crate::scripts::SCRIPTS;
 use crate::streams::packed::{expanded, id_of};
-use crate::streams::reply::{entry, items};
+use crate::streams::reply::{entry, items, unreadable};
 use crate::streams::token::{token, CallId};
 use crate::RedisBackend;
 
@@ -100,7 +100,21 @@ fn leased_jobs(
     let mut leased = Vec::new();
     let mut corrupt = Vec::new();
     for value in &items(reply)? {
-        let entry = entry(value)?;
+        let entry = match entry(value) {
+            Ok(entry) => entry,
+            // A value that is not text fails its job alone, where the ids can be read.
+            Err(e) => {
+                let Some((at, id)) = unreadable(value) else {
+                    return Err(e);
+                };
+                let lease = LeaseRef {
+                    id: parse_id(id)?,
+                    token: token(call, tag, at)?,
+                };
+                corrupt.push(Failure::undecodable(lease, &e));
+                continue;
+            }
+        };
         let token = token(call, tag, entry.id)?;
         let id = id_of(&entry.fields)
             .ok_or_else(|| Error::backend(format!("stream entry {} holds no job", entry.id)))?;

@@ -50,7 +50,12 @@ pub(crate) fn id_of<S: AsRef<str>>(fields: &[S]) -> Option<&str> {
     let j = fields
         .chunks_exact(2)
         .find(|pair| pair[0].as_ref() == FIELD)?;
-    j[1].as_ref().get(..ID_LEN)
+    id_in(j[1].as_ref().as_bytes())
+}
+
+/// The job id at the start of a `j` value read as bytes, which need not all be text.
+pub(crate) fn id_in(j: &[u8]) -> Option<&str> {
+    std::str::from_utf8(j.get(..ID_LEN)?).ok()
 }
 
 /// An entry's fields (`[field, value, …]`) as the record parser reads them, `j` taken apart

@@ -4,6 +4,7 @@
 use jobs_core::Error;
 use redis::Value;
 
+use crate::streams::packed;
 use crate::streams::token::EntryId;
 
 /// A stream entry: its id and its fields, borrowed from the reply Redis sent.
@@ -52,14 +53,33 @@ pub(crate) fn items(value: Value) -> Result<Vec<Value>, Error> {
 
 /// An entry as `XRANGE` and `XREADGROUP` give it: `[id, [field, value, …]]`.
 pub(crate) fn entry(value: &Value) -> Result<Entry<'_>, Error> {
-    let Value::Array(pair) = value else {
-        return Err(not_an_entry());
-    };
-    let [id, Value::Array(fields)] = &pair[..] else {
-        return Err(not_an_entry());
-    };
+    let (id, fields) = parts(value).ok_or_else(not_an_entry)?;
     Ok(Entry {
         id: EntryId::parse(text_of(id)?)?,
         fields: fields.iter().map(text_of).collect::<Result<_, _>>()?,
     })
+}
+
+/// The entry id and the job id of an entry that [`entry`] cannot read (a value that is not
+/// UTF-8 text), where those two can be read: enough to fail its job.
+pub(crate) fn unreadable(value: &Value) -> Option<(EntryId, &str)> {
+    let (id, fields) = parts(value)?;
+    let j = fields.chunks_exact(2).find(
+        |pair| matches!(&pair[0], Value::BulkString(name) if name == packed::FIELD.as_bytes()),
+    )?;
+    let Value::BulkString(j) = &j[1] else {
+        return None;
+    };
+    Some((EntryId::parse(text_of(id).ok()?).ok()?, packed::id_in(j)?))
+}
+
+/// An entry's id and its flat list of fields and values.
+fn parts(value: &Value) -> Option<(&Value, &[Value])> {
+    let Value::Array(pair) = value else {
+        return None;
+    };
+    let [id, Value::Array(fields)] = &pair[..] else {
+        return None;
+    };
+    Some((id, fields))
 }

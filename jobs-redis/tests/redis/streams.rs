@@ -445,8 +445,9 @@ async fn a_lapsed_call_leaves_the_renewed_jobs_of_later_calls_alone() {
     assert_eq!((c.running, c.pending, c.completed), (2, 2, 1));
 }
 
-/// A stored job whose `j` is malformed, or whose payload is not JSON, is failed dead by the
-/// fetch that leases it, and the healthy jobs of that fetch are leased as if it were not there.
+/// A stored job whose `j` is malformed, whose payload is not JSON, or whose bytes are not
+/// UTF-8 text, is failed dead by the fetch that leases it, and the healthy jobs of that fetch
+/// are leased as if it were not there.
 #[tokio::test]
 async fn a_corrupt_entry_dies_alone_and_the_rest_of_its_batch_runs() {
     let (prefix, backend) = store().await;
@@ -458,20 +459,23 @@ async fn a_corrupt_entry_dies_alone_and_the_rest_of_its_batch_runs() {
     };
     let (first, last) = (ready("s"), ready("s"));
     enqueue(first.clone()).await.unwrap();
-    // Two corrupt entries between them, written as an enqueue writes one: the entry, its id
+    // Three corrupt entries between them, written as an enqueue writes one: the entry, its id
     // in the id map, the counts.
     let base = format!("{{{prefix}:s}}:");
     let mut conn = raw_connection().await;
-    let (bad_shape, bad_payload) = (JobId::new(), JobId::new());
+    let (bad_shape, bad_payload, bad_bytes) = (JobId::new(), JobId::new(), JobId::new());
     let meta = "3|f5||bad";
-    let packed = [
-        (bad_shape, format!("{}99:{meta}{{}}", bad_shape.0.simple())),
-        (
-            bad_payload,
-            format!("{}{}:{meta}not json {{", bad_payload.0.simple(), meta.len()),
-        ),
+    let packed = |id: JobId, length: usize, payload: &[u8]| {
+        let mut j = format!("{}{length}:{meta}", id.0.simple()).into_bytes();
+        j.extend_from_slice(payload);
+        j
+    };
+    let corrupt = [
+        (bad_shape, packed(bad_shape, 99, b"{}")),
+        (bad_payload, packed(bad_payload, meta.len(), b"not json {")),
+        (bad_bytes, packed(bad_bytes, meta.len(), b"\"\xff\xfe\"")),
     ];
-    for (id, j) in packed {
+    for (id, j) in corrupt {
         let entry: String = redis::cmd("XADD")
             .arg(format!("{base}x"))
             .arg("*")
@@ -496,7 +500,7 @@ async fn a_corrupt_entry_dies_alone_and_the_rest_of_its_batch_runs() {
     let ids: Vec<JobId> = got.iter().map(|j| j.record.id).collect();
     assert_eq!(ids, [first.id, last.id]);
     let c = counts(&backend).await;
-    assert_eq!((c.running, c.pending, c.dead), (2, 0, 2));
+    assert_eq!((c.running, c.pending, c.dead), (2, 0, 3));
 
     let poisoned = backend
         .read(ReadParams { id: bad_payload })
@@ -506,10 +510,10 @@ async fn a_corrupt_entry_dies_alone_and_the_rest_of_its_batch_runs() {
     assert_eq!(poisoned.status, JobStatus::Dead);
     assert_eq!(poisoned.errors.len(), 1);
     assert_eq!(poisoned.errors[0].kind, ErrorKind::Decode);
-    // A job whose fields cannot be taken apart reads as an error that says so.
-    let e = backend
-        .read(ReadParams { id: bad_shape })
-        .await
-        .expect_err("malformed");
-    assert!(e.to_string().contains("malformed"), "{e}");
+    // A job whose fields cannot be taken apart, or read as text, reads as an error that says
+    // so.
+    for (id, says) in [(bad_shape, "malformed"), (bad_bytes, "UTF-8")] {
+        let e = backend.read(ReadParams { id }).await.expect_err(says);
+        assert!(e.to_string().contains(says), "{e}");
+    }
 }
