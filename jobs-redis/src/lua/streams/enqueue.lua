@@ -1,9 +1,9 @@
 -- Stores jobs. ARGV[4..]: per job its run_at when it is not due yet (else ''), its priority
 -- when it is not the default (else ''), the number n of values that follow, then n values: its
--- entry's field names and values, `j` first (its id first, see streams/packed.rs). A job due now is an entry of its priority's
--- stream, a later one waits in `xdelayed`, scheduled. Returns the number of jobs stored. Wakes
--- the queue's workers when no entry waited for them (`q`): a worker sleeps only after a fetch
--- found none.
+-- entry's field names and values, `j` first (the job's id leads it, see streams/packed.rs). A
+-- job due now is an entry of its priority's stream, a later one waits in `xdelayed`,
+-- scheduled. Returns the number of jobs stored. Wakes the queue's workers when no entry waited
+-- for them (`q`): a worker sleeps only after a fetch found none.
 local seen, ids, ready, later, i = {}, {}, 0, 0, 4
 local woken = (tonumber(redis.call('HGET', COUNTS, 'q')) or 0) > 0
 while i <= #ARGV do

@@ -3,9 +3,8 @@
 --              its `m` and its payload, see streams/packed.rs), then the other fields of its
 --              record that never change (record.rs's names), and its attempts so far (`a`),
 --              created_at (`c`, left out when it is run_at) and run_at (`ra`) as of when it
---              was added; consumer
---              group `g`, whose consumers are the workers and whose pending entries are the
---              running jobs
+--              was added; consumer group `g`, whose consumers are the workers and whose
+--              pending entries are the running jobs
 --   xr         stream, as `x`, of the jobs made pending again at a run_at already past (released,
 --              rescued): fetches read it before `x`, so that they keep their place ahead of the
 --              jobs that became ready since
