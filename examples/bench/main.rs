@@ -10,7 +10,7 @@
 //! Before the workloads that they bound (W1a, W2, W3), the store's own ceilings are measured
 //! ([`ceilings`]), and after them each figure's ratio to its ceiling is printed. After W1a, W1b,
 //! W2 and the write ceilings, a `-store` line gives what the server itself spent per job
-//! ([`store_cost`]): Redis' CPU and script time, PostgreSQL's WAL.
+//! ([`store_cost`]): Redis' CPU and script time, PostgreSQL's WAL; and this process's CPU.
 //!
 //! W3's producer, W5's and W7's four workers and W9's subscriber are child processes (this binary
 //! re-executed with `--role`), except on the memory backend, which lives in one process. With
