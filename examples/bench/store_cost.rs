@@ -9,7 +9,6 @@
 //! - PostgreSQL: the WAL written (`pg_current_wal_lsn`), which every write of a row, an index
 //!   entry or a commit adds to, exact at once (the statistics views lag by up to seconds).
 //!
-//!
 //! Every line also gives what this process spent per job (`getrusage`, user and system, all its
 //! threads): the producer's or the worker's own CPU, the other bound of a workload once the
 //! server has room. The memory backend's store lives in this process, so that is all its line

@@ -124,7 +124,7 @@ fn leased_jobs(
             expires_at: expires,
         };
         // A malformed `j` fails its job as a payload that does not decode does.
-        let decoded = expanded(&entry.fields).and_then(|(_, mut fields)| {
+        let decoded = expanded(&entry.fields).and_then(|mut fields| {
             fields.extend(["s", "p"]);
             let stored = Stored {
                 fields,

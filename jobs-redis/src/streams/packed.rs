@@ -27,9 +27,8 @@ pub(crate) fn pack(id: &str, meta: &str, payload: &str) -> String {
     packed
 }
 
-/// What a `j` value holds.
+/// What a `j` value holds after the id (which [`id_of`] reads).
 pub(crate) struct Packed<'a> {
-    pub id: &'a str,
     pub meta: &'a str,
     pub payload: &'a str,
 }
@@ -37,11 +36,11 @@ pub(crate) struct Packed<'a> {
 /// Reads a value [`pack`] wrote.
 pub(crate) fn unpack(j: &str) -> Result<Packed<'_>, Error> {
     let malformed = || Error::backend(format!("a stream entry's job is malformed: {j:?}"));
-    let (id, rest) = j.split_at_checked(ID_LEN).ok_or_else(malformed)?;
+    let (_id, rest) = j.split_at_checked(ID_LEN).ok_or_else(malformed)?;
     let (length, rest) = rest.split_once(':').ok_or_else(malformed)?;
     let length: usize = length.parse().map_err(|_| malformed())?;
     let (meta, payload) = rest.split_at_checked(length).ok_or_else(malformed)?;
-    Ok(Packed { id, meta, payload })
+    Ok(Packed { meta, payload })
 }
 
 /// The id of the job whose entry has `fields` (`[field, value, …]`): the start of its `j`, read
@@ -58,22 +57,20 @@ pub(crate) fn id_in(j: &[u8]) -> Option<&str> {
     std::str::from_utf8(j.get(..ID_LEN)?).ok()
 }
 
-/// An entry's fields (`[field, value, …]`) as the record parser reads them, `j` taken apart
-/// into the id's and `m` and `p`; with the job's id, when the entry holds `j`.
-pub(crate) fn expanded<S: AsRef<str>>(fields: &[S]) -> Result<(Option<&str>, Vec<&str>), Error> {
-    let mut out = Vec::with_capacity(fields.len() + 4);
-    let mut id = None;
+/// An entry's fields (`[field, value, …]`) as the record parser reads them: `j` taken apart
+/// into `m` and `p`.
+pub(crate) fn expanded<S: AsRef<str>>(fields: &[S]) -> Result<Vec<&str>, Error> {
+    let mut out = Vec::with_capacity(fields.len() + 2);
     for pair in fields.chunks_exact(2) {
         let (name, value) = (pair[0].as_ref(), pair[1].as_ref());
         if name == FIELD {
             let job = unpack(value)?;
-            id = Some(job.id);
             out.extend(["m", job.meta, "p", job.payload]);
         } else {
             out.extend([name, value]);
         }
     }
-    Ok((id, out))
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -87,10 +84,8 @@ mod tests {
         for meta in ["3|e1000m60000j||email", "1|f5||a:b|c\n12:", ""] {
             let packed = pack(ID, meta, r#"{"user_id":7}"#);
             let job = unpack(&packed).unwrap();
-            assert_eq!(
-                (job.id, job.meta, job.payload),
-                (ID, meta, r#"{"user_id":7}"#)
-            );
+            assert_eq!(id_in(packed.as_bytes()), Some(ID));
+            assert_eq!((job.meta, job.payload), (meta, r#"{"user_id":7}"#));
         }
     }
 
@@ -98,11 +93,12 @@ mod tests {
     fn expanding_puts_meta_and_payload_where_j_was() {
         let packed = pack(ID, "1|f5||name", "[1]");
         let entry = ["j", &packed, "ra", "17"];
-        let (id, fields) = expanded(&entry).unwrap();
-        assert_eq!(id, Some(ID));
-        assert_eq!(fields, ["m", "1|f5||name", "p", "[1]", "ra", "17"]);
-        let (id, fields) = expanded(&["ra", "17"]).unwrap();
-        assert_eq!((id, fields), (None, vec!["ra", "17"]));
+        assert_eq!(id_of(&entry), Some(ID));
+        assert_eq!(
+            expanded(&entry).unwrap(),
+            ["m", "1|f5||name", "p", "[1]", "ra", "17"]
+        );
+        assert_eq!(expanded(&["ra", "17"]).unwrap(), ["ra", "17"]);
     }
 
     #[test]

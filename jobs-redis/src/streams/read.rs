@@ -53,7 +53,7 @@ fn record(reply: Value, id: &str, queue: &str) -> Result<JobRecord, Error> {
         .into_iter()
         .map(text)
         .collect::<Result<_, _>>()?;
-    let mut fields: Vec<String> = (expanded(&fields)?.1.into_iter())
+    let mut fields: Vec<String> = (expanded(&fields)?.into_iter())
         .map(str::to_owned)
         .collect();
     let errors: Vec<String> = items(errors)?
