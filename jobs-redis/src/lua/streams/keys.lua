@@ -64,6 +64,35 @@ local function entry_before(a, b)
   return am < bm or (am == bm and tonumber(as) < tonumber(bs))
 end
 
+-- Fetch call `call`'s lease: {call, worker, first and last entry, started, expiry, stream}
+-- (the stream's whole key), or false once it is gone.
+local function lease_of(call)
+  local v = redis.call('HMGET', call_lease(call), 'w', 'f', 'l', 's', 'x', 'k')
+  return v[1] and { call = call, worker = v[1], first = v[2], last = v[3], started = v[4],
+    expiry = v[5], stream = BASE .. v[6] } or false
+end
+
+-- The leases of `worker`'s fetch calls (see `lease_of`).
+local function leases_of(worker)
+  local mine, found = worker .. '|', {}
+  for _, member in ipairs(redis.call('ZRANGE', XLEASES, 0, -1)) do
+    if string.sub(member, 1, #mine) == mine then
+      local c = lease_of(string.sub(member, #mine + 1))
+      if c then
+        found[#found + 1] = c
+      end
+    end
+  end
+  return found
+end
+
+-- Whether lease `c` (see `lease_of`) holds entry `entry` of `stream`: its call read that
+-- stream over a range that holds the entry.
+local function covers(c, stream, entry)
+  return c.stream == stream and not entry_before(entry, c.first)
+    and not entry_before(c.last, entry)
+end
+
 -- Acknowledges the entries of each stream of `acks` (stream -> entry ids), a few hundred at a
 -- time.
 local function ack_all(acks)
@@ -117,6 +146,10 @@ end
 
 -- The stream and the entry id of an id map's value (for a job with an entry).
 local function located(current)
+  -- Most often an entry of the default priority's stream, which the map names bare.
+  if string.byte(current) ~= 114 and not string.find(current, ':', 1, true) then -- 'r'
+    return XSTREAM, current
+  end
   local p, rest = string.match(current, '^(%-?%d+):(.*)$')
   local queued, returned = level(p)
   if not p then
@@ -250,8 +283,8 @@ end
 -- each job's fetch call, entry and id. A job holds its lease while the id map names that entry
 -- for it and the entry is pending for its call's worker (one HMGET, one XPENDING over the
 -- batch's range per stream its jobs are in, read a page at a time, and one HMGET per call).
--- Returns per job its call ({worker, first, last, started, stream}: the stream is its entry's)
--- or false, and the calls by id.
+-- Returns per job its call's lease (see `lease_of`; the stream is its entry's) or false, and
+-- the leases by call id.
 local function fenced(first, step)
   local ids = {}
   for i = first, #ARGV, step do
@@ -265,19 +298,12 @@ local function fenced(first, step)
     local call, entry = ARGV[i], ARGV[i + 1]
     local c = calls[call]
     if c == nil then
-      local v = redis.call('HMGET', call_lease(call), 'w', 'f', 'l', 's', 'k')
-      c = v[1] and { worker = v[1], first = v[2], last = v[3], started = v[4],
-        stream = BASE .. v[5] } or false
+      c = lease_of(call)
       calls[call] = c
     end
     held[n] = false
-    local now_at = current[n]
-    if c and now_at then
-      -- Most often the entry of the default priority's stream, which the map names bare.
-      local stream, at = XSTREAM, now_at
-      if now_at ~= entry then
-        stream, at = located(now_at)
-      end
+    if c and current[n] then
+      local stream, at = located(current[n])
       pending[stream] = pending[stream] or pending_between(stream)
       if at == entry and stream == c.stream and pending[stream][entry] == c.worker then
         held[n] = c

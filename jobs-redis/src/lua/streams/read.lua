@@ -24,15 +24,10 @@ if ended or not held[1] then
 end
 -- Running: its lease is the call of its worker that read its stream over a range that holds it.
 local worker = held[1][2]
-local mine = worker .. '|'
-for _, member in ipairs(redis.call('ZRANGE', XLEASES, 0, -1)) do
-  if string.sub(member, 1, #mine) == mine then
-    local call = string.sub(member, #mine + 1)
-    local v = redis.call('HMGET', call_lease(call), 's', 'x', 'f', 'l', entry, 'k')
-    if v[3] and BASE .. v[6] == stream and not entry_before(entry, v[3])
-      and not entry_before(v[4], entry) then
-      return { entry, fields, false, errors, progress, worker, call, v[1], v[5] or v[2] }
-    end
+for _, c in ipairs(leases_of(worker)) do
+  if covers(c, stream, entry) then
+    local expiry = redis.call('HGET', call_lease(c.call), entry) or c.expiry
+    return { entry, fields, false, errors, progress, worker, c.call, c.started, expiry }
   end
 end
 return { entry, fields, false, errors, progress, worker }

@@ -46,16 +46,7 @@ end
 if #ARGV >= 6 then
   for i = 6, #ARGV do
     local worker = ARGV[i]
-    local mine = worker .. '|'
-    local calls = {}
-    for _, member in ipairs(redis.call('ZRANGE', XLEASES, 0, -1)) do
-      if string.sub(member, 1, #mine) == mine then
-        local call = string.sub(member, #mine + 1)
-        local v = redis.call('HMGET', call_lease(call), 'f', 'l', 's', 'k')
-        calls[#calls + 1] = { member = member, call = call, first = v[1], last = v[2],
-          started = v[3], stream = v[4] and BASE .. v[4] }
-      end
-    end
+    local calls = leases_of(worker)
     for _, held in ipairs(#rescued < limit and held_by(worker, limit - #rescued) or {}) do
       if #rescued == limit then
         break
@@ -64,8 +55,7 @@ if #ARGV >= 6 then
       -- Its start is its call's: the one that read its stream over a range that holds it.
       local started = NOW_S
       for _, c in ipairs(calls) do
-        if c.stream == stream and not entry_before(entry, c.first)
-          and not entry_before(c.last, entry) then
+        if covers(c, stream, entry) then
           started = c.started
         end
       end
@@ -74,7 +64,7 @@ if #ARGV >= 6 then
     if #held_by(worker, 1) == 0 then
       for _, c in ipairs(calls) do
         redis.call('DEL', call_lease(c.call))
-        redis.call('ZREM', XLEASES, c.member)
+        redis.call('ZREM', XLEASES, worker .. '|' .. c.call)
       end
       for _, stream in ipairs(all) do
         redis.call('XGROUP', 'DELCONSUMER', stream, 'g', worker)
@@ -86,14 +76,13 @@ else
   for _, member in ipairs(due) do
     local worker, call = string.match(member, '^(.*)|([^|]*)$')
     local lease = call_lease(call)
-    local v = redis.call('HMGET', lease, 'x', 'f', 'l', 's', 'k')
+    local c = lease_of(call)
     local earliest = nil
-    if v[1] then
-      local stream = BASE .. v[5]
-      for _, p in ipairs(redis.call('XPENDING', stream, 'g', v[2], v[3], 10000, worker)) do
-        local expiry = tonumber(redis.call('HGET', lease, p[1]) or v[1])
+    if c then
+      for _, p in ipairs(redis.call('XPENDING', c.stream, 'g', c.first, c.last, 10000, worker)) do
+        local expiry = tonumber(redis.call('HGET', lease, p[1]) or c.expiry)
         if expiry < NOW and #rescued < limit then
-          lapse(stream, p[1], v[4])
+          lapse(c.stream, p[1], c.started)
         elseif not earliest or expiry < earliest then
           earliest = expiry
         end
