@@ -146,10 +146,6 @@ end
 
 -- The stream and the entry id of an id map's value (for a job with an entry).
 local function located(current)
-  -- Most often an entry of the default priority's stream, which the map names bare.
-  if string.byte(current) ~= 114 and not string.find(current, ':', 1, true) then -- 'r'
-    return XSTREAM, current
-  end
   local p, rest = string.match(current, '^(%-?%d+):(.*)$')
   local queued, returned = level(p)
   if not p then
@@ -302,8 +298,14 @@ local function fenced(first, step)
       calls[call] = c
     end
     held[n] = false
-    if c and current[n] then
-      local stream, at = located(current[n])
+    local now_at = current[n]
+    if c and now_at then
+      -- Most often the entry of the default priority's stream, which the map names bare: a
+      -- comparison of two interned strings, where `located` matches a pattern.
+      local stream, at = XSTREAM, now_at
+      if now_at ~= entry then
+        stream, at = located(now_at)
+      end
       pending[stream] = pending[stream] or pending_between(stream)
       if at == entry and stream == c.stream and pending[stream][entry] == c.worker then
         held[n] = c
