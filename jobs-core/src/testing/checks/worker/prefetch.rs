@@ -33,8 +33,8 @@ async fn largest_fetch(b: &AnyBackend, name: &str) -> usize {
 
 /// With the default prefetch, a worker of two whose jobs take a while leases at most two
 /// running and two ahead at once; once its jobs end at once, it leases more ahead while the
-/// backlog lasts, and no more than the two again once it is drained and slow jobs follow. Each
-/// job runs once.
+/// backlog lasts, and no more than the two again once it is drained (a fetch came back short)
+/// and slow jobs follow. Each job runs once.
 pub async fn worker_leases_ahead_by_how_fast_its_jobs_end(b: AnyBackend) {
     let (overlap, counter) = (Overlap::default(), Counter::default());
     let running = Running::start(
@@ -42,12 +42,15 @@ pub async fn worker_leases_ahead_by_how_fast_its_jobs_end(b: AnyBackend) {
             .concurrency(2)
             .register::<Overlaps>()
             .register::<Counted>()
+            .register::<Echo>()
             .state(overlap.clone())
             .state(counter.clone()),
     );
     let slow_ones = || async {
+        // Slower than a fetch on a loaded machine: handlers that outrun the fetches would
+        // rightly lease more ahead.
         let slow = (0..16).map(|_| Overlaps {
-            ms: 25,
+            ms: 100,
             commit_ms: 0,
         });
         for handle in Overlaps::enqueue_many(&b, slow).await.expect("enqueue") {
@@ -67,6 +70,12 @@ pub async fn worker_leases_ahead_by_how_fast_its_jobs_end(b: AnyBackend) {
         drained,
     )
     .await;
+    // One job alone: the fetch that leases it comes back short of the slots it asked for (or
+    // an empty fetch came before it), so the slow jobs find the window back at its least. Slow
+    // jobs enqueued while the window is still as wide as the backlog made it may all be leased
+    // by the next fetch: the window shrinks at the first fetch that comes back short.
+    let alone = Echo { n: 0 }.enqueue(&b).await.expect("enqueue");
+    alone.wait(&b).await.expect("completed");
     slow_ones().await;
     running.stop().await.expect("worker");
     assert_eq!(overlap.max(), 2);
