@@ -34,18 +34,19 @@ fn check(job: &NewJob) -> Result<(), Error> {
     unbuilt.map_or(Ok(()), |what| Err(not_built(what)))
 }
 
-/// Appends job `job` as enqueue.lua reads it: its run_at when it is not due yet (else
-/// nothing), its priority when it is not the default (else nothing), the number of values that
-/// follow, then its entry's fields (record.rs's names), created now: `j` first (see
-/// [`packed`](crate::streams::packed)), which the script reads the id from.
+/// Appends job `job` as enqueue.lua reads it: its shape, its `j` (see
+/// [`packed`](crate::streams::packed)), then its entry's other fields (record.rs's names),
+/// created now. The shape is empty for a job due now, of the default priority and with no other
+/// field (most jobs), else `<run_at>|<priority>|<n>`: its run_at when it is not due yet (else
+/// nothing), its priority when it is not the default (else nothing) and the number of values
+/// that follow `j`.
 fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let versioned = job.version != first_version();
     // The default priority is left out, and so is created_at when it is run_at (a job due when
     // it is enqueued).
     let created = (job.run_at != now).then(|| micros(now));
     let priority = (job.priority != DEFAULT_PRIORITY).then_some(job.priority);
-    let pairs = 2
-        + usize::from(created.is_some())
+    let pairs = usize::from(created.is_some())
         + usize::from(priority.is_some())
         + usize::from(versioned)
         + usize::from(job.trace_context.is_some())
@@ -54,14 +55,19 @@ fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
         JobStatus::Scheduled => micros(job.run_at).to_string(),
         _ => String::new(),
     };
-    let packed = packed::pack(&id_text(job.id), &encode_meta(job), job.payload.get());
-    inv.arg(later)
-        .arg(priority.map_or(String::new(), |p| p.to_string()))
-        .arg(2 * pairs)
-        .arg(packed::FIELD)
-        .arg(packed)
-        .arg("ra")
-        .arg(micros(job.run_at));
+    let shape = if later.is_empty() && pairs == 0 {
+        String::new()
+    } else {
+        let priority = priority.map_or(String::new(), |p| p.to_string());
+        format!("{later}|{priority}|{}", 2 * pairs)
+    };
+    let j = packed::pack(
+        &id_text(job.id),
+        micros(job.run_at),
+        &encode_meta(job),
+        job.payload.get(),
+    );
+    inv.arg(shape).arg(j);
     if let Some(created) = created {
         inv.arg("c").arg(created);
     }

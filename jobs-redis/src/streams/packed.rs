@@ -1,12 +1,14 @@
-//! The field `j` of an entry: what never changes of a job, its id, its `m` (see
-//! [`encode_meta`](crate::record::encode_meta)) and its payload, in one value. An entry is
-//! then two fields (`j` and `ra`) where it was four: Lua converts half as many strings when
-//! an enqueue adds it and when a fetch hands it on, and the client parses half as many.
+//! The field `j` of an entry: a job's id, its run_at, its `m` (see
+//! [`encode_meta`](crate::record::encode_meta)) and its payload, in one value. A job due when
+//! it is enqueued, of the default priority, is then an entry of one field (four before
+//! packing: `i`, `m`, `ra`, `p`): Lua converts one value per entry when an enqueue adds it and
+//! when a fetch hands it on, and the client parses one.
 //!
-//! `j` is the id's 32 hex digits, the length of `m` in decimal, `:`, `m`, then the payload:
-//! the length makes any text of `m` safe (a job's name may hold any character). Lua reads the
-//! id as the first 32 characters (keys.lua's `job_of`) and the most attempts as the start of
-//! `m` (rescue.lua).
+//! `j` is the id's 32 hex digits, the run_at in microseconds since the epoch, `:`, the length
+//! of `m` in decimal, `:`, `m`, then the payload: the length makes any text of `m` safe (a
+//! job's name may hold any character). Lua reads the id as the first 32 characters (keys.lua's
+//! `job_of`), the run_at as what follows up to the first `:` (`run_at_of`, and `with_run_at`
+//! writes a new one) and the most attempts as the start of `m` (`max_attempts_of`).
 
 use jobs_core::Error;
 
@@ -16,19 +18,23 @@ pub(crate) const FIELD: &str = "j";
 /// The id's length in `j`: [`id_text`](crate::ids::id_text)'s 32 hex digits.
 const ID_LEN: usize = 32;
 
-/// Packs job `id` (32 hex digits) with its `meta` and `payload` into the value of `j`.
-pub(crate) fn pack(id: &str, meta: &str, payload: &str) -> String {
+/// Packs job `id` (32 hex digits) with its `run_at` (microseconds since the epoch), `meta` and
+/// `payload` into the value of `j`.
+pub(crate) fn pack(id: &str, run_at: i64, meta: &str, payload: &str) -> String {
+    use std::fmt::Write;
     debug_assert_eq!(id.len(), ID_LEN, "an id as id_text writes it");
-    let length = meta.len().to_string();
-    let mut packed = String::with_capacity(ID_LEN + length.len() + 1 + meta.len() + payload.len());
-    for part in [id, &length, ":", meta, payload] {
-        packed.push_str(part);
-    }
+    let mut packed = String::with_capacity(ID_LEN + 24 + meta.len() + payload.len());
+    packed.push_str(id);
+    write!(packed, "{run_at}:{}:", meta.len()).expect("a String takes any text");
+    packed.push_str(meta);
+    packed.push_str(payload);
     packed
 }
 
 /// What a `j` value holds after the id (which [`id_of`] reads).
 pub(crate) struct Packed<'a> {
+    /// The run_at, as the decimal microseconds it was written as.
+    pub run_at: &'a str,
     pub meta: &'a str,
     pub payload: &'a str,
 }
@@ -37,10 +43,16 @@ pub(crate) struct Packed<'a> {
 pub(crate) fn unpack(j: &str) -> Result<Packed<'_>, Error> {
     let malformed = || Error::backend(format!("a stream entry's job is malformed: {j:?}"));
     let (_id, rest) = j.split_at_checked(ID_LEN).ok_or_else(malformed)?;
+    let (run_at, rest) = rest.split_once(':').ok_or_else(malformed)?;
+    run_at.parse::<i64>().map_err(|_| malformed())?;
     let (length, rest) = rest.split_once(':').ok_or_else(malformed)?;
     let length: usize = length.parse().map_err(|_| malformed())?;
     let (meta, payload) = rest.split_at_checked(length).ok_or_else(malformed)?;
-    Ok(Packed { meta, payload })
+    Ok(Packed {
+        run_at,
+        meta,
+        payload,
+    })
 }
 
 /// The id of the job whose entry has `fields` (`[field, value, …]`): the start of its `j`, read
@@ -58,14 +70,14 @@ pub(crate) fn id_in(j: &[u8]) -> Option<&str> {
 }
 
 /// An entry's fields (`[field, value, …]`) as the record parser reads them: `j` taken apart
-/// into `m` and `p`.
+/// into `m`, `p` and `ra`.
 pub(crate) fn expanded<S: AsRef<str>>(fields: &[S]) -> Result<Vec<&str>, Error> {
     let mut out = Vec::with_capacity(fields.len() + 2);
     for pair in fields.chunks_exact(2) {
         let (name, value) = (pair[0].as_ref(), pair[1].as_ref());
         if name == FIELD {
             let job = unpack(value)?;
-            out.extend(["m", job.meta, "p", job.payload]);
+            out.extend(["m", job.meta, "p", job.payload, "ra", job.run_at]);
         } else {
             out.extend([name, value]);
         }
@@ -81,37 +93,47 @@ mod tests {
 
     #[test]
     fn a_packed_job_unpacks_whatever_its_name_holds() {
-        for meta in ["3|e1000m60000j||email", "1|f5||a:b|c\n12:", ""] {
-            let packed = pack(ID, meta, r#"{"user_id":7}"#);
+        for (meta, run_at) in [
+            ("3|e1000m60000j||email", 17),
+            ("1|f5||a:b|c\n12:", -3),
+            ("", 0),
+        ] {
+            let packed = pack(ID, run_at, meta, r#"{"user_id":7}"#);
             let job = unpack(&packed).unwrap();
             assert_eq!(id_in(packed.as_bytes()), Some(ID));
-            assert_eq!((job.meta, job.payload), (meta, r#"{"user_id":7}"#));
+            assert_eq!(
+                (job.run_at, job.meta, job.payload),
+                (run_at.to_string().as_str(), meta, r#"{"user_id":7}"#)
+            );
         }
     }
 
     #[test]
-    fn expanding_puts_meta_and_payload_where_j_was() {
-        let packed = pack(ID, "1|f5||name", "[1]");
-        let entry = ["j", &packed, "ra", "17"];
+    fn expanding_puts_meta_payload_and_run_at_where_j_was() {
+        let packed = pack(ID, 17, "1|f5||name", "[1]");
+        let entry = ["j", &packed, "pr", "3"];
         assert_eq!(id_of(&entry), Some(ID));
         assert_eq!(
             expanded(&entry).unwrap(),
-            ["m", "1|f5||name", "p", "[1]", "ra", "17"]
+            ["m", "1|f5||name", "p", "[1]", "ra", "17", "pr", "3"]
         );
-        assert_eq!(expanded(&["ra", "17"]).unwrap(), ["ra", "17"]);
+        assert_eq!(expanded(&["pr", "3"]).unwrap(), ["pr", "3"]);
     }
 
     #[test]
     fn the_id_reads_from_a_value_malformed_past_it() {
         let bad = format!("{ID}x:meta");
-        assert_eq!(id_of(&["ra", "17", "j", &bad]), Some(ID));
+        assert_eq!(id_of(&["pr", "3", "j", &bad]), Some(ID));
         assert_eq!(id_of(&["j", "short"]), None);
-        assert_eq!(id_of(&["ra", "17"]), None);
+        assert_eq!(id_of(&["pr", "3"]), None);
     }
 
     #[test]
     fn a_malformed_value_is_an_error_that_shows_it() {
-        for bad in ["short", &format!("{ID}x:meta"), &format!("{ID}99:meta")] {
+        let bad_run_at = format!("{ID}x:4:meta");
+        let too_long = format!("{ID}17:99:meta");
+        let no_length = format!("{ID}17:meta");
+        for bad in ["short", &bad_run_at, &too_long, &no_length] {
             let e = unpack(bad).err().expect(bad).to_string();
             assert!(e.contains("malformed") && e.contains(&bad[..5]), "{e}");
         }

@@ -465,8 +465,9 @@ async fn a_corrupt_entry_dies_alone_and_the_rest_of_its_batch_runs() {
     let mut conn = raw_connection().await;
     let (bad_shape, bad_payload, bad_bytes) = (JobId::new(), JobId::new(), JobId::new());
     let meta = "3|f5||bad";
+    let run_at = t0().timestamp_micros();
     let packed = |id: JobId, length: usize, payload: &[u8]| {
-        let mut j = format!("{}{length}:{meta}", id.0.simple()).into_bytes();
+        let mut j = format!("{}{run_at}:{length}:{meta}", id.0.simple()).into_bytes();
         j.extend_from_slice(payload);
         j
     };
@@ -481,8 +482,6 @@ async fn a_corrupt_entry_dies_alone_and_the_rest_of_its_batch_runs() {
             .arg("*")
             .arg("j")
             .arg(j)
-            .arg("ra")
-            .arg(t0().timestamp_micros())
             .query_async(&mut conn)
             .await
             .unwrap();

@@ -1,10 +1,10 @@
 -- The keys of a queue in the layout on Redis Streams (see streams/mod.rs), beside head.lua's:
 --   x          stream, one entry per job of the default priority made ready: `j` first (its id,
---              its `m` and its payload, see streams/packed.rs), then the other fields of its
---              record that never change (record.rs's names), and its attempts so far (`a`),
---              created_at (`c`, left out when it is run_at) and run_at (`ra`) as of when it
---              was added; consumer group `g`, whose consumers are the workers and whose
---              pending entries are the running jobs
+--              its run_at as of when it was added, its `m` and its payload, see
+--              streams/packed.rs), then the other fields of its record that never change
+--              (record.rs's names), its attempts so far (`a`) and created_at (`c`, left out
+--              when it is the run_at); consumer group `g`, whose consumers are the workers and
+--              whose pending entries are the running jobs
 --   xr         stream, as `x`, of the jobs made pending again at a run_at already past (released,
 --              rescued): fetches read it before `x`, so that they keep their place ahead of the
 --              jobs that became ready since
@@ -195,9 +195,20 @@ local function job_of(fields)
   return string.sub(fields[2], 1, ID_LEN)
 end
 
+-- The run_at of the job of an entry's fields: what follows the id in `j`, up to a `:`.
+local function run_at_of(fields)
+  return string.match(fields[2], '^([^:]*):', ID_LEN + 1)
+end
+
+-- `j` with its run_at replaced by `run_at`.
+local function with_run_at(j, run_at)
+  local colon = string.find(j, ':', ID_LEN + 1, true)
+  return string.sub(j, 1, ID_LEN) .. run_at .. string.sub(j, colon)
+end
+
 -- The most attempts of the job of an entry's fields: the start of its `m`, inside `j`.
 local function max_attempts_of(fields)
-  return tonumber(string.match(fields[2], '^%d+:(%d+)', ID_LEN + 1))
+  return tonumber(string.match(fields[2], '^[^:]*:%d+:(%d+)', ID_LEN + 1))
 end
 
 -- Fields `fields` (an entry's, or a delayed job's in any order) with `j` first and without
@@ -223,12 +234,13 @@ end
 -- added to a stream.
 local function requeue(id, fields, attempts, run_at, status, ahead)
   -- An entry without `c` was created at its run_at, which changes now.
-  local more = { 'c', field_of(fields, 'c') or field_of(fields, 'ra'), 'ra', run_at }
+  local more = { 'c', field_of(fields, 'c') or run_at_of(fields) }
   if attempts > 0 then
     more[#more + 1] = 'a'
     more[#more + 1] = int(attempts)
   end
-  local kept = with_j_first(fields, { a = true, ra = true, s = true, c = true }, more)
+  local kept = with_j_first(fields, { a = true, s = true, c = true }, more)
+  kept[2] = with_run_at(kept[2], run_at)
   if tonumber(run_at) <= NOW then
     recount_by('q', 1)
     add_entry(id, field_of(fields, 'pr'), kept, ahead)

@@ -7,7 +7,7 @@ local woken = false
 local out, acks, calls = each_ended(6, 4, function(i, _, fields)
   local run_at = ARGV[i + 3]
   if run_at == '' then
-    run_at = field_of(fields, 'ra')
+    run_at = run_at_of(fields)
   end
   local attempts = attempts_after(fields) - 1
   woken = requeue(ARGV[i + 2], fields, attempts, run_at, 'p', true) or woken

@@ -23,7 +23,7 @@ local function lapse(stream, entry, started)
   record_error(id, attempts, ARGV[5])
   -- The max attempts lead the `m` field.
   if attempts < max_attempts_of(fields) then
-    requeue(id, fields, attempts, field_of(fields, 'ra'), 'p', true)
+    requeue(id, fields, attempts, run_at_of(fields), 'p', true)
     recount('r', 'p')
   else
     bury(id, started)
