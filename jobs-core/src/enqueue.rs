@@ -175,10 +175,14 @@ macro_rules! overrides {
                 jobs: impl IntoIterator<Item = impl Into<Enqueue<Self>>>,
             ) -> impl Future<Output = Result<Vec<JobHandle<Self>>, Error>> + Send {
                 let now = SystemClock.now();
+                // Sized up front: collecting results into a Vec grows it by doubling, moving
+                // every job built so far each time.
+                let jobs = jobs.into_iter();
+                let mut built = Vec::with_capacity(jobs.size_hint().0);
                 let built: Result<Vec<NewJob>, Error> = jobs
-                    .into_iter()
                     .map(|job| job.into().to_new_job(now))
-                    .collect();
+                    .try_for_each(|job| job.map(|job| built.push(job)))
+                    .map(|()| built);
                 async move {
                     let built = built?;
                     #[cfg(feature = "metrics")]
