@@ -516,3 +516,102 @@ async fn a_corrupt_entry_dies_alone_and_the_rest_of_its_batch_runs() {
         assert!(e.to_string().contains(says), "{e}");
     }
 }
+
+/// Corrupt entries leased by a worker that was gone before it could fail their jobs (here read
+/// into the group by hand, as a fetch reads them): one whose `j` the rescue cannot read dies
+/// there, one it reads (its flaw is past the run_at and the most attempts) is pending again
+/// and dies at the fetch that leases it, and the healthy job the worker held with them runs
+/// again.
+#[tokio::test]
+async fn a_gone_workers_corrupt_entries_die_and_its_healthy_job_runs_again() {
+    let (prefix, backend) = store().await;
+    let healthy = ready("s");
+    backend
+        .enqueue(EnqueueParams {
+            jobs: vec![healthy.clone()],
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    let base = format!("{{{prefix}:s}}:");
+    let mut conn = raw_connection().await;
+    let (unreadable, too_short) = (JobId::new(), JobId::new());
+    let corrupt = [
+        (unreadable, format!("{}no run_at", unreadable.0.simple())),
+        (
+            too_short,
+            format!(
+                "{}{}:99:3|f5||bad{{}}",
+                too_short.0.simple(),
+                t0().timestamp_micros()
+            ),
+        ),
+    ];
+    for (id, j) in corrupt {
+        let entry: String = redis::cmd("XADD")
+            .arg(format!("{base}x"))
+            .arg("*")
+            .arg("j")
+            .arg(j)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let _: () = redis::pipe()
+            .hset(format!("{base}ids"), id.0.simple().to_string(), entry)
+            .hincr(format!("{base}counts"), "q", 1)
+            .hincr(format!("{base}counts"), "p", 1)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    // All three read into the group under the worker's name, counted as a fetch counts them.
+    let gone = "gone-worker";
+    let _: () = redis::pipe()
+        .hincr(format!("{base}counts"), "r", 3)
+        .hincr(format!("{base}counts"), "p", -3)
+        .hincr(format!("{base}counts"), "q", -3)
+        .cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("g")
+        .arg(gone)
+        .arg("COUNT")
+        .arg(10)
+        .arg("STREAMS")
+        .arg(format!("{base}x"))
+        .arg(">")
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(counts(&backend).await.running, 3);
+
+    let mut rescued = backend
+        .rescue(jobs_core::RescueParams {
+            target: jobs_core::RescueTarget::Workers(vec![gone.into()]),
+            limit: 100,
+            error: ErrorReport::new(ErrorKind::LeaseLost, "worker gone"),
+            now: at(1_000),
+        })
+        .await
+        .unwrap();
+    rescued.sort_unstable();
+    let mut all = vec![healthy.id, unreadable, too_short];
+    all.sort_unstable();
+    assert_eq!(rescued, all);
+    let c = counts(&backend).await;
+    assert_eq!((c.running, c.pending, c.dead), (0, 2, 1));
+
+    let again = backend.fetch(fetch(&["s"], 10, at(1_000))).await.unwrap();
+    let ids: Vec<JobId> = again.iter().map(|j| j.record.id).collect();
+    assert_eq!(ids, [healthy.id]);
+    assert_eq!(again[0].record.attempt, 2, "its lost attempt counts");
+    let c = counts(&backend).await;
+    assert_eq!((c.running, c.pending, c.dead), (1, 0, 2));
+    for id in [unreadable, too_short] {
+        let e = backend
+            .read(ReadParams { id })
+            .await
+            .expect_err("malformed");
+        assert!(e.to_string().contains("malformed"), "{e}");
+    }
+}

@@ -197,7 +197,7 @@ end
 
 -- The run_at of the job of an entry's fields: what follows the id in `j`, up to a `:`.
 local function run_at_of(fields)
-  return string.match(fields[2], '^([^:]*):', ID_LEN + 1)
+  return string.match(fields[2], '^(%-?%d+):', ID_LEN + 1)
 end
 
 -- `j` with its run_at replaced by `run_at`.
@@ -206,9 +206,10 @@ local function with_run_at(j, run_at)
   return string.sub(j, 1, ID_LEN) .. run_at .. string.sub(j, colon)
 end
 
--- The most attempts of the job of an entry's fields: the start of its `m`, inside `j`.
+-- The most attempts of the job of an entry's fields: the start of its `m`, inside `j`; nil
+-- when `j` is malformed.
 local function max_attempts_of(fields)
-  return tonumber(string.match(fields[2], '^[^:]*:%d+:(%d+)', ID_LEN + 1))
+  return tonumber(string.match(fields[2], '^%-?%d+:%d+:(%d+)', ID_LEN + 1))
 end
 
 -- Fields `fields` (an entry's, or a delayed job's in any order) with `j` first and without

@@ -21,8 +21,10 @@ local function lapse(stream, entry, started)
   end
   local attempts = attempts_after(fields)
   record_error(id, attempts, ARGV[5])
-  -- The max attempts lead the `m` field.
-  if attempts < max_attempts_of(fields) then
+  -- The max attempts lead the `m` field. A job whose `j` is malformed (which its fetch failed
+  -- as dead, unless its worker was gone first) dies: it cannot be read to run again.
+  local most = max_attempts_of(fields)
+  if most and attempts < most then
     requeue(id, fields, attempts, run_at_of(fields), 'p', true)
     recount('r', 'p')
   else
