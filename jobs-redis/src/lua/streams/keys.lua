@@ -195,7 +195,8 @@ local function job_of(fields)
   return string.sub(fields[2], 1, ID_LEN)
 end
 
--- The run_at of the job of an entry's fields: what follows the id in `j`, up to a `:`.
+-- The run_at of the job of an entry's fields: the digits after the id in `j`, up to a `:`;
+-- nil when `j` is malformed.
 local function run_at_of(fields)
   return string.match(fields[2], '^(%-?%d+):', ID_LEN + 1)
 end
