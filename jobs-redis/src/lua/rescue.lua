@@ -32,8 +32,10 @@ for _, id in ipairs(expired) do
   local v = redis.call('HMGET', key, 'a', 'm', 'ra')
   if v[1] then
     local retry_at = nil
-    -- The max attempts lead the `m` field.
-    if tonumber(v[1]) < tonumber(string.match(v[2], '^%d+')) then
+    -- The max attempts lead the `m` field. A job whose `m` is malformed (which its fetch failed
+    -- as dead, unless its worker was gone first) dies: it cannot be read to run again.
+    local most = tonumber(string.match(v[2] or '', '^%d+'))
+    if most and tonumber(v[1]) < most then
       retry_at = v[3]
     end
     woken = finish_attempt(key, id, ARGV[5], retry_at) or woken

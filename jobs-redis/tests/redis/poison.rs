@@ -1,13 +1,17 @@
 //! A poison job: a job whose stored payload is not JSON, written under the documented layout,
 //! is failed dead with a decode error by the fetch that leases it, stays readable and listable,
 //! and takes none of the healthy jobs of its batch down with it (the checks are the suite's
-//! `testing::poison`, with this backend's corruption).
+//! `testing::poison`, with this backend's corruption). A leased job whose stored meta is
+//! corrupt dies in the rescue of its lapsed lease, which goes on with the other jobs.
 
 use jobs_core::testing::poison;
-use jobs_core::{ErrorKind, JobFilter, JobId, JobRecord, JobStatus, Operations, PageRequest};
+use jobs_core::{
+    Backend, CountsParams, EnqueueParams, ErrorKind, ErrorReport, JobFilter, JobId, JobRecord,
+    JobStatus, Operations, PageRequest, ReadParams, RescueParams, RescueTarget,
+};
 use jobs_redis::{redis, RedisBackend};
 
-use crate::support::{raw_connection, single_backend};
+use crate::support::{at, fetch, job, raw_connection, single_backend, t0};
 
 /// A poisoned payload short enough for the job's hash.
 const NOT_JSON: &str = "not json {";
@@ -100,4 +104,58 @@ async fn a_worker_runs_the_healthy_jobs_beside_a_poison_one() {
         .await;
         assert_visible_and_poisoned(&b, bad, text).await;
     }
+}
+
+/// A leased job whose stored `m` (its name, most attempts and options) is corrupted before its
+/// lease lapses dies in the rescue, which cannot tell how many attempts it has left; the
+/// healthy job leased with it is pending again, its lost attempt counted.
+#[tokio::test]
+async fn a_leased_job_whose_meta_is_corrupt_dies_in_its_rescue_and_spares_the_other() {
+    let b = single_backend().await;
+    let (healthy, bad) = (job("q", t0()), job("q", t0()));
+    let jobs = vec![healthy.clone(), bad.clone()];
+    b.enqueue(EnqueueParams { jobs, now: t0() })
+        .await
+        .expect("enqueue");
+    assert_eq!(
+        b.fetch(fetch(&["q"], 10, t0())).await.expect("fetch").len(),
+        2
+    );
+    let mut conn = raw_connection().await;
+    let key = format!("{{{}:q}}:j:{}", b.key_prefix(), bad.id.0.simple());
+    let _: () = redis::cmd("HSET")
+        .arg(&key)
+        .arg("m")
+        .arg("not meta")
+        .query_async(&mut conn)
+        .await
+        .expect("the meta is overwritten");
+
+    let mut rescued = b
+        .rescue(RescueParams {
+            target: RescueTarget::Lapsed,
+            now: at(60_000),
+            limit: 100,
+            error: ErrorReport::new(ErrorKind::LeaseLost, "lease expired"),
+        })
+        .await
+        .expect("the rescue runs");
+    rescued.sort_unstable();
+    let mut both = vec![healthy.id, bad.id];
+    both.sort_unstable();
+    assert_eq!(rescued, both);
+    let counts = b
+        .counts(CountsParams { queue: "q".into() })
+        .await
+        .expect("counts");
+    assert_eq!((counts.running, counts.pending, counts.dead), (0, 1, 1));
+    let again = b.fetch(fetch(&["q"], 10, at(60_000))).await.expect("fetch");
+    let ids: Vec<JobId> = again.iter().map(|j| j.record.id).collect();
+    assert_eq!(ids, [healthy.id]);
+    assert_eq!(again[0].record.attempt, 2, "its lost attempt counts");
+    let e = b
+        .read(ReadParams { id: bad.id })
+        .await
+        .expect_err("a job whose meta is corrupt reads as an error");
+    assert!(e.to_string().contains("bad field `m`"), "{e}");
 }
