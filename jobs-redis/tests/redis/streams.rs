@@ -56,6 +56,31 @@ async fn counts(backend: &RedisBackend) -> jobs_core::QueueCounts {
         .unwrap()
 }
 
+/// Adds an entry of `j` alone for job `id` to the default stream of the queue whose keys start
+/// with `base`, as an enqueue writes one: the entry, its id in the id map, the counts.
+async fn add_raw_entry(
+    conn: &mut redis::aio::MultiplexedConnection,
+    base: &str,
+    id: JobId,
+    j: impl redis::ToRedisArgs,
+) {
+    let entry: String = redis::cmd("XADD")
+        .arg(format!("{base}x"))
+        .arg("*")
+        .arg("j")
+        .arg(j)
+        .query_async(conn)
+        .await
+        .unwrap();
+    let _: () = redis::pipe()
+        .hset(format!("{base}ids"), id.0.simple().to_string(), entry)
+        .hincr(format!("{base}counts"), "q", 1)
+        .hincr(format!("{base}counts"), "p", 1)
+        .query_async(conn)
+        .await
+        .unwrap();
+}
+
 fn invalid(e: Error) -> String {
     match e {
         Error::Invalid(message) => message,
@@ -459,8 +484,7 @@ async fn a_corrupt_entry_dies_alone_and_the_rest_of_its_batch_runs() {
     };
     let (first, last) = (ready("s"), ready("s"));
     enqueue(first.clone()).await.unwrap();
-    // Three corrupt entries between them, written as an enqueue writes one: the entry, its id
-    // in the id map, the counts.
+    // Three corrupt entries between them, written as an enqueue writes one.
     let base = format!("{{{prefix}:s}}:");
     let mut conn = raw_connection().await;
     let (bad_shape, bad_payload, bad_bytes) = (JobId::new(), JobId::new(), JobId::new());
@@ -477,21 +501,7 @@ async fn a_corrupt_entry_dies_alone_and_the_rest_of_its_batch_runs() {
         (bad_bytes, packed(bad_bytes, meta.len(), b"\"\xff\xfe\"")),
     ];
     for (id, j) in corrupt {
-        let entry: String = redis::cmd("XADD")
-            .arg(format!("{base}x"))
-            .arg("*")
-            .arg("j")
-            .arg(j)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        let _: () = redis::pipe()
-            .hset(format!("{base}ids"), id.0.simple().to_string(), entry)
-            .hincr(format!("{base}counts"), "q", 1)
-            .hincr(format!("{base}counts"), "p", 1)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        add_raw_entry(&mut conn, &base, id, j).await;
     }
     enqueue(last.clone()).await.unwrap();
 
@@ -548,21 +558,7 @@ async fn a_gone_workers_corrupt_entries_die_and_its_healthy_job_runs_again() {
         ),
     ];
     for (id, j) in corrupt {
-        let entry: String = redis::cmd("XADD")
-            .arg(format!("{base}x"))
-            .arg("*")
-            .arg("j")
-            .arg(j)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        let _: () = redis::pipe()
-            .hset(format!("{base}ids"), id.0.simple().to_string(), entry)
-            .hincr(format!("{base}counts"), "q", 1)
-            .hincr(format!("{base}counts"), "p", 1)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        add_raw_entry(&mut conn, &base, id, j).await;
     }
     // All three read into the group under the worker's name, counted as a fetch counts them.
     let gone = "gone-worker";
