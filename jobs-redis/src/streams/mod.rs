@@ -5,9 +5,9 @@
 //!
 //! Per queue, under the queue's hash tag (the Lua names are in `lua/streams/keys.lua`):
 //!
-//! - the stream `x` holds an entry per job made ready, with the fields of its record that
-//!   never change, its id, `m` and payload packed into the first (see [`packed`]); its
-//!   consumer group `g` has a consumer per worker, and the group's pending entries are the
+//! - the stream `x` holds an entry per job made ready, with its record's fields as of then
+//!   (its id, run_at, `m` and payload packed into the first, see [`packed`]); its consumer
+//!   group `g` has a consumer per worker, and the group's pending entries are the
 //!   running jobs. A job made pending again at a run_at already past (released, rescued) is
 //!   an entry of `xr`, which fetches read first, so that it keeps its place. A priority other
 //!   than the default has its own two, `x:<p>` and `xr:<p>`, and fetches read the priorities

@@ -35,7 +35,9 @@ pub(crate) fn pack(id: &str, run_at: i64, meta: &str, payload: &str) -> String {
 pub(crate) struct Packed<'a> {
     /// The run_at, as the decimal microseconds it was written as.
     pub run_at: &'a str,
+    /// The `m` field (see [`encode_meta`](crate::record::encode_meta)).
     pub meta: &'a str,
+    /// The payload, as enqueued.
     pub payload: &'a str,
 }
 
@@ -72,7 +74,8 @@ pub(crate) fn id_in(j: &[u8]) -> Option<&str> {
 /// An entry's fields (`[field, value, …]`) as the record parser reads them: `j` taken apart
 /// into `m`, `p` and `ra`.
 pub(crate) fn expanded<S: AsRef<str>>(fields: &[S]) -> Result<Vec<&str>, Error> {
-    let mut out = Vec::with_capacity(fields.len() + 2);
+    // `j` becomes three pairs.
+    let mut out = Vec::with_capacity(fields.len() + 4);
     for pair in fields.chunks_exact(2) {
         let (name, value) = (pair[0].as_ref(), pair[1].as_ref());
         if name == FIELD {
