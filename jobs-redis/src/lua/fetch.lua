@@ -82,7 +82,9 @@ for _, job in ipairs(taken) do
   for f = 1, #fields, 2 do
     local name = fields[f]
     if name == 'a' then
-      attempt = tonumber(fields[f + 1])
+      -- An `a` that is not a number leases as the first attempt; the client, reading the
+      -- hash as it was, fails the job dead as corrupt.
+      attempt = tonumber(fields[f + 1]) or 0
     elseif name == 'ne' then
       local listed = redis.call('LRANGE', side_key('e', id), 0, -1)
       if #listed > 0 then

@@ -9,7 +9,13 @@ local out = each_leased(4, 3, function(i, id, key, _, _, k)
   if run_at == '' then
     run_at = v[3]
   end
-  redis.call('HSET', key, 's', 'p', 'a', int(math.max(tonumber(v[1]) - 1, 0)), 'ra', run_at)
+  local attempt = tonumber(v[1])
+  if attempt then
+    redis.call('HSET', key, 's', 'p', 'a', int(math.max(attempt - 1, 0)), 'ra', run_at)
+  else
+    -- An `a` that is not a number stays as it is: the next fetch fails the job as corrupt.
+    redis.call('HSET', key, 's', 'p', 'ra', run_at)
+  end
   recount('r', 'p')
   if tonumber(run_at) <= NOW then
     redis.call('ZADD', ready_of(k), v[2], ready_member(run_at, id))

@@ -34,8 +34,9 @@ for _, id in ipairs(expired) do
     local retry_at = nil
     -- The max attempts lead the `m` field. A job whose `m` is malformed (which its fetch failed
     -- as dead, unless its worker was gone first) dies: it cannot be read to run again.
-    local most = tonumber(string.match(v[2] or '', '^%d+'))
-    if most and tonumber(v[1]) < most then
+    -- So does one whose attempts `a` is not a number.
+    local most, attempt = tonumber(string.match(v[2] or '', '^%d+')), tonumber(v[1])
+    if most and attempt and attempt < most then
       retry_at = v[3]
     end
     woken = finish_attempt(key, id, ARGV[5], retry_at) or woken

@@ -75,7 +75,9 @@ end
 -- effects.lua). Returns true when the job is ready at once.
 local function finish_attempt(key, id, report, retry_at)
   local v = redis.call('HMGET', key, 'a', 'pr', 'u', 'k', 'wf')
-  local entry = '{"a":' .. v[1] .. ',"t":' .. NOW_S .. ',' .. string.sub(report, 2)
+  -- An unreadable attempt number is recorded as 0, so the list of errors stays JSON.
+  local entry = '{"a":' .. int(tonumber(v[1]) or 0) .. ',"t":' .. NOW_S .. ','
+    .. string.sub(report, 2)
   local n = redis.call('RPUSH', side_key('e', id), entry)
   clear_lease(key, id, v[4])
   if retry_at then

@@ -2,12 +2,14 @@
 //! is failed dead with a decode error by the fetch that leases it, stays readable and listable,
 //! and takes none of the healthy jobs of its batch down with it (the checks are the suite's
 //! `testing::poison`, with this backend's corruption). A leased job whose stored meta is
-//! corrupt dies in the rescue of its lapsed lease, which goes on with the other jobs.
+//! corrupt dies in the rescue of its lapsed lease, which goes on with the other jobs; one whose
+//! attempts are not a number dies in its fetch, its rescue or the fetch after its release.
 
 use jobs_core::testing::poison;
 use jobs_core::{
     Backend, CountsParams, EnqueueParams, ErrorKind, ErrorReport, JobFilter, JobId, JobRecord,
-    JobStatus, Operations, PageRequest, ReadParams, RescueParams, RescueTarget,
+    JobStatus, LeaseRef, Operations, PageRequest, ReadParams, Release, ReleaseParams, RescueParams,
+    RescueTarget,
 };
 use jobs_redis::{redis, RedisBackend};
 
@@ -106,56 +108,146 @@ async fn a_worker_runs_the_healthy_jobs_beside_a_poison_one() {
     }
 }
 
-/// A leased job whose stored `m` (its name, most attempts and options) is corrupted before its
-/// lease lapses dies in the rescue, which cannot tell how many attempts it has left; the
-/// healthy job leased with it is pending again, its lost attempt counted.
-#[tokio::test]
-async fn a_leased_job_whose_meta_is_corrupt_dies_in_its_rescue_and_spares_the_other() {
-    let b = single_backend().await;
-    let (healthy, bad) = (job("q", t0()), job("q", t0()));
-    let jobs = vec![healthy.clone(), bad.clone()];
-    b.enqueue(EnqueueParams { jobs, now: t0() })
-        .await
-        .expect("enqueue");
-    assert_eq!(
-        b.fetch(fetch(&["q"], 10, t0())).await.expect("fetch").len(),
-        2
-    );
+/// Overwrites field `field` of job `id`'s hash (queue `q`) with `text`.
+async fn corrupt_field(b: &RedisBackend, id: JobId, field: &str, text: &str) {
     let mut conn = raw_connection().await;
-    let key = format!("{{{}:q}}:j:{}", b.key_prefix(), bad.id.0.simple());
+    let key = format!("{{{}:q}}:j:{}", b.key_prefix(), id.0.simple());
     let _: () = redis::cmd("HSET")
         .arg(&key)
-        .arg("m")
-        .arg("not meta")
+        .arg(field)
+        .arg(text)
         .query_async(&mut conn)
         .await
-        .expect("the meta is overwritten");
+        .expect("the field is overwritten");
+}
 
-    let mut rescued = b
-        .rescue(RescueParams {
-            target: RescueTarget::Lapsed,
-            now: at(60_000),
-            limit: 100,
-            error: ErrorReport::new(ErrorKind::LeaseLost, "lease expired"),
-        })
-        .await
-        .expect("the rescue runs");
-    rescued.sort_unstable();
-    let mut both = vec![healthy.id, bad.id];
-    both.sort_unstable();
-    assert_eq!(rescued, both);
+/// Stores a healthy job and a bad one in queue `q`, each due at t0.
+async fn healthy_and_bad(b: &RedisBackend) -> (JobId, JobId) {
+    let (healthy, bad) = (job("q", t0()), job("q", t0()));
+    let ids = (healthy.id, bad.id);
+    b.enqueue(EnqueueParams {
+        jobs: vec![healthy, bad],
+        now: t0(),
+    })
+    .await
+    .expect("enqueue");
+    ids
+}
+
+/// Counts of queue `q`: running, pending and dead.
+async fn running_pending_dead(b: &RedisBackend) -> (u64, u64, u64) {
     let counts = b
         .counts(CountsParams { queue: "q".into() })
         .await
         .expect("counts");
-    assert_eq!((counts.running, counts.pending, counts.dead), (0, 1, 1));
-    let again = b.fetch(fetch(&["q"], 10, at(60_000))).await.expect("fetch");
-    let ids: Vec<JobId> = again.iter().map(|j| j.record.id).collect();
-    assert_eq!(ids, [healthy.id]);
-    assert_eq!(again[0].record.attempt, 2, "its lost attempt counts");
-    let e = b
-        .read(ReadParams { id: bad.id })
+    (counts.running, counts.pending, counts.dead)
+}
+
+/// A leased job whose stored `m` (its name, most attempts and options) or attempts `a` is
+/// corrupted before its lease lapses dies in the rescue, which cannot tell how many attempts
+/// it has left; the healthy job leased with it is pending again, its lost attempt counted.
+#[tokio::test]
+async fn a_leased_job_whose_meta_or_attempts_are_corrupt_dies_in_its_rescue_and_spares_the_other() {
+    for (field, text) in [("m", "not meta"), ("a", "many")] {
+        let b = single_backend().await;
+        let (healthy, bad) = healthy_and_bad(&b).await;
+        assert_eq!(
+            b.fetch(fetch(&["q"], 10, t0())).await.expect("fetch").len(),
+            2
+        );
+        corrupt_field(&b, bad, field, text).await;
+
+        let mut rescued = b
+            .rescue(RescueParams {
+                target: RescueTarget::Lapsed,
+                now: at(60_000),
+                limit: 100,
+                error: ErrorReport::new(ErrorKind::LeaseLost, "lease expired"),
+            })
+            .await
+            .expect("the rescue runs");
+        rescued.sort_unstable();
+        let mut both = vec![healthy, bad];
+        both.sort_unstable();
+        assert_eq!(rescued, both, "{field}");
+        assert_eq!(running_pending_dead(&b).await, (0, 1, 1), "{field}");
+        let again = b.fetch(fetch(&["q"], 10, at(60_000))).await.expect("fetch");
+        let ids: Vec<JobId> = again.iter().map(|j| j.record.id).collect();
+        assert_eq!(ids, [healthy], "{field}");
+        assert_eq!(again[0].record.attempt, 2, "its lost attempt counts");
+        let e = b
+            .read(ReadParams { id: bad })
+            .await
+            .expect_err("a job whose hash is corrupt reads as an error");
+        assert!(
+            e.to_string().contains(&format!("field `{field}`")),
+            "{e}"
+        );
+    }
+}
+
+/// A pending job whose attempts `a` is not a number dies in the fetch that reaches it, with an
+/// error naming the field; the healthy job beside it is leased by the same fetch.
+#[tokio::test]
+async fn a_pending_job_whose_attempts_are_corrupt_dies_in_its_fetch_and_spares_the_other() {
+    let b = single_backend().await;
+    let (healthy, bad) = healthy_and_bad(&b).await;
+    corrupt_field(&b, bad, "a", "many").await;
+
+    let leased = b
+        .fetch(fetch(&["q"], 10, t0()))
         .await
-        .expect_err("a job whose meta is corrupt reads as an error");
-    assert!(e.to_string().contains("bad field `m`"), "{e}");
+        .expect("the fetch runs");
+    let ids: Vec<JobId> = leased.iter().map(|j| j.record.id).collect();
+    assert_eq!(ids, [healthy]);
+    assert_eq!(leased[0].record.attempt, 1);
+    assert_eq!(running_pending_dead(&b).await, (1, 0, 1));
+    let record = b
+        .read(ReadParams { id: bad })
+        .await
+        .expect("the dead job reads")
+        .expect("it is kept");
+    assert_eq!(record.status, JobStatus::Dead);
+    let [error] = &record.errors[..] else {
+        panic!("one error expected: {:?}", record.errors);
+    };
+    assert_eq!(error.kind, ErrorKind::Decode);
+    assert!(error.message.contains("field `a` is not a number"), "{}", error.message);
+}
+
+/// A leased job whose attempts `a` is corrupted while it runs, then handed back, is pending
+/// with its `a` as it was, and the next fetch fails it dead; the healthy job handed back with
+/// it runs again, its attempt not counted.
+#[tokio::test]
+async fn a_released_job_whose_attempts_are_corrupt_dies_in_the_next_fetch() {
+    let b = single_backend().await;
+    let (healthy, bad) = healthy_and_bad(&b).await;
+    let leased = b.fetch(fetch(&["q"], 10, t0())).await.expect("fetch");
+    assert_eq!(leased.len(), 2);
+    corrupt_field(&b, bad, "a", "many").await;
+
+    let items = leased
+        .iter()
+        .map(|j| Release {
+            lease: LeaseRef {
+                id: j.record.id,
+                token: j.token,
+            },
+            run_at: None,
+        })
+        .collect();
+    let accepted = b
+        .release(ReleaseParams { items, now: at(1) })
+        .await
+        .expect("the release runs");
+    assert_eq!(accepted, [true, true]);
+    assert_eq!(running_pending_dead(&b).await, (0, 2, 0));
+    let again = b.fetch(fetch(&["q"], 10, at(2))).await.expect("fetch");
+    let ids: Vec<JobId> = again.iter().map(|j| j.record.id).collect();
+    assert_eq!(ids, [healthy]);
+    assert_eq!(
+        again[0].record.attempt, 1,
+        "a released attempt does not count"
+    );
+    assert_eq!(running_pending_dead(&b).await, (1, 0, 1));
 }
