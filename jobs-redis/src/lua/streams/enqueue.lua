@@ -6,37 +6,41 @@
 -- entry of its priority's stream, a later one waits in `xdelayed`, scheduled. Returns the
 -- number of jobs stored. Wakes the queue's workers when no entry waited for them (`q`): a
 -- worker sleeps only after a fetch found none.
-local seen, ids, ready, later, i = {}, {}, 0, 0, 4
+local seen, ids, n, ready, later, i = {}, {}, 0, 0, 0, 4
 local woken = (tonumber(redis.call('HGET', COUNTS, 'q')) or 0) > 0
+ensure_level(nil)
 while i <= #ARGV do
   local shape, j = ARGV[i], ARGV[i + 1]
-  local run_at, p, count = '', nil, 0
-  if shape ~= '' then
-    local due, priority, n = string.match(shape, '^([^|]*)|([^|]*)|(%d+)$')
-    run_at, count = due, tonumber(n)
+  local id = string.sub(j, 1, ID_LEN)
+  if shape == '' then
+    -- Most jobs: due now, of the default priority, `j` alone; the loop's fast path.
+    ids[n + 1], ids[n + 2] = id, redis.call('XADD', XSTREAM, '*', 'j', j)
+    ready = ready + 1
+    i = i + 2
+  else
+    local run_at, priority, count = string.match(shape, '^([^|]*)|([^|]*)|(%d+)$')
+    local p, last = nil, i + 1 + tonumber(count)
     if priority ~= '' then
       p = priority
+      if not seen[p] then
+        ensure_level(p)
+        seen[p] = true
+      end
     end
+    ids[n + 1] = id
+    if run_at == '' then
+      local queued, _, prefix = level(p)
+      ids[n + 2] = prefix .. redis.call('XADD', queued, '*', 'j', j, unpack(ARGV, i + 2, last))
+      ready = ready + 1
+    else
+      redis.call('HSET', delayed_key(id), 's', 's', 'j', j, unpack(ARGV, i + 2, last))
+      redis.call('ZADD', XDELAYED, run_at, id)
+      ids[n + 2] = 'd'
+      later = later + 1
+    end
+    i = last + 1
   end
-  local id = string.sub(j, 1, ID_LEN)
-  if not seen[p or ''] then
-    ensure_level(p)
-    seen[p or ''] = true
-  end
-  if run_at == '' then
-    local queued, _, prefix = level(p)
-    local entry = redis.call('XADD', queued, '*', 'j', j, unpack(ARGV, i + 2, i + 1 + count))
-    ids[#ids + 1] = id
-    ids[#ids + 1] = prefix .. entry
-    ready = ready + 1
-  else
-    redis.call('HSET', delayed_key(id), 's', 's', 'j', j, unpack(ARGV, i + 2, i + 1 + count))
-    redis.call('ZADD', XDELAYED, run_at, id)
-    ids[#ids + 1] = id
-    ids[#ids + 1] = 'd'
-    later = later + 1
-  end
-  i = i + 2 + count
+  n = n + 2
 end
 bulk('HSET', XIDS, ids, 1000)
 if ready > 0 and not woken then
