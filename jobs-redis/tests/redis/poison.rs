@@ -8,7 +8,7 @@
 use jobs_core::testing::poison;
 use jobs_core::{
     Backend, CountsParams, EnqueueParams, ErrorKind, ErrorReport, JobFilter, JobId, JobRecord,
-    JobStatus, LeaseRef, Operations, PageRequest, ReadParams, Release, ReleaseParams, RescueParams,
+    JobStatus, Operations, PageRequest, ReadParams, Release, ReleaseParams, RescueParams,
     RescueTarget,
 };
 use jobs_redis::{redis, RedisBackend};
@@ -179,10 +179,7 @@ async fn a_leased_job_whose_meta_or_attempts_are_corrupt_dies_in_its_rescue_and_
             .read(ReadParams { id: bad })
             .await
             .expect_err("a job whose hash is corrupt reads as an error");
-        assert!(
-            e.to_string().contains(&format!("field `{field}`")),
-            "{e}"
-        );
+        assert!(e.to_string().contains(&format!("field `{field}`")), "{e}");
     }
 }
 
@@ -212,7 +209,11 @@ async fn a_pending_job_whose_attempts_are_corrupt_dies_in_its_fetch_and_spares_t
         panic!("one error expected: {:?}", record.errors);
     };
     assert_eq!(error.kind, ErrorKind::Decode);
-    assert!(error.message.contains("field `a` is not a number"), "{}", error.message);
+    assert!(
+        error.message.contains("field `a` is not a number"),
+        "{}",
+        error.message
+    );
 }
 
 /// A leased job whose attempts `a` is corrupted while it runs, then handed back, is pending
@@ -229,10 +230,7 @@ async fn a_released_job_whose_attempts_are_corrupt_dies_in_the_next_fetch() {
     let items = leased
         .iter()
         .map(|j| Release {
-            lease: LeaseRef {
-                id: j.record.id,
-                token: j.token,
-            },
+            lease: j.lease(),
             run_at: None,
         })
         .collect();
