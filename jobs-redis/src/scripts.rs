@@ -87,6 +87,7 @@ scripts! {
     marker: "marker.lua",
     xenqueue: "streams/enqueue.lua",
     xfetch: "streams/fetch.lua",
+    xfetched: "streams/fetched.lua",
     xcomplete: "streams/complete.lua",
     xfail: "streams/fail.lua",
     xrelease: "streams/release.lua",

@@ -33,6 +33,8 @@ mod presence;
 mod restart;
 #[path = "redis/streams.rs"]
 mod streams;
+#[path = "redis/streams_fetch.rs"]
+mod streams_fetch;
 #[path = "redis/tags.rs"]
 mod tags;
 #[path = "redis/urls.rs"]

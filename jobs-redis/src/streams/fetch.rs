@@ -1,12 +1,18 @@
-//! Leasing entries: one script call per queue (`XREADGROUP` and the call's lease), the queues
-//! in the order the worker names them.
+//! Leasing entries: one transaction per queue, the queues in the order the worker names them.
+//! The transaction is fetch.lua, an `XREADGROUP` of the queue's stream `x`, then fetched.lua:
+//! most often fetch.lua finds that `x` holds the next entries and leaves the read to the
+//! `XREADGROUP`, whose entries reach the client as Redis reads them (a script's reply is
+//! converted into Lua and back: about 1.7 µs per entry more), and fetched.lua writes the
+//! call's lease over what it read. Else (entries of another priority or returned ones first, a
+//! paused queue) fetch.lua reads and leases them itself and hides `x` from the `XREADGROUP`.
 
 use std::sync::Arc;
 
 use jobs_core::{later, Error, Failure, FetchParams, Lease, LeaseRef, LeasedJob, Timestamp};
-use redis::Value;
+use redis::{Cmd, RedisError, Value};
 
 use crate::leases::{distinct, leased_record, until_decoded};
+use crate::library;
 use crate::queues::queue_tag;
 use crate::record::{micros, parse_id, stored_time, Stored};
 use crate::scripts::SCRIPTS;
@@ -60,7 +66,8 @@ impl RedisBackend {
         .await
     }
 
-    /// One fetch call, under a call id drawn again while another call holds it.
+    /// One fetch call, under a call id drawn again while another call holds it: the entries it
+    /// leased, as an array of entries.
     async fn lease_call(
         &self,
         queue: &str,
@@ -69,20 +76,101 @@ impl RedisBackend {
         expires: Timestamp,
     ) -> Result<(CallId, Value), Error> {
         self.check_layout().await?;
+        let stream = format!("{}x", self.inner().keys.queue(queue));
         loop {
             let call = CallId::draw();
-            let mut inv = self.invocation(&SCRIPTS.xfetch, queue, p.now);
-            inv.arg(micros(expires))
+            let script = |function| {
+                let mut inv = self.invocation(function, queue, p.now);
+                inv.arg(micros(expires))
+                    .arg(&p.worker)
+                    .arg(limit)
+                    .arg(call.to_string());
+                inv
+            };
+            let (begin, end) = (script(&SCRIPTS.xfetch), script(&SCRIPTS.xfetched));
+            let mut pipe = redis::pipe();
+            pipe.atomic()
+                .ignore_errors()
+                .add_command(Cmd::clone(&begin))
+                .cmd("XREADGROUP")
+                .arg("GROUP")
+                .arg("g")
                 .arg(&p.worker)
+                .arg("COUNT")
                 .arg(limit)
-                .arg(call.to_string());
-            match self.send_raw(&inv).await {
-                Err(e) if e.code() == Some("TAKEN") => continue,
-                Err(e) => return Err(crate::library::explain(e)),
-                Ok(reply) => return Ok((call, reply)),
+                .arg("STREAMS")
+                .arg(&stream)
+                .arg(">")
+                .add_command(Cmd::clone(&end));
+            let replies: Vec<Value> = pipe
+                .query_async(&mut self.inner().conn.clone())
+                .await
+                .map_err(Error::backend)?;
+            let [began, read, ended]: [Value; 3] = replies
+                .try_into()
+                .map_err(|r| Error::backend(format!("a fetch's transaction answered {r:?}")))?;
+            match began {
+                Value::ServerError(e) if e.code() == "TAKEN" => continue,
+                // The library was missing: nothing ran but the read, whose entries are this
+                // worker's now, without a lease. The lease is taken for them once the library
+                // is loaded again.
+                Value::ServerError(e) => {
+                    let e = RedisError::from(e);
+                    if !library::is_missing(&e) {
+                        return Err(library::explain(e));
+                    }
+                    let entries = read_entries(read)?;
+                    let Some(first) = first_id(&entries)? else {
+                        library::load(&mut self.inner().conn.clone())
+                            .await
+                            .map_err(library::explain)?;
+                        continue;
+                    };
+                    // Should this fail too, the entries stay this worker's until it is gone,
+                    // when the rescue of its pending entries finds them.
+                    let mut adopt = end;
+                    adopt.arg(first);
+                    self.run::<usize>(&adopt).await?;
+                    return Ok((call, entries));
+                }
+                Value::SimpleString(_) | Value::BulkString(_) => {
+                    if let Value::ServerError(e) = ended {
+                        return Err(library::explain(e.into()));
+                    }
+                    return Ok((call, read_entries(read)?));
+                }
+                entries => return Ok((call, entries)),
             }
         }
     }
+}
+
+/// The entries of an `XREADGROUP` of one stream, as an array (empty when it read none).
+fn read_entries(read: Value) -> Result<Value, Error> {
+    let streams = match read {
+        Value::Nil => return Ok(Value::Array(Vec::new())),
+        Value::Array(streams) => streams,
+        Value::Map(streams) => streams.into_iter().map(|(_, entries)| entries).collect(),
+        Value::ServerError(e) => return Err(library::explain(e.into())),
+        other => return Err(Error::backend(format!("a fetch read {other:?}"))),
+    };
+    match streams.into_iter().next() {
+        Some(Value::Array(pair)) if pair.len() == 2 => Ok(pair.into_iter().nth(1).expect("two")),
+        Some(entries @ Value::Array(_)) => Ok(entries),
+        None => Ok(Value::Array(Vec::new())),
+        Some(other) => Err(Error::backend(format!("a fetch read {other:?}"))),
+    }
+}
+
+/// The id of the first of `entries`, as text.
+fn first_id(entries: &Value) -> Result<Option<String>, Error> {
+    let Value::Array(items) = entries else {
+        return Ok(None);
+    };
+    items
+        .first()
+        .map(|first| entry(first).map(|e| e.id.to_string()))
+        .transpose()
 }
 
 /// The jobs of a fetch's reply, and a failure for each that does not decode.

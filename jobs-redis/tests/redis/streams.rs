@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use crate::support::{at, fetch, fresh_prefix, job, keys_like, raw_connection, t0, url_under};
 
 /// A fresh store in the streams layout: its prefix, and a backend on it.
-async fn store() -> (String, RedisBackend) {
+pub(crate) async fn store() -> (String, RedisBackend) {
     let prefix = fresh_prefix();
     let backend = RedisBackend::connect(&url_under(&prefix, "streams"))
         .await
@@ -43,13 +43,14 @@ async fn fail_for_retry(
 }
 
 /// A job of `queue` due now, of the default priority.
-fn ready(queue: &str) -> jobs_core::NewJob {
+pub(crate) fn ready(queue: &str) -> jobs_core::NewJob {
     let mut new = job(queue, t0());
     new.priority = jobs_core::DEFAULT_PRIORITY;
     new
 }
 
-async fn counts(backend: &RedisBackend) -> jobs_core::QueueCounts {
+/// The counts of queue `s`.
+pub(crate) async fn counts(backend: &RedisBackend) -> jobs_core::QueueCounts {
     backend
         .counts(CountsParams { queue: "s".into() })
         .await

@@ -9,6 +9,8 @@
 --              rescued): fetches read it before `x`, so that they keep their place ahead of the
 --              jobs that became ready since
 --   x:<p>, xr:<p>  the same two for priority p, another than the default
+--   xhidden    `x` while a fetch's transaction hides it from its `XREADGROUP` (see fetch.lua):
+--              it exists only inside that transaction
 --   xlevels    zset, score and member p: the priorities other than the default in use
 --   ids        hash, job id -> its current entry: the entry id, `r` before it for an entry of an
 --              `xr` stream, `<p>:` before that for priority p; or `d` while it waits in
@@ -21,12 +23,13 @@
 --   lease:<c>  hash, fetch call c's lease: worker `w`, start `s`, expiry `x`, the stream it
 --              read `k` (after the key base: a call reads one stream), its first and last entry
 --              there `f` and `l`, and the expiry of each entry renewed since (the field is the
---              entry id); deleted once none of its entries is pending
+--              entry id); deleted once none of its entries is pending. Inside a fetch's
+--              transaction it holds `o`, the last entry of `x` delivered before the fetch
 --   leases     zset, score the earliest expiry of a call, member `worker|c`
 --   progress   hash, job id -> the progress its handler last recorded
 -- and head.lua's `counts` (with `q`, the entries not yet delivered, beside the statuses), `done`,
 -- `dead` and `e:<id>` (the errors of each attempt).
-local XSTREAM, XRETURNED, XLEVELS, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS
+local XSTREAM, XRETURNED, XHIDDEN, XLEVELS, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS
 
 -- jobs_core::DEFAULT_PRIORITY, whose jobs' entries leave out `pr` (streams.rs checks the two
 -- agree).
@@ -38,6 +41,7 @@ local ID_LEN = 32
 on_base(function()
   XSTREAM = BASE .. 'x'
   XRETURNED = BASE .. 'xr'
+  XHIDDEN = BASE .. 'xhidden'
   XLEVELS = BASE .. 'xlevels'
   XIDS = BASE .. 'ids'
   XDELAYED = BASE .. 'xdelayed'
@@ -119,10 +123,25 @@ local function level(p)
   return XSTREAM .. ':' .. p, XRETURNED .. ':' .. p, p .. ':'
 end
 
+-- Whether `x` exists. A fetch's transaction hides it as `xhidden` and names it back; should
+-- its last command have failed, `x` is named back here, before any call uses it.
+local function x_exists()
+  if redis.call('EXISTS', XSTREAM) == 1 then
+    return true
+  end
+  if redis.call('EXISTS', XHIDDEN) == 1 then
+    redis.call('RENAME', XHIDDEN, XSTREAM)
+    return true
+  end
+  return false
+end
+
 -- Creates the streams of priority `p` (nil for the default) and the default's, unless they
 -- exist, and lists `p` among the priorities in use.
 local function ensure_level(p)
-  ensure_group(XSTREAM)
+  if not x_exists() then
+    redis.call('XGROUP', 'CREATE', XSTREAM, 'g', '0', 'MKSTREAM')
+  end
   ensure_group(XRETURNED)
   if p then
     local queued, returned = level(p)
@@ -188,6 +207,56 @@ local function field_of(fields, name)
     end
   end
   return nil
+end
+
+-- The last entry of `stream` its group delivered ('0-0' before the first).
+local function last_delivered(stream)
+  for _, group in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+    if field_of(group, 'name') == 'g' then
+      return field_of(group, 'last-delivered-id')
+    end
+  end
+end
+
+-- Whether `stream` holds an entry its group has not delivered yet.
+local function undelivered(stream)
+  if redis.call('EXISTS', stream) == 0 then
+    return false
+  end
+  local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
+  return last ~= nil and entry_before(last_delivered(stream), last[1])
+end
+
+-- Whether the next entries a fetch leases are `x`'s: no stream before it in the order of
+-- `streams` holds an undelivered entry, and `x` does when a stream after it could.
+local function next_is_x()
+  local all = streams()
+  for k, stream in ipairs(all) do
+    if stream == XSTREAM then
+      return k == #all or undelivered(XSTREAM)
+    end
+    if undelivered(stream) then
+      return false
+    end
+  end
+  return false
+end
+
+-- Hides `x` from the `XREADGROUP` that follows fetch.lua in its transaction (fetched.lua names
+-- it back).
+local function hide_x()
+  redis.call('RENAME', XSTREAM, XHIDDEN)
+end
+
+-- Writes fetch call `call`'s lease (key `lease`, its worker already in it): started now, until
+-- `expiry`, over `n` entries of `stream` from `first` to `last`; and counts them running.
+local function record_lease(lease, call, worker, expiry, stream, first, last, n)
+  redis.call('HSET', lease, 's', NOW_S, 'x', expiry, 'f', first, 'l', last,
+    'k', string.sub(stream, #BASE + 1))
+  redis.call('ZADD', XLEASES, expiry, worker .. '|' .. call)
+  recount_by('q', -n)
+  recount_by('p', -n)
+  recount_by('r', n)
 end
 
 -- The id of the job of an entry's fields (`j` first).
