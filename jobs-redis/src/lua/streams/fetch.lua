@@ -3,7 +3,8 @@
 -- streams/fetch.rs). Adds the delayed jobs due to the queue's streams first. When the next
 -- entries to lease are `x`'s (see `next_is_x`), it leaves the read to the `XREADGROUP`, which
 -- hands its entries to the client as Redis reads them, without going through Lua: it records
--- in the call's lease `o`, the last entry `x`'s group delivered before, and returns 'plain'.
+-- in the call's lease `o`, the last entry `x`'s group delivered before, and `n`, how many of
+-- `x`'s entries are pending for the worker, and returns 'plain'.
 -- Else it reads the first stream that holds entries itself, in the order of `streams` (by
 -- priority, `xr` before `x`), writes the call's lease, and returns the entries, each {entry id,
 -- {field, value, ...}} as XREADGROUP gives them; then, and when the queue is paused or the
@@ -27,7 +28,7 @@ if redis.call('HSETNX', lease, 'w', worker) == 0 then
 end
 promote_due(limit)
 if next_is_x() then
-  redis.call('HSET', lease, 'o', last_delivered(XSTREAM))
+  redis.call('HSET', lease, 'o', last_delivered(XSTREAM), 'n', pending_count(XSTREAM, worker))
   return finish('plain')
 end
 hide_x()

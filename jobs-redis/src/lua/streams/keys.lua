@@ -24,7 +24,8 @@
 --              read `k` (after the key base: a call reads one stream), its first and last entry
 --              there `f` and `l`, and the expiry of each entry renewed since (the field is the
 --              entry id); deleted once none of its entries is pending. Inside a fetch's
---              transaction it holds `o`, the last entry of `x` delivered before the fetch
+--              transaction it holds `o`, the last entry of `x` delivered before the fetch,
+--              and `n`, how many of `x`'s entries were pending for the worker then
 --   leases     zset, score the earliest expiry of a call, member `worker|c`
 --   progress   hash, job id -> the progress its handler last recorded
 -- and head.lua's `counts` (with `q`, the entries not yet delivered, beside the statuses), `done`,
@@ -216,6 +217,16 @@ local function last_delivered(stream)
       return field_of(group, 'last-delivered-id')
     end
   end
+end
+
+-- How many entries of `stream` are pending for `worker`.
+local function pending_count(stream, worker)
+  for _, consumer in ipairs(redis.call('XPENDING', stream, 'g')[4] or {}) do
+    if consumer[1] == worker then
+      return tonumber(consumer[2])
+    end
+  end
+  return 0
 end
 
 -- Whether `stream` holds an entry its group has not delivered yet.
