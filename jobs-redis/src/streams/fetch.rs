@@ -119,7 +119,11 @@ impl RedisBackend {
                     if !library::is_missing(&e) {
                         return Err(library::explain(e));
                     }
-                    let entries = read_entries(read)?;
+                    // A read that failed (no stream yet) took nothing.
+                    let entries = match read {
+                        Value::ServerError(_) => Value::Array(Vec::new()),
+                        read => read_entries(read)?,
+                    };
                     let Some(first) = first_id(&entries)? else {
                         library::load(&mut self.inner().conn.clone())
                             .await
@@ -134,6 +138,8 @@ impl RedisBackend {
                     return Ok((call, entries));
                 }
                 Value::SimpleString(_) | Value::BulkString(_) => {
+                    // fetched.lua failing alone is a fault of the script: the entries read
+                    // stay this worker's, as above.
                     if let Value::ServerError(e) = ended {
                         return Err(library::explain(e.into()));
                     }
@@ -145,20 +151,20 @@ impl RedisBackend {
     }
 }
 
-/// The entries of an `XREADGROUP` of one stream, as an array (empty when it read none).
+/// The entries of an `XREADGROUP` of one stream, as an array (empty when it read none):
+/// `[[stream, entries]]` in RESP2, `{stream: entries}` in RESP3.
 fn read_entries(read: Value) -> Result<Value, Error> {
-    let streams = match read {
+    let unexpected = |v: Value| Error::backend(format!("a fetch's read answered {v:?}"));
+    let stream = match read {
         Value::Nil => return Ok(Value::Array(Vec::new())),
-        Value::Array(streams) => streams,
-        Value::Map(streams) => streams.into_iter().map(|(_, entries)| entries).collect(),
+        Value::Map(mut streams) if streams.len() == 1 => return Ok(streams.remove(0).1),
+        Value::Array(mut streams) if streams.len() == 1 => streams.remove(0),
         Value::ServerError(e) => return Err(library::explain(e.into())),
-        other => return Err(Error::backend(format!("a fetch read {other:?}"))),
+        other => return Err(unexpected(other)),
     };
-    match streams.into_iter().next() {
-        Some(Value::Array(pair)) if pair.len() == 2 => Ok(pair.into_iter().nth(1).expect("two")),
-        Some(entries @ Value::Array(_)) => Ok(entries),
-        None => Ok(Value::Array(Vec::new())),
-        Some(other) => Err(Error::backend(format!("a fetch read {other:?}"))),
+    match stream {
+        Value::Array(mut pair) if pair.len() == 2 => Ok(pair.remove(1)),
+        other => Err(unexpected(other)),
     }
 }
 

@@ -167,6 +167,11 @@ async fn a_fetch_on_a_server_that_lost_the_library_leases_what_its_read_took() {
     let server = Server::start();
     let url = format!("{}?prefix={}&layout=streams", server.url(), fresh_prefix());
     let backend = RedisBackend::connect(&url).await.unwrap();
+    // A queue without a stream yet: the read fails as the scripts do, and takes nothing.
+    assert!(take(&backend, 10, t0()).await.is_empty());
+    assert_eq!(redis_cli(server.port, &["FUNCTION", "FLUSH"]).trim(), "OK");
+    assert!(take(&backend, 10, t0()).await.is_empty());
+
     let enqueued = enqueue(&backend, 3).await;
     assert_eq!(redis_cli(server.port, &["FUNCTION", "FLUSH"]).trim(), "OK");
 

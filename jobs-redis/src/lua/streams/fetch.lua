@@ -4,15 +4,15 @@
 -- entries to lease are `x`'s (see `next_is_x`), it leaves the read to the `XREADGROUP`, which
 -- hands its entries to the client as Redis reads them, without going through Lua: it records
 -- in the call's lease `o`, the last entry `x`'s group delivered before, and `n`, how many of
--- `x`'s entries are pending for the worker, and returns 'plain'.
--- Else it reads the first stream that holds entries itself, in the order of `streams` (by
--- priority, `xr` before `x`), writes the call's lease, and returns the entries, each {entry id,
--- {field, value, ...}} as XREADGROUP gives them; then, and when the queue is paused or the
--- call's id is taken, it hides `x` from the `XREADGROUP` (renamed `xhidden`, which fetched.lua
--- names back). One call takes from one stream, so that its entries are the range from its
--- first to its last there, which no other call's overlaps. ARGV[4..]: lease expiry, worker,
--- limit, the call's id (see streams/token.rs). Fails with `TAKEN` when another call holding
--- leases has the same id, which the caller draws again.
+-- `x`'s entries are pending for the worker, and returns 'plain'. Else it reads the first
+-- stream that holds entries itself, in the order of `streams` (by priority, `xr` before `x`),
+-- writes the call's lease, and returns the entries, each {entry id, {field, value, ...}} as
+-- XREADGROUP gives them; then, and when the queue is paused or the call's id is taken, it
+-- hides `x` from the `XREADGROUP` (renamed `xhidden`, which fetched.lua names back). One call
+-- takes from one stream, so that its entries are the range from its first to its last there,
+-- which no other call's overlaps. ARGV[4..]: lease expiry, worker, limit, the call's id (see
+-- streams/token.rs). Fails with `TAKEN` when another call holding leases has the same id,
+-- which the caller draws again.
 local expiry, worker, limit, call = ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
 if not x_exists() then
   return {}
