@@ -4,13 +4,14 @@
 //! since a time counts ids, not members.
 
 use jobs_core::{
-    Action, Backend, CompleteParams, Completion, CountsParams, EnqueueParams, FinishedParams,
-    JobId, JobStatus, LeasedJob, ManageParams, NewJob, PruneParams, ReadParams, Target, Timestamp,
+    Action, Backend, CountsParams, EnqueueParams, FinishedParams, JobId, JobStatus, LeasedJob,
+    ManageParams, NewJob, PruneParams, ReadParams, Target, Timestamp,
 };
 use jobs_redis::{redis, RedisBackend};
-use serde_json::value::RawValue;
 
-use crate::support::{at, fetch, job, members_with_scores, raw_connection, single_backend, t0};
+use crate::support::{
+    at, complete_all, fetch, job, members_with_scores, raw_connection, single_backend, t0,
+};
 
 /// `n` jobs of `queue` enqueued and leased at once, in the order the fetch gave them.
 async fn leased(b: &RedisBackend, queue: &str, n: usize) -> Vec<LeasedJob> {
@@ -19,19 +20,6 @@ async fn leased(b: &RedisBackend, queue: &str, n: usize) -> Vec<LeasedJob> {
     let got = b.fetch(fetch(&[queue], n, at(1))).await.unwrap();
     assert_eq!(got.len(), n);
     got
-}
-
-/// Completes `jobs` in one call at `now`.
-async fn complete(b: &RedisBackend, jobs: &[LeasedJob], now: Timestamp) {
-    let items = jobs
-        .iter()
-        .map(|j| Completion {
-            lease: j.lease(),
-            result: RawValue::from_string("null".into()).unwrap(),
-        })
-        .collect();
-    let accepted = b.complete(CompleteParams { items, now }).await.unwrap();
-    assert!(accepted.iter().all(|ok| *ok));
 }
 
 /// The ids of `jobs`, as stored.
@@ -108,8 +96,8 @@ async fn exists(b: &RedisBackend, id: JobId) -> bool {
 async fn a_completion_call_keeps_its_jobs_in_one_member() {
     let b = single_backend().await;
     let jobs = leased(&b, "f1", 300).await;
-    complete(&b, &jobs[..200], at(10)).await;
-    complete(&b, &jobs[200..], at(20)).await;
+    complete_all(&b, &jobs[..200], at(10)).await;
+    complete_all(&b, &jobs[200..], at(20)).await;
     assert_eq!(
         done(&b, "f1").await,
         [
@@ -126,7 +114,7 @@ async fn a_completion_call_keeps_its_jobs_in_one_member() {
 async fn a_job_leaves_its_member_when_deleted_or_retried() {
     let b = single_backend().await;
     let jobs = leased(&b, "f2", 3).await;
-    complete(&b, &jobs, at(10)).await;
+    complete_all(&b, &jobs, at(10)).await;
     let id = |n: usize| jobs[n].record.id;
     assert_eq!(
         manage(&b, Action::Delete, vec![id(1)], at(11)).await,
@@ -166,8 +154,8 @@ async fn prune_takes_the_oldest_members_whole_or_in_part() {
     let b = single_backend().await;
     let jobs = leased(&b, "f3", 20).await;
     let (first, second) = jobs.split_at(10);
-    complete(&b, first, at(10)).await;
-    complete(&b, second, at(20)).await;
+    complete_all(&b, first, at(10)).await;
+    complete_all(&b, second, at(20)).await;
 
     assert_eq!(b.prune(prune("f3", Some(15), None, 3)).await.unwrap(), 3);
     assert_eq!(
@@ -198,7 +186,7 @@ async fn prune_takes_the_oldest_members_whole_or_in_part() {
 async fn prune_skips_a_job_that_did_not_finish_when_its_member_says() {
     let b = single_backend().await;
     let jobs = leased(&b, "f4", 1).await;
-    complete(&b, &jobs, at(10)).await;
+    complete_all(&b, &jobs, at(10)).await;
     let pending = job("f4", t0());
     b.enqueue(EnqueueParams {
         jobs: vec![pending.clone()],
@@ -228,8 +216,8 @@ async fn prune_skips_a_job_that_did_not_finish_when_its_member_says() {
 async fn done_costs_about_the_bytes_of_its_ids() {
     let b = single_backend().await;
     let jobs = leased(&b, "f5", 1_000).await;
-    complete(&b, &jobs[..500], at(10)).await;
-    complete(&b, &jobs[500..], at(20)).await;
+    complete_all(&b, &jobs[..500], at(10)).await;
+    complete_all(&b, &jobs[500..], at(20)).await;
     let mut conn = raw_connection().await;
     let bytes: u64 = redis::cmd("MEMORY")
         .arg("USAGE")

@@ -6,14 +6,14 @@
 //! before anything uses it.
 
 use jobs_core::{
-    Backend, CompleteParams, Completion, EnqueueParams, JobId, LeasedJob, PauseParams, Release,
-    ReleaseParams, Timestamp,
+    Backend, EnqueueParams, JobId, LeasedJob, PauseParams, Release, ReleaseParams, Timestamp,
 };
 use jobs_redis::{redis, RedisBackend};
-use serde_json::value::RawValue;
 
 use crate::streams::{counts, ready, store};
-use crate::support::{at, fetch, fresh_prefix, keys_like, raw_connection, redis_cli, t0, Server};
+use crate::support::{
+    at, complete_all, fetch, fresh_prefix, keys_like, raw_connection, redis_cli, t0, Server,
+};
 
 /// Enqueues `n` jobs of queue `s`, due now; their ids, in order.
 async fn enqueue(backend: &RedisBackend, n: usize) -> Vec<JobId> {
@@ -33,22 +33,6 @@ async fn take(backend: &RedisBackend, limit: usize, now: Timestamp) -> Vec<Lease
 
 fn ids(jobs: &[LeasedJob]) -> Vec<JobId> {
     jobs.iter().map(|j| j.record.id).collect()
-}
-
-/// Completes `jobs` at `now`; each completion must be accepted.
-async fn complete(backend: &RedisBackend, jobs: &[LeasedJob], now: Timestamp) {
-    let items = jobs
-        .iter()
-        .map(|j| Completion {
-            lease: j.lease(),
-            result: RawValue::from_string("null".into()).unwrap(),
-        })
-        .collect();
-    let accepted = backend
-        .complete(CompleteParams { items, now })
-        .await
-        .unwrap();
-    assert_eq!(accepted, vec![true; jobs.len()]);
 }
 
 /// Which of queue `s`'s keys `x` and `xhidden` exist under `prefix`, by their last part.
@@ -85,7 +69,7 @@ async fn a_fetch_leases_the_stream_through_its_read_and_writes_the_calls_lease()
     let c = counts(&backend).await;
     assert_eq!((c.pending, c.running), (0, 3));
 
-    complete(&backend, &got, at(1)).await;
+    complete_all(&backend, &got, at(1)).await;
     let c = counts(&backend).await;
     assert_eq!((c.running, c.completed), (0, 3));
 }
@@ -179,7 +163,7 @@ async fn a_fetch_on_a_server_that_lost_the_library_leases_what_its_read_took() {
     assert_eq!(ids(&got), enqueued);
     let c = counts(&backend).await;
     assert_eq!((c.pending, c.running), (0, 3));
-    complete(&backend, &got, at(1)).await;
+    complete_all(&backend, &got, at(1)).await;
     let c = counts(&backend).await;
     assert_eq!((c.running, c.completed), (0, 3));
 

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use jobs_core::{Backoff, FetchParams, JobId, NewJob, Timestamp};
+use jobs_core::{
+    Backend, Backoff, CompleteParams, Completion, FetchParams, JobId, LeasedJob, NewJob, Timestamp,
+};
 use jobs_redis::RedisBackend;
 use serde_json::value::RawValue;
 
@@ -113,6 +115,20 @@ pub(crate) async fn keys_like(
         .expect("KEYS");
     keys.sort();
     keys
+}
+
+/// Completes `jobs` in one call at `now`, each with a `null` result; every completion must be
+/// accepted.
+pub(crate) async fn complete_all(b: &RedisBackend, jobs: &[LeasedJob], now: Timestamp) {
+    let items = jobs
+        .iter()
+        .map(|j| Completion {
+            lease: j.lease(),
+            result: RawValue::from_string("null".into()).unwrap(),
+        })
+        .collect();
+    let accepted = b.complete(CompleteParams { items, now }).await.unwrap();
+    assert_eq!(accepted, vec![true; jobs.len()]);
 }
 
 /// A backend on the single server under a fresh prefix.
