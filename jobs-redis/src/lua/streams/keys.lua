@@ -137,19 +137,20 @@ local function x_exists()
   return false
 end
 
--- Creates the streams of priority `p` (nil for the default) and the default's, unless they
--- exist, and lists `p` among the priorities in use.
+-- Creates the streams of priority `p` (nil for the default), unless they exist; lists a `p`
+-- among the priorities in use.
 local function ensure_level(p)
-  if not x_exists() then
-    redis.call('XGROUP', 'CREATE', XSTREAM, 'g', '0', 'MKSTREAM')
+  if not p then
+    if not x_exists() then
+      redis.call('XGROUP', 'CREATE', XSTREAM, 'g', '0', 'MKSTREAM')
+    end
+    ensure_group(XRETURNED)
+    return
   end
-  ensure_group(XRETURNED)
-  if p then
-    local queued, returned = level(p)
-    ensure_group(queued)
-    ensure_group(returned)
-    redis.call('ZADD', XLEVELS, p, p)
-  end
+  local queued, returned = level(p)
+  ensure_group(queued)
+  ensure_group(returned)
+  redis.call('ZADD', XLEVELS, p, p)
 end
 
 -- Adds job `id` to priority `p`'s stream of returned jobs when `ahead`, else its queue's, with
@@ -231,9 +232,7 @@ end
 
 -- Whether `stream` holds an entry its group has not delivered yet.
 local function undelivered(stream)
-  if redis.call('EXISTS', stream) == 0 then
-    return false
-  end
+  -- A stream that does not exist reads as empty, so its group is not asked for.
   local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
   return last ~= nil and entry_before(last_delivered(stream), last[1])
 end
