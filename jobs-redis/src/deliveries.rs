@@ -18,7 +18,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::leases::leased_record;
-use crate::record::{parse_id, Stored};
+use crate::record::{parse_id, Names, Stored};
 
 /// One message on the delivery channel.
 #[derive(Deserialize)]
@@ -139,7 +139,7 @@ fn delivered_job(message: &Message, id: &str, token: LeaseToken) -> Result<Lease
         expires_at: expires,
     };
     // The enqueue leased it as it stored it: it started when it was created.
-    let record = leased_record(&stored, id, &message.q, lease, None)?;
+    let record = leased_record(&stored, id, &mut Names::new(&message.q), lease, None)?;
     Ok(LeasedJob {
         record,
         token,

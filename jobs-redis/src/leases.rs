@@ -22,10 +22,10 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::flow::fetch_flow;
-use crate::ids::{id_text, token_text};
+use crate::ids::IdArg;
 use crate::marker::Layout;
 use crate::queues::queue_tag;
-use crate::record::{encode_report, micros, parse_id, stored_time, PayloadRead, Stored};
+use crate::record::{encode_report, micros, parse_id, stored_time, Names, PayloadRead, Stored};
 use crate::scripts::{Function, SCRIPTS};
 use crate::streams::token;
 use crate::RedisBackend;
@@ -75,12 +75,17 @@ pub(crate) fn token_tag(token: LeaseToken) -> u32 {
 /// of the queue; a 32-digit value would move the hash of a retained job to the next allocation
 /// size. Computed here rather than in the script, where it took about 10 µs of Redis' time per
 /// job.
-fn completion_mark(token: LeaseToken) -> String {
+fn completion_mark(token: LeaseToken) -> [u8; 16] {
     let bytes = token.0.as_bytes();
     let mut kept = [0; 12];
     kept[..8].copy_from_slice(&bytes[..8]);
     kept[8..].copy_from_slice(&bytes[12..]);
-    STANDARD.encode(kept)
+    let mut mark = [0; 16];
+    let written = STANDARD
+        .encode_slice(kept, &mut mark)
+        .expect("12 bytes take 16 base64 digits");
+    debug_assert_eq!(written, mark.len());
+    mark
 }
 
 /// Appends the jobs a fetch takes, as known.lua reads them: a name and its newest version
@@ -91,17 +96,18 @@ fn push_known(inv: &mut Cmd, p: &FetchParams) {
     }
 }
 
-/// The record of job `id` of `queue` that a script just leased under `lease`, as a read of it
-/// would give it back: `stored` holds its hash as it was before the lease. It started at
-/// `started`, or when it was created (an enqueue that leased it straight away).
+/// The record of job `id` (of the queue `names` are of) that a script just leased under
+/// `lease`, as a read of it would give it back: `stored` holds its hash as it was before the
+/// lease. It started at `started`, or when it was created (an enqueue that leased it straight
+/// away).
 pub(crate) fn leased_record<S: AsRef<str>>(
     stored: &Stored<S>,
     id: &str,
-    queue: &str,
+    names: &mut Names,
     lease: Lease,
     started: Option<Timestamp>,
 ) -> Result<JobRecord, Error> {
-    let mut record = stored.record(id, queue, PayloadRead::Strict)?;
+    let mut record = stored.record_in(id, names, PayloadRead::Strict)?;
     record.status = JobStatus::Running;
     record.attempt += 1;
     record.started_at = Some(started.unwrap_or(record.created_at));
@@ -236,6 +242,7 @@ impl RedisBackend {
         let started = stored_time(p.now);
         let expires = stored_time(expires);
         let worker: Arc<str> = p.worker.as_str().into();
+        let mut names = Names::new(queue);
         let mut leased = Vec::with_capacity(rows.len());
         let mut corrupt = Vec::new();
         for (index, FetchedRow(id, fields, payload, errors, reserved)) in
@@ -254,7 +261,7 @@ impl RedisBackend {
                 token,
                 expires_at: expires,
             };
-            match leased_record(&stored, id, queue, lease, Some(started)) {
+            match leased_record(&stored, id, &mut names, lease, Some(started)) {
                 Ok(record) => {
                     leased.push(LeasedJob {
                         record,
@@ -313,7 +320,8 @@ impl RedisBackend {
             |c| c.lease,
             |_| {},
             |inv, c| {
-                inv.arg(completion_mark(c.lease.token)).arg(c.result.get());
+                inv.arg(&completion_mark(c.lease.token)[..])
+                    .arg(c.result.get());
             },
         )
         .await
@@ -433,7 +441,7 @@ fn push_fence(inv: &mut Cmd, layout: Layout, leases: &[LeaseRef]) {
         let entries = leases.iter().map(|l| token::parts(l.token).1);
         let least = entries.clone().min().expect("a call has items");
         let greatest = entries.max().expect("a call has items");
-        inv.arg(least.to_string()).arg(greatest.to_string());
+        inv.arg(least).arg(greatest);
     }
 }
 
@@ -441,12 +449,10 @@ fn push_fence(inv: &mut Cmd, layout: Layout, leases: &[LeaseRef]) {
 /// call, its entry and its id in the streams layout.
 fn push_lease(inv: &mut Cmd, layout: Layout, lease: LeaseRef) {
     match layout {
-        Layout::Hash => inv.arg(id_text(lease.id)).arg(token_text(lease.token)),
+        Layout::Hash => inv.arg(IdArg(lease.id.0)).arg(IdArg(lease.token.0)),
         Layout::Streams => {
             let (call, entry) = token::parts(lease.token);
-            inv.arg(call.to_string())
-                .arg(entry.to_string())
-                .arg(id_text(lease.id))
+            inv.arg(call).arg(entry).arg(IdArg(lease.id.0))
         }
     };
 }
@@ -454,11 +460,15 @@ fn push_lease(inv: &mut Cmd, layout: Layout, lease: LeaseRef) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::id_text;
 
     #[test]
     fn completion_marks_keep_the_random_bits_and_the_index() {
         // As the marks stored by the releases that computed them in complete.lua.
-        let mark = |hex: &str| completion_mark(LeaseToken(Uuid::parse_str(hex).unwrap()));
+        let mark = |hex: &str| {
+            let mark = completion_mark(LeaseToken(Uuid::parse_str(hex).unwrap()));
+            String::from_utf8(mark.to_vec()).unwrap()
+        };
         assert_eq!(mark("01a24378668a7002b12fa39e4fa307cc"), "AaJDeGaKcAJPowfM");
         assert_eq!(mark("ffffffffffffffff00000000fffffffe"), "///////////////+");
         assert_eq!(mark("0000000000000000ffffffff00000000"), "AAAAAAAAAAAAAAAA");
@@ -494,8 +504,15 @@ mod tests {
             token: LeaseToken(Uuid::from_u128(7)),
             expires_at: started,
         };
-        let record =
-            leased_record(&stored, got.as_ref(), "email", lease.clone(), Some(started)).unwrap();
+        let mut names = Names::new("email");
+        let record = leased_record(
+            &stored,
+            got.as_ref(),
+            &mut names,
+            lease.clone(),
+            Some(started),
+        )
+        .unwrap();
         assert_eq!(record.payload.get(), r#"{"user_id":7}"#);
         assert_eq!(&*record.name, "email");
         assert_eq!((record.status, record.attempt), (JobStatus::Running, 2));
@@ -512,5 +529,51 @@ mod tests {
         assert_eq!(token, LeaseToken(Uuid::from_u128(base | 0x2a)));
         assert_eq!(token_tag(token), queue_tag("email"));
         assert_ne!(token_base("email"), base, "fresh random bits per fetch");
+    }
+
+    /// The arguments a command was given, as text.
+    fn args(cmd: &Cmd) -> Vec<String> {
+        cmd.args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(bytes) => String::from_utf8(bytes.to_vec()).unwrap(),
+                other => panic!("not a plain argument: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_lease_is_sent_as_its_stored_texts() {
+        let id = jobs_core::JobId::new();
+        let entry = token::EntryId {
+            ms: 1765000000123,
+            seq: 7,
+        };
+        let call = token::CallId::draw();
+        let t = token::token(call, 0xabcd, entry).unwrap();
+        let lease = LeaseRef { id, token: t };
+        let mut hash = Cmd::new();
+        push_lease(&mut hash, Layout::Hash, lease);
+        assert_eq!(args(&hash), [id_text(id), crate::ids::token_text(t)]);
+        let mut streams = Cmd::new();
+        push_lease(&mut streams, Layout::Streams, lease);
+        assert_eq!(
+            args(&streams),
+            [call.to_string(), "1765000000123-7".into(), id_text(id)]
+        );
+        let mut fence = Cmd::new();
+        let later = token::token(
+            call,
+            0xabcd,
+            token::EntryId {
+                ms: 1765000000124,
+                seq: 0,
+            },
+        );
+        let later = LeaseRef {
+            id,
+            token: later.unwrap(),
+        };
+        push_fence(&mut fence, Layout::Streams, &[later, lease]);
+        assert_eq!(args(&fence), ["1765000000123-7", "1765000000124-0"]);
     }
 }

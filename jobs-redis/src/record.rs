@@ -53,6 +53,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::DateTime;
@@ -348,7 +349,51 @@ impl<S: AsRef<str>> Stored<S> {
         queue: &str,
         payload: PayloadRead,
     ) -> Result<JobRecord, Error> {
-        Fields::new(id, self).record(queue, payload)
+        self.record_in(id, &mut Names::new(queue), payload)
+    }
+
+    /// As [`record`](Self::record), for one of many records read together: its names are
+    /// taken from `names`, which the others share.
+    pub(crate) fn record_in(
+        &self,
+        id: &str,
+        names: &mut Names,
+        payload: PayloadRead,
+    ) -> Result<JobRecord, Error> {
+        Fields::new(id, self).record(names, payload)
+    }
+}
+
+/// The names the records read together share: their queue's, and the job names met so far,
+/// each allocated once rather than once per record (a fetch's batch holds one or a few names).
+pub(crate) struct Names {
+    queue: Arc<str>,
+    jobs: Vec<Arc<str>>,
+}
+
+impl Names {
+    /// Job names kept: a batch of more distinct names allocates the others per record, so no
+    /// look-up scans a long list.
+    const KEPT: usize = 8;
+
+    /// The names of records of `queue`.
+    pub(crate) fn new(queue: &str) -> Self {
+        Names {
+            queue: queue.into(),
+            jobs: Vec::new(),
+        }
+    }
+
+    /// The job name `name`, shared with the records before that bore it.
+    fn job(&mut self, name: &str) -> Arc<str> {
+        if let Some(kept) = self.jobs.iter().find(|kept| ***kept == *name) {
+            return kept.clone();
+        }
+        let name: Arc<str> = name.into();
+        if self.jobs.len() < Self::KEPT {
+            self.jobs.push(name.clone());
+        }
+        name
     }
 }
 
@@ -517,15 +562,15 @@ impl<'a, S: AsRef<str>> Fields<'a, S> {
         }
     }
 
-    fn record(&self, queue: &str, payload: PayloadRead) -> Result<JobRecord, Error> {
+    fn record(&self, names: &mut Names, payload: PayloadRead) -> Result<JobRecord, Error> {
         let status = self.text("s")?;
         let meta = self.text("m")?;
         let meta =
             decode_meta(meta).ok_or_else(|| corrupt(self.id, format!("bad field `m`: {meta}")))?;
         Ok(JobRecord {
             id: parse_id(self.id)?,
-            name: meta.name.into(),
-            queue: queue.into(),
+            name: names.job(meta.name),
+            queue: names.queue.clone(),
             payload: self.payload(payload)?,
             version: self.opt_number("v")?.unwrap_or_else(first_version),
             priority: self.opt_number("pr")?.unwrap_or(DEFAULT_PRIORITY),
@@ -566,6 +611,46 @@ impl<'a, S: AsRef<str>> Fields<'a, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_read_together_share_their_names() {
+        let stored = |name: &str| Stored {
+            fields: [
+                "m",
+                &format!("1|f5||{name}"),
+                "ra",
+                "1893456000000000",
+                "s",
+                "p",
+            ]
+            .map(String::from)
+            .to_vec(),
+            payload: Some("null".to_string()),
+            long_result: None,
+            errors: Vec::new(),
+        };
+        let mut names = Names::new("q");
+        let mut read = |name: &str| {
+            let id = id_text(JobId::new());
+            stored(name)
+                .record_in(&id, &mut names, PayloadRead::Strict)
+                .unwrap()
+        };
+        let (a1, b, a2) = (read("a"), read("b"), read("a"));
+        assert_eq!((&*a1.name, &*b.name, &*a2.name), ("a", "b", "a"));
+        assert!(Arc::ptr_eq(&a1.name, &a2.name) && !Arc::ptr_eq(&a1.name, &b.name));
+        assert!(Arc::ptr_eq(&a1.queue, &b.queue) && &*a1.queue == "q");
+        // Past the names kept, a name is still itself, allocated per record.
+        let many: Vec<String> = (0..2 * Names::KEPT).map(|i| format!("n{i}")).collect();
+        let records: Vec<JobRecord> = many.iter().map(|n| read(n)).collect();
+        for (record, name) in records.iter().zip(&many) {
+            assert_eq!(&*record.name, name);
+        }
+        let last = read(many.last().unwrap());
+        assert_eq!(last.name, records.last().unwrap().name);
+        assert!(!Arc::ptr_eq(&last.name, &records.last().unwrap().name));
+        assert!(Arc::ptr_eq(&read("n0").name, &records[0].name));
+    }
 
     fn encode_backoff(b: &Backoff) -> String {
         let mut text = String::new();

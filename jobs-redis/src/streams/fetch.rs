@@ -14,7 +14,7 @@ use redis::{Cmd, RedisError, Value};
 use crate::leases::{distinct, leased_record, until_decoded};
 use crate::library;
 use crate::queues::queue_tag;
-use crate::record::{micros, parse_id, stored_time, Stored};
+use crate::record::{micros, parse_id, stored_time, Names, Stored};
 use crate::scripts::SCRIPTS;
 use crate::streams::packed::{expanded, id_of};
 use crate::streams::reply::{entry, items, unreadable};
@@ -39,7 +39,12 @@ impl RedisBackend {
             let leased = self
                 .lease_entries(queue, p.limit - all.len(), &p, expires)
                 .await?;
-            all.extend(leased);
+            // The first queue's jobs are the answer as they are, not copied into it.
+            if all.is_empty() {
+                all = leased;
+            } else {
+                all.extend(leased);
+            }
         }
         Ok(all)
     }
@@ -191,6 +196,7 @@ fn leased_jobs(
     let expires = stored_time(expires);
     let worker: Arc<str> = p.worker.as_str().into();
     let tag = queue_tag(queue);
+    let mut names = Names::new(queue);
     let mut leased = Vec::new();
     let mut corrupt = Vec::new();
     for value in &items(reply)? {
@@ -226,7 +232,7 @@ fn leased_jobs(
                 long_result: None,
                 errors: Vec::new(),
             };
-            leased_record(&stored, id, queue, lease, Some(started))
+            leased_record(&stored, id, &mut names, lease, Some(started))
         });
         match decoded {
             Ok(record) => leased.push(LeasedJob {

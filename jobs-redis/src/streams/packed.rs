@@ -74,8 +74,9 @@ pub(crate) fn id_in(j: &[u8]) -> Option<&str> {
 /// An entry's fields (`[field, value, …]`) as the record parser reads them: `j` taken apart
 /// into `m`, `p` and `ra`.
 pub(crate) fn expanded<S: AsRef<str>>(fields: &[S]) -> Result<Vec<&str>, Error> {
-    // `j` becomes three pairs.
-    let mut out = Vec::with_capacity(fields.len() + 4);
+    // `j` becomes three pairs; and room for the pair a fetch adds (the status), which would
+    // otherwise grow the vector once per job.
+    let mut out = Vec::with_capacity(fields.len() + 6);
     for pair in fields.chunks_exact(2) {
         let (name, value) = (pair[0].as_ref(), pair[1].as_ref());
         if name == FIELD {

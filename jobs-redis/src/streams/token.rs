@@ -10,6 +10,7 @@
 use std::fmt;
 
 use jobs_core::{Error, LeaseToken};
+use redis::{RedisWrite, ToRedisArgs};
 use uuid::Uuid;
 
 /// The bits of a fetch call's id.
@@ -44,6 +45,13 @@ impl fmt::Display for EntryId {
     }
 }
 
+/// As Redis writes it, straight into the command (a completion sends one per job).
+impl ToRedisArgs for EntryId {
+    fn write_redis_args<W: ?Sized + RedisWrite>(&self, out: &mut W) {
+        out.write_arg_fmt(self);
+    }
+}
+
 /// A fetch call's id, which names its lease hash (`lease:<id>`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CallId(u32);
@@ -67,6 +75,13 @@ impl CallId {
 impl fmt::Display for CallId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:06x}", self.0)
+    }
+}
+
+/// As [`Display`](fmt::Display) writes it, straight into the command.
+impl ToRedisArgs for CallId {
+    fn write_redis_args<W: ?Sized + RedisWrite>(&self, out: &mut W) {
+        out.write_arg_fmt(self);
     }
 }
 
