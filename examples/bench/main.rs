@@ -567,6 +567,15 @@ fn cli() -> clap::Command {
                 ),
         )
         .arg(
+            Arg::new("no-ceilings")
+                .long("no-ceilings")
+                .action(ArgAction::SetTrue)
+                .help(
+                    "skip the store's ceilings (and the ratios to them): a run under a profiler \
+                     then holds the workloads alone",
+                ),
+        )
+        .arg(
             Arg::new("rounds")
                 .long("rounds")
                 .help("W4's and W6's rounds (each drains a plain queue and the retained or limited one), and with --peers each Redis goal's (the workload and its peer's); the median ratio is reported")
@@ -654,7 +663,8 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
     }
     let mut pairs = peers::Pairs::default();
     // The store's own ceilings first, for the workloads they bound.
-    let ceilings = if ["W1a", "W2", "W3"].iter().any(|w| wanted.contains(w)) {
+    let measured = !args.get_flag("no-ceilings");
+    let ceilings = if measured && ["W1a", "W2", "W3"].iter().any(|w| wanted.contains(w)) {
         fresh_backend(kind).await; // the bench database, made if missing
         ceilings::measure(kind, n)
     } else {
