@@ -397,17 +397,59 @@ impl Names {
     }
 }
 
-/// A job's hash, with its side values. A hash holds a dozen short fields or so: a look-up
-/// scans them, which costs less than hashing each name into a map (a fetch reads every job's
-/// hash this way).
+/// A job's hash, with its side values. A hash holds a dozen short fields or so, which one pass
+/// puts in the slots of the fields a record reads (a fetch reads every job's hash this way, and
+/// a record looks up some twenty fields).
 struct Fields<'a, S> {
     id: &'a str,
     stored: &'a Stored<S>,
+    /// The value of each field of [`slot_of`], the first one the hash lists.
+    slots: [Option<&'a str>; SLOTS],
+}
+
+/// The slots of [`Fields`].
+const SLOTS: usize = 20;
+
+/// The slot of `field` among those a record reads.
+fn slot_of(field: &str) -> Option<usize> {
+    Some(match field {
+        "s" => 0,
+        "m" => 1,
+        "p" => 2,
+        "p2" => 3,
+        "v" => 4,
+        "pr" => 5,
+        "ra" => 6,
+        "a" => 7,
+        "w" => 8,
+        "l" => 9,
+        "pg" => 10,
+        "res" => 11,
+        "u" => 12,
+        "tc" => 13,
+        "tg" => 14,
+        "k" => 15,
+        "wf" => 16,
+        "c" => 17,
+        "st" => 18,
+        "f" => 19,
+        _ => return None,
+    })
 }
 
 impl<'a, S: AsRef<str>> Fields<'a, S> {
     fn new(id: &'a str, stored: &'a Stored<S>) -> Self {
-        Fields { id, stored }
+        let mut fields = Fields {
+            id,
+            stored,
+            slots: [None; SLOTS],
+        };
+        for (name, value) in fields.pairs() {
+            if let Some(slot) = slot_of(name) {
+                fields.slots[slot].get_or_insert(value);
+            }
+        }
+        fields
     }
 
     /// The hash's fields and values.
@@ -419,9 +461,13 @@ impl<'a, S: AsRef<str>> Fields<'a, S> {
     }
 
     fn opt(&self, field: &str) -> Option<&'a str> {
-        self.pairs()
-            .find(|(name, _)| *name == field)
-            .map(|(_, v)| v)
+        match slot_of(field) {
+            Some(slot) => self.slots[slot],
+            None => self
+                .pairs()
+                .find(|(name, _)| *name == field)
+                .map(|(_, v)| v),
+        }
     }
 
     fn text(&self, field: &str) -> Result<&'a str, Error> {
@@ -567,6 +613,7 @@ impl<'a, S: AsRef<str>> Fields<'a, S> {
         let meta = self.text("m")?;
         let meta =
             decode_meta(meta).ok_or_else(|| corrupt(self.id, format!("bad field `m`: {meta}")))?;
+        let run_at = self.time("ra")?;
         Ok(JobRecord {
             id: parse_id(self.id)?,
             name: names.job(meta.name),
@@ -574,7 +621,7 @@ impl<'a, S: AsRef<str>> Fields<'a, S> {
             payload: self.payload(payload)?,
             version: self.opt_number("v")?.unwrap_or_else(first_version),
             priority: self.opt_number("pr")?.unwrap_or(DEFAULT_PRIORITY),
-            run_at: self.time("ra")?,
+            run_at,
             status: status_from_code(status)
                 .ok_or_else(|| corrupt(self.id, format!("unknown status `{status}`")))?,
             attempt: self.opt_number("a")?.unwrap_or(0),
@@ -601,7 +648,11 @@ impl<'a, S: AsRef<str>> Fields<'a, S> {
                 .transpose()?,
             step: self.step()?,
             inputs: self.inputs()?,
-            created_at: self.time(if self.opt("c").is_some() { "c" } else { "ra" })?,
+            // Absent when it equals run_at.
+            created_at: match self.opt("c") {
+                Some(_) => self.time("c")?,
+                None => run_at,
+            },
             started_at: self.opt_time("st")?,
             finished_at: self.opt_time("f")?,
         })
@@ -611,6 +662,28 @@ impl<'a, S: AsRef<str>> Fields<'a, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_field_read_has_a_slot_of_its_own_and_the_first_listed_wins() {
+        let names = [
+            "s", "m", "p", "p2", "v", "pr", "ra", "a", "w", "l", "pg", "res", "u", "tc", "tg", "k",
+            "wf", "c", "st", "f",
+        ];
+        let mut slots: Vec<usize> = names.iter().map(|n| slot_of(n).unwrap()).collect();
+        slots.sort_unstable();
+        assert_eq!(slots, (0..SLOTS).collect::<Vec<_>>());
+        assert_eq!(slot_of("i1"), None);
+        let stored = Stored {
+            fields: vec!["pr", "3", "x", "1", "pr", "4", "i1", "7"],
+            payload: None,
+            long_result: None,
+            errors: Vec::new(),
+        };
+        let fields = Fields::new("id", &stored);
+        assert_eq!(fields.opt("pr"), Some("3"));
+        assert_eq!(fields.opt("i1"), Some("7"));
+        assert_eq!(fields.opt("v"), None);
+    }
 
     #[test]
     fn records_read_together_share_their_names() {
