@@ -1,11 +1,11 @@
 //! Shared state injected into handlers: `State<T>` parameters, filled from the worker's map.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use crate::fast_hash::HashMap;
 use crate::JobError;
 
 /// A value the worker was given with `.state(value)`, injected into every handler that takes a

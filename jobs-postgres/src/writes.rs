@@ -186,18 +186,22 @@ async fn under_leases<'q, 'e>(
         .await
         .map_err(db)?;
     let by_token = answers == Answers::Leases;
-    let mut accepted = HashSet::with_capacity(rows.len());
+    // Read without sqlx's check of each column's type against the Rust one (the statements'
+    // own columns), and hashed with foldhash rather than SipHash: a batch's rows cost more in
+    // the checks and the hashing than in decoding a uuid or two each.
+    let mut accepted: HashSet<_, foldhash::fast::RandomState> =
+        HashSet::with_capacity_and_hasher(rows.len(), Default::default());
     let mut woken = Vec::new();
     for row in &rows {
-        match row.try_get::<Option<Uuid>, _>(0).map_err(db)? {
+        match row.try_get_unchecked::<Option<Uuid>, _>(0).map_err(db)? {
             Some(id) => {
                 let token = by_token
-                    .then(|| row.try_get::<Uuid, _>(1))
+                    .then(|| row.try_get_unchecked::<Uuid, _>(1))
                     .transpose()
                     .map_err(db)?;
                 accepted.insert((id, token));
             }
-            None => woken.push(row.try_get::<String, _>(2).map_err(db)?),
+            None => woken.push(row.try_get_unchecked::<String, _>(2).map_err(db)?),
         }
     }
     let accepted = leases
