@@ -387,9 +387,9 @@ impl RedisBackend {
         Ok(accepted[0])
     }
 
-    /// Runs `script` once per queue over the items leased in it: the shared arguments, the
-    /// fence's (see [`push_fence`]), `head`'s, then per item its lease's and what `item`
-    /// adds. Returns which items were accepted.
+    /// Runs `script` once per queue over the items leased in it: the shared arguments,
+    /// `head`'s, then per item its lease's and what `item` adds. Returns which items were
+    /// accepted.
     async fn under_leases<T>(
         &self,
         script: &'static Function,
@@ -411,11 +411,9 @@ impl RedisBackend {
         let layout = self.layout();
         let answers = try_join_all(groups.into_iter().map(|(queue, members)| {
             let mut inv = self.invocation(script, queue, now);
-            let leases: Vec<LeaseRef> = members.iter().map(|&i| lease(&items[i])).collect();
-            push_fence(&mut inv, layout, &leases);
             head(&mut inv);
-            for (&i, l) in members.iter().zip(&leases) {
-                push_lease(&mut inv, layout, *l);
+            for &i in &members {
+                push_lease(&mut inv, layout, lease(&items[i]));
                 item(&mut inv, &items[i]);
             }
             async move {
@@ -430,18 +428,6 @@ impl RedisBackend {
             accepted[i] |= answer == b'1';
         }
         Ok(accepted)
-    }
-}
-
-/// The arguments a call's fence reads before the scripts' own: none in the hash layout, where
-/// each job's hash holds its lease; the least and greatest entry of `leases` in the streams
-/// layout, whose fence reads the pending entries between them (see streams.rs's `token`).
-fn push_fence(inv: &mut Cmd, layout: Layout, leases: &[LeaseRef]) {
-    if layout == Layout::Streams {
-        let entries = leases.iter().map(|l| token::parts(l.token).1);
-        let least = entries.clone().min().expect("a call has items");
-        let greatest = entries.max().expect("a call has items");
-        inv.arg(least).arg(greatest);
     }
 }
 
@@ -560,20 +546,5 @@ mod tests {
             args(&streams),
             [call.to_string(), "1765000000123-7".into(), id_text(id)]
         );
-        let mut fence = Cmd::new();
-        let later = token::token(
-            call,
-            0xabcd,
-            token::EntryId {
-                ms: 1765000000124,
-                seq: 0,
-            },
-        );
-        let later = LeaseRef {
-            id,
-            token: later.unwrap(),
-        };
-        push_fence(&mut fence, Layout::Streams, &[later, lease]);
-        assert_eq!(args(&fence), ["1765000000123-7", "1765000000124-0"]);
     }
 }

@@ -1,11 +1,11 @@
--- Completes jobs. ARGV[4..]: the least and greatest entry of the batch, then per job its fetch
--- call's id, its entry, its id, the mark of its token and its result. A job whose lease holds
+-- Completes jobs. ARGV[4..]: per job its fetch call's id, its entry, its id, the mark of its
+-- token and its result. A job whose lease holds
 -- (see `fenced`) has its entry acknowledged and `mark|started_at|finished_at|result` stored in
 -- `res`; a call none of whose entries is pending any more is dropped. Returns a digit per job,
 -- 1 (accepted) or 0; a completion repeated under the lease it applied under is accepted again
 -- and changes nothing.
-local FIRST, STEP = 6, 5
-local held, calls = fenced(FIRST, STEP)
+local FIRST, STEP = 4, 5
+local held, calls, ended = fenced(FIRST, STEP)
 local acks, results, done, out = {}, {}, {}, {}
 for n, h in ipairs(held) do
   local i = FIRST + STEP * (n - 1)
@@ -23,7 +23,7 @@ for n, h in ipairs(held) do
     done[#done + 1] = id
     out[n] = '1'
   else
-    local r = redis.call('HGET', XRES, id)
+    local r = ended[n]
     out[n] = (r and string.sub(r, 1, 17) == ARGV[i + 3] .. '|') and '1' or '0'
   end
 end

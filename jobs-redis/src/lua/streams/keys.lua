@@ -351,36 +351,30 @@ local function promote_due(limit)
   end
 end
 
--- The pending entries of `stream` between the batch's least and greatest entry (ARGV[4] and
--- ARGV[5]), by entry id, each mapped to its consumer; read a page at a time.
-local function pending_between(stream)
-  local pending, from = {}, ARGV[4]
-  while true do
-    local page = redis.call('XPENDING', stream, 'g', from, ARGV[5], 1000)
-    for _, p in ipairs(page) do
-      pending[p[1]] = p[2]
-    end
-    if #page < 1000 then
-      return pending
-    end
-    from = '(' .. page[#page][1]
-  end
-end
-
--- The fence of the writes under a lease (complete, fail, release, renew, progress). ARGV[4]
--- and ARGV[5] are the batch's least and greatest entry; from ARGV[first], in steps of `step`,
--- each job's fetch call, entry and id. A job holds its lease while the id map names that entry
--- for it and the entry is pending for its call's worker (one HMGET, one XPENDING over the
--- batch's range per stream its jobs are in, read a page at a time, and one HMGET per call).
--- Returns per job its call's lease (see `lease_of`; the stream is its entry's) or false, and
--- the leases by call id.
+-- The fence of the writes under a lease (complete, fail, release, renew, progress). From
+-- ARGV[first], in steps of `step`: each job's fetch call, entry and id. A job holds its lease
+-- while the id map names that entry for it, in the stream its call read, the call's lease is
+-- there, and the job has not ended (`res` holds nothing for it). That is what the pending list
+-- says, read from hashes:
+-- - every write that takes an entry out of the pending list, in the same script, points the
+--   id map at another entry (retry, release, rescue), sets `res` (completion, death) or
+--   removes the job (prune); so the id map naming an entry of a job not ended means the entry
+--   is pending;
+-- - an entry is delivered once, to the call whose lease token names it, and a call's lease
+--   goes only once none of its entries is pending (`drop_ended`, rescue); so a live call
+--   named with a pending entry is the call that read it.
+-- One HMGET of the id map, one of `res` and one per call; an `XPENDING` over the batch's range
+-- (which listed the entries of every other call in it too) cost a fifth more of Redis' time
+-- per completed job (docs/redis-streams.md). Returns per job its call's lease (see `lease_of`;
+-- the stream is its entry's) or false, the leases by call id, and per job how it ended
+-- (`res`) or false.
 local function fenced(first, step)
   local ids = {}
   for i = first, #ARGV, step do
     ids[#ids + 1] = ARGV[i + 2]
   end
   local current = redis.call('HMGET', XIDS, unpack(ids))
-  local pending = {}
+  local ended = redis.call('HMGET', XRES, unpack(ids))
   local calls, held = {}, {}
   for n = 1, #ids do
     local i = first + step * (n - 1)
@@ -392,20 +386,19 @@ local function fenced(first, step)
     end
     held[n] = false
     local now_at = current[n]
-    if c and now_at then
+    if c and now_at and not ended[n] then
       -- Most often the entry of the default priority's stream, which the map names bare: a
       -- comparison of two interned strings, where `located` matches a pattern.
       local stream, at = XSTREAM, now_at
       if now_at ~= entry then
         stream, at = located(now_at)
       end
-      pending[stream] = pending[stream] or pending_between(stream)
-      if at == entry and stream == c.stream and pending[stream][entry] == c.worker then
+      if at == entry and stream == c.stream then
         held[n] = c
       end
     end
   end
-  return held, calls
+  return held, calls, ended
 end
 
 -- Drops the leases of `calls` (by id, as `fenced` gives them) none of whose entries is pending.

@@ -1,7 +1,6 @@
--- Records the progress of running jobs. ARGV[4..]: the least and greatest entry of the batch,
--- then per job its fetch call's id, its entry, its id and its progress, kept in `progress`
--- while its lease holds (see `fenced`). Returns a digit per job, 1 (accepted) or 0.
-local FIRST, STEP = 6, 4
+-- Records the progress of running jobs. ARGV[4..]: per job its fetch call's id, its entry, its
+-- id and its progress, kept in `progress` while its lease holds (see `fenced`). Returns a digit per job, 1 (accepted) or 0.
+local FIRST, STEP = 4, 4
 local held = fenced(FIRST, STEP)
 local out = {}
 for n, h in ipairs(held) do
