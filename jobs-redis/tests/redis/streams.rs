@@ -471,6 +471,110 @@ async fn a_lapsed_call_leaves_the_renewed_jobs_of_later_calls_alone() {
     assert_eq!((c.running, c.pending, c.completed), (2, 2, 1));
 }
 
+/// A finished job's entry stays named by the id map (reads and retention find it there), so
+/// the fence tells it ended by `res`: under its lease, a completion repeated is accepted and
+/// changes nothing, and every other write is refused; its neighbour of the same fetch, still
+/// running, takes them all.
+#[tokio::test]
+async fn a_finished_job_is_fenced_by_how_it_ended() {
+    let (_, backend) = store().await;
+    let got = leased(&backend, 2).await;
+    let complete = |job: &LeasedJob, now| {
+        let items = vec![done(job.lease())];
+        let backend = &backend;
+        async move { backend.complete(CompleteParams { items, now }).await.unwrap() }
+    };
+    assert_eq!(complete(&got[0], at(1)).await, vec![true]);
+    assert_eq!(complete(&got[0], at(2)).await, vec![true], "a repeat");
+    let leases: Vec<LeaseRef> = got.iter().map(LeasedJob::lease).collect();
+    let renew = jobs_core::RenewParams {
+        items: leases.clone(),
+        expires_at: at(120_000),
+        now: at(3),
+    };
+    assert_eq!(backend.renew(renew).await.unwrap(), vec![false, true]);
+    for lease in &leases {
+        let progress = jobs_core::ProgressParams {
+            lease: *lease,
+            progress: 50,
+            now: at(3),
+        };
+        let accepted = backend.progress(progress).await.unwrap();
+        assert_eq!(accepted, *lease == leases[1]);
+    }
+    let failures = leases
+        .iter()
+        .map(|lease| Failure {
+            lease: *lease,
+            error: ErrorReport::new(ErrorKind::Retryable, "late"),
+            retry_at: None,
+        })
+        .collect();
+    let failed = backend
+        .fail(FailParams {
+            items: failures,
+            now: at(4),
+        })
+        .await
+        .unwrap();
+    assert_eq!(failed, vec![false, true]);
+    let c = counts(&backend).await;
+    assert_eq!((c.running, c.completed, c.dead), (0, 1, 1));
+    let read = |id| backend.read(ReadParams { id });
+    let first = read(got[0].record.id).await.unwrap().unwrap();
+    assert_eq!(first.status, JobStatus::Completed);
+    assert_eq!(first.finished_at, Some(at(1)), "the first completion's");
+    assert!(first.errors.is_empty());
+    let second = read(got[1].record.id).await.unwrap().unwrap();
+    assert_eq!((second.status, second.progress), (JobStatus::Dead, 50));
+}
+
+/// A token names its call and its entry, not the entry's stream: a released job's new entry
+/// (in `xr`) under the call that read the queue's stream is another job's lease, should the
+/// two ids meet, and the fence refuses it by the stream its call read.
+#[tokio::test]
+async fn a_token_holds_only_in_the_stream_its_call_read() {
+    let (prefix, backend) = store().await;
+    let got = leased(&backend, 2).await;
+    let release = jobs_core::ReleaseParams {
+        items: vec![jobs_core::Release {
+            lease: got[0].lease(),
+            run_at: None,
+        }],
+        now: at(1),
+    };
+    assert_eq!(backend.release(release).await.unwrap(), vec![true]);
+    let mut conn = raw_connection().await;
+    let current: String = redis::cmd("HGET")
+        .arg(format!("{{{prefix}:s}}:ids"))
+        .arg(got[0].record.id.0.simple().to_string())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (ms, seq) = current
+        .strip_prefix('r')
+        .and_then(|e| e.split_once('-'))
+        .expect("an entry of xr");
+    let (ms, seq): (u128, u128) = (ms.parse().unwrap(), seq.parse().unwrap());
+    // The call and queue tag of the fetch, which read `x`, with the entry in `xr`.
+    let kept = got[1].token.0.as_u128() & !(((1 << 42) - 1) << 64 | 0xffff_ffff);
+    let crossed = LeaseToken(uuid::Uuid::from_u128(kept | ms << 64 | seq));
+    let lease = LeaseRef {
+        id: got[0].record.id,
+        token: crossed,
+    };
+    let accepted = backend
+        .complete(CompleteParams {
+            items: vec![done(lease)],
+            now: at(2),
+        })
+        .await
+        .unwrap();
+    assert_eq!(accepted, vec![false]);
+    let c = counts(&backend).await;
+    assert_eq!((c.pending, c.running, c.completed), (1, 1, 0));
+}
+
 /// A stored job whose `j` is malformed, whose payload is not JSON, or whose bytes are not
 /// UTF-8 text, is failed dead by the fetch that leases it, and the healthy jobs of that fetch
 /// are leased as if it were not there.
