@@ -482,7 +482,12 @@ async fn a_finished_job_is_fenced_by_how_it_ended() {
     let complete = |job: &LeasedJob, now| {
         let items = vec![done(job.lease())];
         let backend = &backend;
-        async move { backend.complete(CompleteParams { items, now }).await.unwrap() }
+        async move {
+            backend
+                .complete(CompleteParams { items, now })
+                .await
+                .unwrap()
+        }
     };
     assert_eq!(complete(&got[0], at(1)).await, vec![true]);
     assert_eq!(complete(&got[0], at(2)).await, vec![true], "a repeat");
