@@ -364,8 +364,8 @@ end
 --   goes only once none of its entries is pending (`drop_ended`, rescue); so a live call
 --   named with a pending entry is the call that read it.
 -- One HMGET of the id map, one of `res` and one per call; an `XPENDING` over the batch's range
--- (which listed the entries of every other call in it too) cost a fifth more of Redis' time
--- per completed job (docs/redis-streams.md). Returns per job its call's lease (see `lease_of`;
+-- (which listed the entries of every other call in it too) cost Redis about a quarter more
+-- per drained job (docs/redis-streams.md). Returns per job its call's lease (see `lease_of`;
 -- the stream is its entry's) or false, the leases by call id, and per job how it ended
 -- (`res`) or false.
 local function fenced(first, step)
