@@ -18,7 +18,8 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::leases::leased_record;
-use crate::record::{parse_id, Names, Stored};
+use crate::names::Names;
+use crate::record::{parse_id, Stored};
 
 /// One message on the delivery channel.
 #[derive(Deserialize)]

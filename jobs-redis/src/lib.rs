@@ -92,6 +92,7 @@ mod liveness;
 mod maintenance;
 mod manage;
 mod marker;
+mod names;
 mod options;
 mod paused;
 mod presence;

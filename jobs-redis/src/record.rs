@@ -53,7 +53,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::DateTime;
@@ -69,6 +68,7 @@ use uuid::Uuid;
 use crate::flow::{decode_key_limits, encode_key_limits, job_flow};
 use crate::ids::id_text;
 use crate::keys::status_from_code;
+use crate::names::Names;
 
 /// A time as stored: microseconds since the epoch.
 pub(crate) fn micros(t: Timestamp) -> i64 {
@@ -364,39 +364,6 @@ impl<S: AsRef<str>> Stored<S> {
     }
 }
 
-/// The names the records read together share: their queue's, and the job names met so far,
-/// each allocated once rather than once per record (a fetch's batch holds one or a few names).
-pub(crate) struct Names {
-    queue: Arc<str>,
-    jobs: Vec<Arc<str>>,
-}
-
-impl Names {
-    /// Job names kept: a batch of more distinct names allocates the others per record, so no
-    /// look-up scans a long list.
-    const KEPT: usize = 8;
-
-    /// The names of records of `queue`.
-    pub(crate) fn new(queue: &str) -> Self {
-        Names {
-            queue: queue.into(),
-            jobs: Vec::new(),
-        }
-    }
-
-    /// The job name `name`, shared with the records before that bore it.
-    fn job(&mut self, name: &str) -> Arc<str> {
-        if let Some(kept) = self.jobs.iter().find(|kept| ***kept == *name) {
-            return kept.clone();
-        }
-        let name: Arc<str> = name.into();
-        if self.jobs.len() < Self::KEPT {
-            self.jobs.push(name.clone());
-        }
-        name
-    }
-}
-
 /// A job's hash, with its side values. A hash holds a dozen short fields or so, which one pass
 /// puts in the slots of the fields a record reads (a fetch reads every job's hash this way, and
 /// a record looks up some twenty fields).
@@ -617,7 +584,7 @@ impl<'a, S: AsRef<str>> Fields<'a, S> {
         Ok(JobRecord {
             id: parse_id(self.id)?,
             name: names.job(meta.name),
-            queue: names.queue.clone(),
+            queue: names.queue(),
             payload: self.payload(payload)?,
             version: self.opt_number("v")?.unwrap_or_else(first_version),
             priority: self.opt_number("pr")?.unwrap_or(DEFAULT_PRIORITY),
@@ -661,6 +628,8 @@ impl<'a, S: AsRef<str>> Fields<'a, S> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]

@@ -13,8 +13,9 @@ use redis::{Cmd, RedisError, Value};
 
 use crate::leases::{distinct, leased_record, until_decoded};
 use crate::library;
+use crate::names::Names;
 use crate::queues::queue_tag;
-use crate::record::{micros, parse_id, stored_time, Names, Stored};
+use crate::record::{micros, parse_id, stored_time, Stored};
 use crate::scripts::SCRIPTS;
 use crate::streams::packed::{expanded, id_of};
 use crate::streams::reply::{entry, items, unreadable};
