@@ -1,5 +1,6 @@
 -- Records the progress of running jobs. ARGV[4..]: per job its fetch call's id, its entry, its
--- id and its progress, kept in `progress` while its lease holds (see `fenced`). Returns a digit per job, 1 (accepted) or 0.
+-- id and its progress, kept in `progress` while its lease holds (see `fenced`). Returns a
+-- digit per job, 1 (accepted) or 0.
 local FIRST, STEP = 4, 4
 local held = fenced(FIRST, STEP)
 local out = {}

@@ -1,8 +1,7 @@
 -- Extends leases. ARGV[4..]: the new expiry, then per job its fetch call's id, its entry and
--- its id. A job whose lease holds (see `fenced`)
--- and has not lapsed gets the new expiry in its call's lease (a field named by its entry),
--- and the call's member of `leases` the earlier of its score and the new expiry. Returns a
--- digit per job, 1 (accepted) or 0.
+-- its id. A job whose lease holds (see `fenced`) and has not lapsed gets the new expiry in its
+-- call's lease (a field named by its entry), and the call's member of `leases` the earlier of
+-- its score and the new expiry. Returns a digit per job, 1 (accepted) or 0.
 local FIRST, STEP = 5, 3
 local expiry = ARGV[4]
 local held = fenced(FIRST, STEP)
