@@ -14,7 +14,7 @@
 //!
 //! W3's producer, W5's and W7's four workers and W9's subscriber are child processes (this binary
 //! re-executed with `--role`), except on the memory backend, which lives in one process. With
-//! `--peers` (Redis), the peers of the Redis goals run beside W1b, W2 and W3 ([`peers`]).
+//! `--peers` (Redis, PostgreSQL), the peers of the goals run beside W1b, W2 and W3 ([`peers`]).
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
@@ -561,9 +561,9 @@ fn cli() -> clap::Command {
                 .long("peers")
                 .action(ArgAction::SetTrue)
                 .help(
-                    "Redis only: also run the peers of the Redis goals (BullMQ's W2, Sidekiq's \
-                     W1b and W3), each beside ours for --rounds rounds, and end with each goal's \
-                     median ratio",
+                    "Redis and PostgreSQL: also run the peers of the goals (on Redis BullMQ's \
+                     W2 and Sidekiq's W1b and W3, on PostgreSQL graphile-worker's W2 and W3), \
+                     each beside ours for --rounds rounds, and end with each median ratio",
                 ),
         )
         .arg(
@@ -578,7 +578,7 @@ fn cli() -> clap::Command {
         .arg(
             Arg::new("rounds")
                 .long("rounds")
-                .help("W4's and W6's rounds (each drains a plain queue and the retained or limited one), and with --peers each Redis goal's (the workload and its peer's); the median ratio is reported")
+                .help("W4's and W6's rounds (each drains a plain queue and the retained or limited one), and with --peers each peer's (the workload and the peer's); the median ratio is reported")
                 .default_value("3")
                 .value_parser(clap::value_parser!(u32).range(1..)),
         )
@@ -652,15 +652,17 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
         .unwrap_or_else(|| vec!["W1a", "W1b", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"]);
     let retained = *args.get_one::<u64>("retained").expect("default");
     let rounds = *args.get_one::<u32>("rounds").expect("default") as usize;
-    let with_peers = args.get_flag("peers");
-    if with_peers && kind != BackendKind::Redis {
-        cli()
+    let lineup = match (args.get_flag("peers"), peers::lineup(kind)) {
+        (false, _) => None,
+        (true, Some(lineup)) => Some(lineup),
+        (true, None) => cli()
             .error(
                 clap::error::ErrorKind::ArgumentConflict,
-                "--peers runs the peers of the Redis goals: give it with --backend redis",
+                "--peers runs the peers of the Redis and PostgreSQL goals: give it with \
+                 --backend redis or --backend postgres",
             )
-            .exit();
-    }
+            .exit(),
+    };
     let mut pairs = peers::Pairs::default();
     // The store's own ceilings first, for the workloads they bound.
     let measured = !args.get_flag("no-ceilings");
@@ -687,26 +689,29 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
             }
             "W1b" => {
                 let rate = w1b(kind, n).await;
-                if with_peers {
+                if let Some(peer) = lineup.and_then(|l| l.w1b) {
                     let ours = || w1b(kind, n);
-                    pairs.w1b = peers::rounds(rate, rounds, &peers::SIDEKIQ_W1B, n, ours).await;
+                    let rounds = peers::rounds(rate, rounds, peer, n, ours).await;
+                    pairs.w1b = Some((peer, rounds));
                 }
             }
             "W2" => {
                 let rate = w2(kind, n, concurrency).await;
                 w2_rate = Some(rate);
-                if with_peers {
+                if let Some(peer) = lineup.and_then(|l| l.w2) {
                     let ours = || w2(kind, n, concurrency);
-                    pairs.w2 = peers::rounds(rate, rounds, &peers::BULLMQ_W2, n, ours).await;
+                    let rounds = peers::rounds(rate, rounds, peer, n, ours).await;
+                    pairs.w2 = Some((peer, rounds));
                 }
             }
             "W3" => {
                 let p50 = w3(kind, n, concurrency, &args).await;
                 w3_p50 = Some(p50);
-                if with_peers {
+                if let Some(peer) = lineup.and_then(|l| l.w3) {
                     let jobs = n.min(W3_JOBS);
                     let ours = || w3(kind, n, concurrency, &args);
-                    pairs.w3 = peers::rounds(p50, rounds, &peers::SIDEKIQ_W3, jobs, ours).await;
+                    let rounds = peers::rounds(p50, rounds, peer, jobs, ours).await;
+                    pairs.w3 = Some((peer, rounds));
                 }
             }
             "W4" => backlog::w4(kind, n, concurrency, retained, rounds).await,

@@ -1,12 +1,13 @@
-//! The peers of the Redis goals, run by the bench itself when given `--peers`: BullMQ's W2 and
-//! Sidekiq's W1b (`push_bulk`) and W3, the programs under `examples/bench/peers`. Each runs
-//! beside the bench's own run of its workload, in the same phase of the machine, for
-//! `--rounds` rounds, and the last line (`peer-ratios`) gives each goal's ratio, the median of
-//! its rounds', so that the goals are read off one run.
+//! The peers of the goals, run by the bench itself when given `--peers`: on Redis BullMQ's W2
+//! and Sidekiq's W1b (`push_bulk`) and W3, on PostgreSQL graphile-worker's W2 and W3, the
+//! programs under `examples/bench/peers`. Each runs beside the bench's own run of its workload,
+//! in the same phase of the machine, for `--rounds` rounds, and the last line (`peer-ratios`)
+//! gives each ratio, the median of its rounds', so that the goals are read off one run.
 //!
-//! The peers need Node.js with BullMQ installed (`npm ci` in `peers/bullmq`) and Ruby with
-//! Sidekiq (`apt-get install ruby-sidekiq`); they use Redis db 5, as the bench does, and flush
-//! it first.
+//! The peers need Node.js with BullMQ and graphile-worker installed (`npm ci` in
+//! `peers/bullmq` and `peers/graphile-worker`) and Ruby with Sidekiq (`apt-get install
+//! ruby-sidekiq`); they use Redis db 5 or the database `bench_jobs` (in a schema of their
+//! own), as the bench does, and empty them first.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -15,10 +16,12 @@ use std::process::Command;
 use crate::backends::BackendKind;
 use crate::{median, print_ratios};
 
-/// A peer's program for one workload.
+/// A peer's program for one workload, and the goal of our ratio to it.
 pub(crate) struct Peer {
     /// The peer's name in the ratios.
     name: &'static str,
+    /// The goal, where the ratio to this peer has one.
+    goal: Option<&'static str>,
     /// Its directory under `examples/bench/peers`.
     dir: &'static str,
     /// The interpreter and the script it runs (the script then takes N).
@@ -28,28 +31,74 @@ pub(crate) struct Peer {
 }
 
 /// BullMQ's W2.
-pub(crate) const BULLMQ_W2: Peer = Peer {
+const BULLMQ_W2: Peer = Peer {
     name: "BullMQ",
+    goal: Some("goal >= 9x"),
     dir: "bullmq",
     program: ["node", "w2.js"],
     setup: "install Node.js, then `npm ci` in examples/bench/peers/bullmq",
 };
 
 /// Sidekiq's W1b.
-pub(crate) const SIDEKIQ_W1B: Peer = Peer {
+const SIDEKIQ_W1B: Peer = Peer {
     name: "Sidekiq's push_bulk",
+    goal: Some("goal >= 2x"),
     dir: "sidekiq",
     program: ["ruby", "w1b.rb"],
     setup: "`apt-get install ruby-sidekiq`",
 };
 
 /// Sidekiq's W3.
-pub(crate) const SIDEKIQ_W3: Peer = Peer {
+const SIDEKIQ_W3: Peer = Peer {
     name: "Sidekiq's",
+    goal: Some("goal <= 0.5"),
     dir: "sidekiq",
     program: ["ruby", "w3.rb"],
     setup: "`apt-get install ruby-sidekiq`",
 };
+
+/// graphile-worker's W2 (PostgreSQL's W2 goal is the ceiling's, not a peer's).
+const GRAPHILE_W2: Peer = Peer {
+    name: "graphile-worker",
+    goal: None,
+    dir: "graphile-worker",
+    program: ["node", "w2.js"],
+    setup: "install Node.js, then `npm ci` in examples/bench/peers/graphile-worker",
+};
+
+/// graphile-worker's W3.
+const GRAPHILE_W3: Peer = Peer {
+    name: "graphile-worker's",
+    goal: Some("goal <= 0.5"),
+    dir: "graphile-worker",
+    program: ["node", "w3.js"],
+    setup: "install Node.js, then `npm ci` in examples/bench/peers/graphile-worker",
+};
+
+/// The peer that runs beside each workload on a backend, where one does.
+#[derive(Clone, Copy)]
+pub(crate) struct Lineup {
+    pub(crate) w1b: Option<&'static Peer>,
+    pub(crate) w2: Option<&'static Peer>,
+    pub(crate) w3: Option<&'static Peer>,
+}
+
+/// The peers of `kind`'s goals; none for the memory backend, which no peer has.
+pub(crate) fn lineup(kind: BackendKind) -> Option<Lineup> {
+    match kind {
+        BackendKind::Redis => Some(Lineup {
+            w1b: Some(&SIDEKIQ_W1B),
+            w2: Some(&BULLMQ_W2),
+            w3: Some(&SIDEKIQ_W3),
+        }),
+        BackendKind::Postgres => Some(Lineup {
+            w1b: None,
+            w2: Some(&GRAPHILE_W2),
+            w3: Some(&GRAPHILE_W3),
+        }),
+        BackendKind::Memory => None,
+    }
+}
 
 /// What a peer's line reports: its rate (jobs/s), else its p50 (ms).
 fn figure(line: &serde_json::Value) -> Option<f64> {
@@ -128,33 +177,33 @@ where
     pairs
 }
 
-/// The bench's figures and its peers' for the Redis goals, per round: (ours, the peer's) of
-/// W1b and W2 (jobs/s) and W3 (p50, ms), each when both ran.
+/// The bench's figures and its peers', per round: (ours, the peer's) of W1b and W2 (jobs/s)
+/// and W3 (p50, ms), each with its peer when both ran.
 #[derive(Default)]
 pub(crate) struct Pairs {
-    pub(crate) w1b: Vec<(f64, f64)>,
-    pub(crate) w2: Vec<(f64, f64)>,
-    pub(crate) w3: Vec<(f64, f64)>,
+    pub(crate) w1b: Option<(&'static Peer, Vec<(f64, f64)>)>,
+    pub(crate) w2: Option<(&'static Peer, Vec<(f64, f64)>)>,
+    pub(crate) w3: Option<(&'static Peer, Vec<(f64, f64)>)>,
 }
 
 impl Pairs {
-    /// Prints each goal's ratio (`peer-ratios`), the median of its rounds', if any pair ran.
+    /// Prints each ratio (`peer-ratios`), the median of its rounds', if any pair ran.
     pub(crate) fn report(&self, kind: BackendKind) {
-        let goals = [
-            (&self.w1b, "W1b = ", "x", SIDEKIQ_W1B.name, "goal >= 2x"),
-            (&self.w2, "W2 = ", "x", BULLMQ_W2.name, "goal >= 9x"),
-            (&self.w3, "W3 p50 = ", " of", SIDEKIQ_W3.name, "goal <= 0.5"),
+        let ratios = [
+            (&self.w1b, "W1b = ", "x"),
+            (&self.w2, "W2 = ", "x"),
+            (&self.w3, "W3 p50 = ", " of"),
         ];
         let mut notes = Vec::new();
-        for (pairs, label, relation, peer, goal) in goals {
-            if pairs.is_empty() {
-                continue;
-            }
+        for (ran, label, relation) in ratios {
+            let Some((peer, pairs)) = ran else { continue };
             let mut ratios: Vec<f64> = pairs.iter().map(|(ours, theirs)| ours / theirs).collect();
             let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+            let goal = peer.goal.map(|g| format!(" ({g})")).unwrap_or_default();
             notes.push(format!(
-                "{label}{:.2}{relation} {peer} ({goal}), the median of {} rounds ({})",
+                "{label}{:.2}{relation} {}{goal}, the median of {} rounds ({})",
                 median(&mut ratios),
+                peer.name,
                 pairs.len(),
                 listed.join(", ")
             ));

@@ -1,7 +1,9 @@
-//! The benchmark's `--peers`: the peers of the Redis goals run beside the bench's own workloads,
-//! and the last line gives each goal's ratio.
+//! The benchmark's `--peers`: the peers of the goals run beside the bench's own workloads, and
+//! the last line gives each ratio.
 
 use std::process::Command;
+
+use serde_json::Value;
 
 use crate::{bench_binary, bench_lines, bench_runs};
 
@@ -19,71 +21,66 @@ fn ratio(notes: &str, label: &str) -> f64 {
     number.parse().unwrap_or_else(|e| panic!("{e}: {rest:?}"))
 }
 
-/// With `--peers`, BullMQ's W2 and Sidekiq's W1b and W3 each run beside the bench's own, for
-/// `--rounds` rounds in turns which first, their lines printed as they print them, and
-/// `peer-ratios` gives each goal's median ratio of the rounds' figures above it.
-#[cfg(feature = "redis")]
-#[test]
-fn the_bench_runs_the_redis_peers_beside_its_own_workloads() {
+/// The bench's lines for `workloads` on `backend` with `--peers`, 3 rounds and N = 300.
+fn run_with_peers(backend: &str, workloads: &[&str]) -> Vec<Value> {
     let _runs = bench_runs();
-    let out = Command::new(bench_binary())
-        .args([
-            "--backend",
-            "redis",
-            "-n",
-            "300",
-            "--peers",
-            "--rounds",
-            "3",
-        ])
-        .args(["--workload", "W1b", "--workload", "W2", "--workload", "W3"])
-        .output()
-        .expect("the bench runs");
+    let mut bench = Command::new(bench_binary());
+    bench.args([
+        "--backend",
+        backend,
+        "-n",
+        "300",
+        "--peers",
+        "--rounds",
+        "3",
+    ]);
+    for workload in workloads {
+        bench.args(["--workload", workload]);
+    }
+    let out = bench.output().expect("the bench runs");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let lines = bench_lines(&out.stdout);
-    let order: Vec<(&str, &str)> = lines
-        .iter()
+    bench_lines(&out.stdout)
+}
+
+/// Each line's (system, workload), in order.
+fn order(lines: &[Value]) -> Vec<(&str, &str)> {
+    (lines.iter())
         .map(|l| {
             (
                 l["system"].as_str().unwrap(),
                 l["workload"].as_str().unwrap(),
             )
         })
-        .collect();
-    let mut expected = vec![
-        ("jobs", "ceiling-round-trip"),
-        ("jobs", "ceiling-single"),
-        ("jobs", "ceiling-single-store"),
-    ];
-    for (workload, ours, peer) in [
-        (
-            "W1b",
-            &[("jobs", "W1b"), ("jobs", "W1b-store")][..],
-            "sidekiq",
-        ),
-        ("W2", &[("jobs", "W2"), ("jobs", "W2-store")][..], "bullmq"),
-        ("W3", &[("jobs", "W3")][..], "sidekiq"),
-    ] {
-        // Ours first, then the peer first, then ours first again.
-        for round in 0..3 {
-            if round % 2 == 1 {
-                expected.push((peer, workload));
-            }
-            expected.extend_from_slice(ours);
-            if round % 2 == 0 {
-                expected.push((peer, workload));
-            }
+        .collect()
+}
+
+/// The lines 3 rounds of `workload` print: ours first, then the peer first, then ours first
+/// again.
+fn rounds(
+    workload: &'static str,
+    ours: &[(&'static str, &'static str)],
+    peer: &'static str,
+) -> Vec<(&'static str, &'static str)> {
+    let mut lines = Vec::new();
+    for round in 0..3 {
+        if round % 2 == 1 {
+            lines.push((peer, workload));
+        }
+        lines.extend_from_slice(ours);
+        if round % 2 == 0 {
+            lines.push((peer, workload));
         }
     }
-    expected.extend([("jobs", "ceiling-ratios"), ("jobs", "peer-ratios")]);
-    assert_eq!(order, expected);
+    lines
+}
 
-    // Each system's figures for a workload, in the order the rounds ran.
-    let figures = |system: &str, workload: &str, key: &str| -> Vec<f64> {
+/// The median of the 3 rounds' ratios of our `key` on `workload` to `peer`'s.
+fn median_ratio(lines: &[Value], workload: &str, key: &str, peer: &str) -> f64 {
+    let figures = |system: &str| -> Vec<f64> {
         let found: Vec<f64> = (lines.iter())
             .filter(|l| l["system"] == system && l["workload"] == workload)
             .map(|l| l[key].as_f64().unwrap_or_else(|| panic!("{key}: {l}")))
@@ -91,59 +88,113 @@ fn the_bench_runs_the_redis_peers_beside_its_own_workloads() {
         assert!(found.iter().all(|v| *v > 0.0), "{found:?}");
         found
     };
-    let median_ratio = |ours: Vec<f64>, theirs: Vec<f64>| {
-        let mut ratios: Vec<f64> = ours.iter().zip(&theirs).map(|(o, t)| o / t).collect();
-        assert_eq!(ratios.len(), 3);
-        ratios.sort_unstable_by(f64::total_cmp);
-        ratios[1]
-    };
-    for sidekiq_w3 in (lines.iter()).filter(|l| l["system"] == "sidekiq" && l["workload"] == "W3") {
-        assert_eq!(sidekiq_w3["n"], 300, "as many jobs as the bench's own W3");
-    }
+    let (ours, theirs) = (figures("jobs"), figures(peer));
+    let mut ratios: Vec<f64> = ours.iter().zip(&theirs).map(|(o, t)| o / t).collect();
+    assert_eq!(ratios.len(), 3);
+    ratios.sort_unstable_by(f64::total_cmp);
+    ratios[1]
+}
+
+/// Checks that the last line gives each `(label, workload, key, peer)`'s median ratio, and
+/// says each of `phrases`.
+fn assert_ratios(lines: &[Value], ratios: &[(&str, &str, &str, &str)], phrases: &[&str]) {
     let notes = lines.last().unwrap()["notes"].as_str().unwrap();
-    let expected = [
-        (
-            "W1b",
-            median_ratio(
-                figures("jobs", "W1b", "jobs_per_s"),
-                figures("sidekiq", "W1b", "jobs_per_s"),
-            ),
-        ),
-        (
-            "W2",
-            median_ratio(
-                figures("jobs", "W2", "jobs_per_s"),
-                figures("bullmq", "W2", "jobs_per_s"),
-            ),
-        ),
-        (
-            "W3 p50",
-            median_ratio(
-                figures("jobs", "W3", "p50_ms"),
-                figures("sidekiq", "W3", "p50_ms"),
-            ),
-        ),
-    ];
-    for (label, value) in expected {
+    for &(label, workload, key, peer) in ratios {
+        let value = median_ratio(lines, workload, key, peer);
         let printed = ratio(notes, label);
         assert!(
             (printed - value).abs() < 0.006,
             "{label}: printed {printed}, the lines give {value}: {notes}"
         );
     }
-    for goal in [
-        "x Sidekiq's push_bulk (goal >= 2x), the median of 3 rounds (",
-        "x BullMQ (goal >= 9x), the median of 3 rounds (",
-        "of Sidekiq's (goal <= 0.5), the median of 3 rounds (",
-    ] {
-        assert!(notes.contains(goal), "{goal:?} missing: {notes}");
+    for phrase in phrases {
+        assert!(notes.contains(phrase), "{phrase:?} missing: {notes}");
+    }
+    for w3 in (lines.iter()).filter(|l| l["system"] != "jobs" && l["workload"] == "W3") {
+        assert_eq!(w3["n"], 300, "as many jobs as the bench's own W3");
     }
 }
 
-/// `--peers` compares the Redis goals: with another backend the bench refuses it at once, saying
-/// so, and runs nothing.
+/// With `--peers` on Redis, BullMQ's W2 and Sidekiq's W1b and W3 each run beside the bench's
+/// own, for `--rounds` rounds in turns which first, their lines printed as they print them,
+/// and `peer-ratios` gives each goal's median ratio of the rounds' figures above it.
+#[cfg(feature = "redis")]
 #[test]
-fn the_bench_refuses_peers_beside_another_backend() {
+fn the_bench_runs_the_redis_peers_beside_its_own_workloads() {
+    let lines = run_with_peers("redis", &["W1b", "W2", "W3"]);
+    let mut expected = vec![
+        ("jobs", "ceiling-round-trip"),
+        ("jobs", "ceiling-single"),
+        ("jobs", "ceiling-single-store"),
+    ];
+    expected.extend(rounds(
+        "W1b",
+        &[("jobs", "W1b"), ("jobs", "W1b-store")],
+        "sidekiq",
+    ));
+    expected.extend(rounds(
+        "W2",
+        &[("jobs", "W2"), ("jobs", "W2-store")],
+        "bullmq",
+    ));
+    expected.extend(rounds("W3", &[("jobs", "W3")], "sidekiq"));
+    expected.extend([("jobs", "ceiling-ratios"), ("jobs", "peer-ratios")]);
+    assert_eq!(order(&lines), expected);
+    assert_ratios(
+        &lines,
+        &[
+            ("W1b", "W1b", "jobs_per_s", "sidekiq"),
+            ("W2", "W2", "jobs_per_s", "bullmq"),
+            ("W3 p50", "W3", "p50_ms", "sidekiq"),
+        ],
+        &[
+            "x Sidekiq's push_bulk (goal >= 2x), the median of 3 rounds (",
+            "x BullMQ (goal >= 9x), the median of 3 rounds (",
+            "of Sidekiq's (goal <= 0.5), the median of 3 rounds (",
+        ],
+    );
+}
+
+/// With `--peers` on PostgreSQL, graphile-worker's W2 and W3 run beside the bench's own, and
+/// `peer-ratios` gives both ratios (W2's without a goal: PostgreSQL's W2 goal is its
+/// ceiling's).
+#[cfg(feature = "postgres")]
+#[test]
+fn the_bench_runs_the_postgres_peers_beside_its_own_workloads() {
+    let lines = run_with_peers("postgres", &["W2", "W3"]);
+    let ours = order(&lines);
+    let first_w2 = ours.iter().position(|l| l.1 == "W2").expect("a W2 line");
+    assert!(
+        ours[..first_w2]
+            .iter()
+            .all(|(s, w)| *s == "jobs" && w.starts_with("ceiling-")),
+        "the ceilings first: {ours:?}"
+    );
+    let mut expected = rounds(
+        "W2",
+        &[("jobs", "W2"), ("jobs", "W2-store")],
+        "graphile-worker",
+    );
+    expected.extend(rounds("W3", &[("jobs", "W3")], "graphile-worker"));
+    expected.extend([("jobs", "ceiling-ratios"), ("jobs", "peer-ratios")]);
+    assert_eq!(ours[first_w2..], expected);
+    assert_ratios(
+        &lines,
+        &[
+            ("W2", "W2", "jobs_per_s", "graphile-worker"),
+            ("W3 p50", "W3", "p50_ms", "graphile-worker"),
+        ],
+        &[
+            "x graphile-worker, the median of 3 rounds (",
+            "of graphile-worker's (goal <= 0.5), the median of 3 rounds (",
+        ],
+    );
+}
+
+/// `--peers` compares with the peers of Redis and PostgreSQL: with the memory backend the bench
+/// refuses it at once, saying so, and runs nothing.
+#[test]
+fn the_bench_refuses_peers_beside_the_memory_backend() {
     let out = Command::new(bench_binary())
         .args(["--backend", "memory", "-n", "300", "--peers"])
         .output()
@@ -152,7 +203,7 @@ fn the_bench_refuses_peers_beside_another_backend() {
     assert!(out.stdout.is_empty(), "nothing ran");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("--peers runs the peers of the Redis goals"),
+        stderr.contains("--peers runs the peers of the Redis and PostgreSQL goals"),
         "{stderr}"
     );
 }

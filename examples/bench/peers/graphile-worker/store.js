@@ -1,0 +1,33 @@
+// What w2.js and w3.js share: the bench's database, a fresh graphile-worker schema in it, and
+// the protocol's job.
+const { runMigrations } = require('graphile-worker');
+const { Pool } = require('pg');
+
+const connectionString = 'postgres://postgres@127.0.0.1:5432/bench_jobs';
+
+// Drops graphile-worker's schema and migrates a new one, so that each run starts empty.
+async function fresh() {
+  const pool = new Pool({ connectionString, max: 1 });
+  await pool.query('DROP SCHEMA IF EXISTS graphile_worker CASCADE');
+  await pool.end();
+  await runMigrations({ connectionString, logger: quiet });
+}
+
+// The protocol's payload; `t` is the enqueue time in µs of the machine's monotonic clock,
+// which every process reads alike.
+function payload(i) {
+  return { user_id: i, email: `user${i}@example.com`, t: nowUs() };
+}
+
+// µs of CLOCK_MONOTONIC (libuv's hrtime).
+function nowUs() {
+  return Number(process.hrtime.bigint() / 1000n);
+}
+
+// A logger that keeps graphile-worker's info lines out of the JSON output.
+const { Logger } = require('graphile-worker');
+const quiet = new Logger(() => (level, message) => {
+  if (level === 'error') console.error(message);
+});
+
+module.exports = { connectionString, fresh, payload, nowUs, quiet };
