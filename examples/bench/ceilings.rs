@@ -7,9 +7,14 @@
 //! - one connection's single writes: awaited `EVALSHA` calls of a script that returns at once
 //!   (Redis), or one-row `INSERT` transactions, each committed (PostgreSQL), W1a's bound;
 //! - PostgreSQL's claim-and-finish: 2 clients, each claiming 100 ready rows and marking them
-//!   done in one statement (`FOR UPDATE SKIP LOCKED`) until none is left, W2's bound.
+//!   done in one statement (`FOR UPDATE SKIP LOCKED`) until none is left, W2's bound, measured
+//!   after W2.
 //!
-//! Each client runs on a single-threaded runtime of its own, as W1a's producer does.
+//! Each client runs on a single-threaded runtime of its own, as W1a's producer does. With
+//! `--rounds`, the ceilings of W1a and W2 are measured again beside their later rounds
+//! ([`again`], [`rounds::beside`](crate::rounds::beside)), and each ratio is the median of the
+//! rounds': a ceiling measured once, minutes from its workload, moved up to twofold between
+//! runs on a small machine.
 
 // Built with neither server's feature, the bench has no ceiling to measure.
 #![cfg_attr(
@@ -20,42 +25,60 @@
 use std::time::{Duration, Instant};
 
 use crate::backends::BackendKind;
-use crate::{one_client, percentiles, print, print_ratios, Line};
+use crate::{on_client_thread, percentiles, print, print_ratios, rounds, Line};
 
 /// Round trips timed for the round-trip ceiling.
 const ROUND_TRIPS: u64 = 2_000;
 
-/// The ceilings of one run.
+/// The ceilings measured before the workloads.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ceilings {
     /// p50 of one awaited round trip, ms.
     round_trip_ms: f64,
     /// One connection's awaited single writes per second.
     single_per_s: f64,
-    /// Rows claimed and finished per second by the bare SQL (PostgreSQL only).
-    drain_per_s: Option<f64>,
+}
+
+impl Ceilings {
+    /// One connection's awaited single writes per second.
+    pub(crate) fn single_per_s(&self) -> f64 {
+        self.single_per_s
+    }
+}
+
+/// A ceiling measured beside a round of its workload.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Again {
+    /// One connection's single writes, W1a's.
+    Single,
+    /// PostgreSQL's claim-and-finish, W2's.
+    Drain,
+}
+
+/// Whether `kind` has a claim-and-finish ceiling: PostgreSQL alone (a job's claim on Redis is a
+/// script's, not a statement a bare client could run instead).
+pub(crate) fn has_drain(kind: BackendKind) -> bool {
+    kind == BackendKind::Postgres
 }
 
 /// Measures and prints the ceilings of `kind` (`n` writes each); none for the memory backend,
 /// which has no server.
 pub(crate) fn measure(kind: BackendKind, n: u64) -> Option<Ceilings> {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut out = None;
-            one_client(async { out = of(kind, n).await });
-            out
-        })
-        .join()
-        .expect("the ceilings' client")
-    })
+    on_client_thread(|| of(kind, n))
 }
 
-/// Prints how `w1a` (jobs/s), `w2` (jobs/s) and `w3` (p50 ms) compare with `ceilings`.
+/// Measures and prints `which` of `kind`'s ceilings again, on a client of its own; its rate.
+pub(crate) fn again(kind: BackendKind, n: u64, which: Again) -> f64 {
+    on_client_thread(|| again_of(kind, n, which))
+}
+
+/// Prints how the rounds of `w1a` and `w2` (each round's jobs/s and its ceiling's) and `w3`
+/// (p50 ms) compare with `ceilings`.
 pub(crate) fn report(
     kind: BackendKind,
     ceilings: Ceilings,
-    w1a: Option<f64>,
-    w2: Option<f64>,
+    w1a: &[(f64, f64)],
+    w2: &[(f64, f64)],
     w3: Option<f64>,
 ) {
     let single = match kind {
@@ -63,16 +86,16 @@ pub(crate) fn report(
         _ => "one-row INSERT transactions",
     };
     let mut notes = Vec::new();
-    if let Some(rate) = w1a {
+    if !w1a.is_empty() {
+        let (median, listed) = rounds::median_ratio(w1a, 3);
         notes.push(format!(
-            "W1a = {:.3} of one connection's {single}",
-            rate / ceilings.single_per_s
+            "W1a = {median:.3} of one connection's {single}, {listed}"
         ));
     }
-    if let (Some(rate), Some(ceiling)) = (w2, ceilings.drain_per_s) {
+    if !w2.is_empty() {
+        let (median, listed) = rounds::median_ratio(w2, 3);
         notes.push(format!(
-            "W2 = {:.3} of the bare-SQL claim-and-finish",
-            rate / ceiling
+            "W2 = {median:.3} of the bare-SQL claim-and-finish, {listed}"
         ));
     }
     if let Some(p50) = w3 {
@@ -94,6 +117,19 @@ async fn of(kind: BackendKind, n: u64) -> Option<Ceilings> {
         BackendKind::Postgres => Some(postgres::measure(n).await),
         #[allow(unreachable_patterns)]
         other => panic!("the bench was built without the `{}` feature", other.name()),
+    }
+}
+
+async fn again_of(kind: BackendKind, n: u64, which: Again) -> f64 {
+    match (kind, which) {
+        #[cfg(feature = "redis")]
+        (BackendKind::Redis, Again::Single) => redis::single(n).await,
+        #[cfg(feature = "postgres")]
+        (BackendKind::Postgres, Again::Single) => postgres::single(n).await,
+        #[cfg(feature = "postgres")]
+        (BackendKind::Postgres, Again::Drain) => postgres::drain(n).await,
+        #[allow(unreachable_patterns)]
+        (kind, which) => panic!("no {which:?} ceiling on {}", kind.name()),
     }
 }
 
@@ -173,8 +209,17 @@ mod redis {
         Ceilings {
             round_trip_ms,
             single_per_s,
-            drain_per_s: None,
         }
+    }
+
+    /// The single writes' ceiling alone, on a connection of its own.
+    pub(super) async fn single(n: u64) -> f64 {
+        let client = redis::Client::open(REDIS_URL).expect("Redis URL");
+        let conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("Redis");
+        evalsha(conn, n).await
     }
 
     /// `n` awaited EVALSHA calls of a script that returns at once; their rate.
@@ -232,20 +277,44 @@ mod postgres {
             .unwrap_or_else(|e| panic!("{statement}: {e}"));
     }
 
-    pub(super) async fn measure(n: u64) -> Ceilings {
+    /// A connection with a new `bench_ceiling` schema.
+    async fn fresh() -> PgConnection {
         let mut conn = connect().await;
         run(&mut conn, "DROP SCHEMA IF EXISTS bench_ceiling CASCADE").await;
         run(&mut conn, "CREATE SCHEMA bench_ceiling").await;
+        conn
+    }
+
+    async fn drop_schema(mut conn: PgConnection) {
+        run(&mut conn, "DROP SCHEMA bench_ceiling CASCADE").await;
+    }
+
+    pub(super) async fn measure(n: u64) -> Ceilings {
+        let mut conn = fresh().await;
         let samples = round_trips(async || run(&mut conn, "SELECT 1").await).await;
         let round_trip_ms = print_round_trip(BackendKind::Postgres, samples, "SELECT 1");
         let single_per_s = inserts(&mut conn, n).await;
-        let drain_per_s = claims(&mut conn, n).await;
-        run(&mut conn, "DROP SCHEMA bench_ceiling CASCADE").await;
+        drop_schema(conn).await;
         Ceilings {
             round_trip_ms,
             single_per_s,
-            drain_per_s: Some(drain_per_s),
         }
+    }
+
+    /// The single writes' ceiling alone, in a schema of its own.
+    pub(super) async fn single(n: u64) -> f64 {
+        let mut conn = fresh().await;
+        let rate = inserts(&mut conn, n).await;
+        drop_schema(conn).await;
+        rate
+    }
+
+    /// The claim-and-finish ceiling alone, in a schema of its own.
+    pub(super) async fn drain(n: u64) -> f64 {
+        let mut conn = fresh().await;
+        let rate = claims(&mut conn, n).await;
+        drop_schema(conn).await;
+        rate
     }
 
     /// `n` one-row INSERT transactions from one client, each committed; their rate.

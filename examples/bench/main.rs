@@ -36,8 +36,10 @@ mod events;
 mod flow;
 mod operations;
 mod peers;
+mod rounds;
 mod store_cost;
 use backends::{fresh_backend, BackendKind};
+use ceilings::Again;
 
 /// Handler-side records: pickup latencies (µs) for W3 and, in worker children, the ids run.
 /// Otherwise the handler does nothing, as the protocol asks.
@@ -335,12 +337,26 @@ async fn w3(kind: BackendKind, n: u64, concurrency: usize, args: &ArgMatches) ->
 
 /// Runs a lone client's work on a single-threaded runtime of its own, as a one-connection
 /// producer would be deployed: no wake-ups cross threads.
-fn one_client(work: impl std::future::Future<Output = ()>) {
+fn one_client<T>(work: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime")
         .block_on(work)
+}
+
+/// Runs the work `make` makes as [`one_client`] does, on a thread of its own (so that it can be
+/// called from within the bench's own runtime); its result.
+fn on_client_thread<T, Fut>(make: impl FnOnce() -> Fut + Send) -> T
+where
+    T: Send,
+    Fut: std::future::Future<Output = T>,
+{
+    std::thread::scope(|s| {
+        s.spawn(|| one_client(make()))
+            .join()
+            .expect("a lone client's thread")
+    })
 }
 
 /// W3's producer process: connects, then enqueues at 200 jobs/s.
@@ -578,7 +594,7 @@ fn cli() -> clap::Command {
         .arg(
             Arg::new("rounds")
                 .long("rounds")
-                .help("W4's and W6's rounds (each drains a plain queue and the retained or limited one), and with --peers each peer's (the workload and the peer's); the median ratio is reported")
+                .help("W4's and W6's rounds (each drains a plain queue and the retained or limited one), W1a's and PostgreSQL W2's (each beside its ceiling), and with --peers each peer's (the workload and the peer's); the median ratio is reported")
                 .default_value("3")
                 .value_parser(clap::value_parser!(u32).range(1..)),
         )
@@ -672,20 +688,20 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
     } else {
         None
     };
-    let (mut w1a_rate, mut w2_rate, mut w3_p50) = (None, None, None);
+    // Each round's (ours, the ceiling's) of W1a and W2, and W3's p50.
+    let (mut w1a_pairs, mut w2_pairs) = (Vec::new(), Vec::new());
+    let (mut w2_rate, mut w3_p50) = (None, None);
     for workload in wanted {
         match workload {
             "W1a" => {
                 let producers = *args.get_one::<u64>("producers").expect("default");
-                w1a_rate = Some(std::thread::scope(|s| {
-                    s.spawn(|| {
-                        let mut rate = 0.0;
-                        one_client(async { rate = w1a(kind, n, producers).await });
-                        rate
-                    })
-                    .join()
-                    .expect("W1a")
-                }));
+                let ours = || async move { on_client_thread(|| w1a(kind, n, producers)) };
+                let rate = ours().await;
+                if let Some(c) = ceilings {
+                    let ceiling = || async move { ceilings::again(kind, n, Again::Single) };
+                    let first = (rate, c.single_per_s());
+                    w1a_pairs = rounds::beside(first, rounds, ours, ceiling).await;
+                }
             }
             "W1b" => {
                 let rate = w1b(kind, n).await;
@@ -702,6 +718,13 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
                     let ours = || w2(kind, n, concurrency);
                     let rounds = peers::rounds(rate, rounds, peer, n, ours).await;
                     pairs.w2 = Some((peer, rounds));
+                }
+                // The claim-and-finish measured after W2, then beside its later rounds.
+                if ceilings.is_some() && ceilings::has_drain(kind) {
+                    let ours = || w2(kind, n, concurrency);
+                    let again = || async move { ceilings::again(kind, n, Again::Drain) };
+                    let first = (rate, again().await);
+                    w2_pairs = rounds::beside(first, rounds, ours, again).await;
                 }
             }
             "W3" => {
@@ -730,7 +753,7 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
         }
     }
     if let Some(ceilings) = ceilings {
-        ceilings::report(kind, ceilings, w1a_rate, w2_rate, w3_p50);
+        ceilings::report(kind, ceilings, &w1a_pairs, &w2_pairs, w3_p50);
     }
     pairs.report(kind);
 }

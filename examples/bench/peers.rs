@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::backends::BackendKind;
-use crate::{median, print_ratios};
+use crate::{print_ratios, rounds};
 
 /// A peer's program for one workload, and the goal of our ratio to it.
 pub(crate) struct Peer {
@@ -149,32 +149,21 @@ pub(crate) async fn run(peer: &'static Peer, n: u64) -> f64 {
 }
 
 /// Runs `rounds` rounds of the bench's own workload (`ours`; the first round's figure,
-/// measured already, is `first`) and `peer`'s on `n` jobs, back to back, in turns which first,
-/// so that a drift of the machine within a round favours neither; returns each round's (ours,
-/// the peer's).
+/// measured already, is `first`) and `peer`'s on `n` jobs ([`rounds::beside`]); returns each
+/// round's (ours, the peer's).
 pub(crate) async fn rounds<F, Fut>(
     first: f64,
     rounds: usize,
     peer: &'static Peer,
     n: u64,
-    mut ours: F,
+    ours: F,
 ) -> Vec<(f64, f64)>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = f64>,
 {
-    let mut pairs = vec![(first, run(peer, n).await)];
-    for round in 1..rounds {
-        let pair = if round % 2 == 1 {
-            let theirs = run(peer, n).await;
-            (ours().await, theirs)
-        } else {
-            let mine = ours().await;
-            (mine, run(peer, n).await)
-        };
-        pairs.push(pair);
-    }
-    pairs
+    let theirs = run(peer, n).await;
+    rounds::beside((first, theirs), rounds, ours, || run(peer, n)).await
 }
 
 /// The bench's figures and its peers', per round: (ours, the peer's) of W1b and W2 (jobs/s)
@@ -197,15 +186,11 @@ impl Pairs {
         let mut notes = Vec::new();
         for (ran, label, relation) in ratios {
             let Some((peer, pairs)) = ran else { continue };
-            let mut ratios: Vec<f64> = pairs.iter().map(|(ours, theirs)| ours / theirs).collect();
-            let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+            let (median, listed) = rounds::median_ratio(pairs, 2);
             let goal = peer.goal.map(|g| format!(" ({g})")).unwrap_or_default();
             notes.push(format!(
-                "{label}{:.2}{relation} {}{goal}, the median of {} rounds ({})",
-                median(&mut ratios),
-                peer.name,
-                pairs.len(),
-                listed.join(", ")
+                "{label}{median:.2}{relation} {}{goal}, {listed}",
+                peer.name
             ));
         }
         print_ratios(kind, "peer-ratios", notes);

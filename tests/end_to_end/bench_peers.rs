@@ -170,11 +170,11 @@ fn the_bench_runs_the_postgres_peers_beside_its_own_workloads() {
             .all(|(s, w)| *s == "jobs" && w.starts_with("ceiling-")),
         "the ceilings first: {ours:?}"
     );
-    let mut expected = rounds(
-        "W2",
-        &[("jobs", "W2"), ("jobs", "W2-store")],
-        "graphile-worker",
-    );
+    let w2 = [("jobs", "W2"), ("jobs", "W2-store")];
+    let mut expected = rounds("W2", &w2, "graphile-worker");
+    // Then the claim-and-finish, measured after W2 and beside its later rounds.
+    let drain = [("jobs", "ceiling-drain"), ("jobs", "ceiling-drain-store")];
+    expected.extend([&drain[..], &drain, &w2, &w2, &drain].concat());
     expected.extend(rounds("W3", &[("jobs", "W3")], "graphile-worker"));
     expected.extend([("jobs", "ceiling-ratios"), ("jobs", "peer-ratios")]);
     assert_eq!(ours[first_w2..], expected);
