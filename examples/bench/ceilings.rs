@@ -30,7 +30,7 @@ use crate::{on_client_thread, percentiles, print, print_ratios, rounds, Line};
 /// Round trips timed for the round-trip ceiling.
 const ROUND_TRIPS: u64 = 2_000;
 
-/// The ceilings measured before the workloads.
+/// The ceilings measured before the workloads (W1a's and W3's).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ceilings {
     /// p50 of one awaited round trip, ms.
@@ -73,10 +73,10 @@ pub(crate) fn again(kind: BackendKind, n: u64, which: Again) -> f64 {
 }
 
 /// Prints how the rounds of `w1a` and `w2` (each round's jobs/s and its ceiling's) and `w3`
-/// (p50 ms) compare with `ceilings`.
+/// (p50 ms) compare with their ceilings, if any ran.
 pub(crate) fn report(
     kind: BackendKind,
-    ceilings: Ceilings,
+    ceilings: Option<Ceilings>,
     w1a: &[(f64, f64)],
     w2: &[(f64, f64)],
     w3: Option<f64>,
@@ -98,7 +98,7 @@ pub(crate) fn report(
             "W2 = {median:.3} of the bare-SQL claim-and-finish, {listed}"
         ));
     }
-    if let Some(p50) = w3 {
+    if let (Some(p50), Some(ceilings)) = (w3, ceilings) {
         notes.push(format!(
             "W3 p50 = {:.2} round trips ({:.3} ms each)",
             p50 / ceilings.round_trip_ms,
