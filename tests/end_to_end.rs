@@ -287,29 +287,30 @@ fn the_bench_runs_every_workload() {
             .iter()
             .map(|l| l["workload"].as_str().unwrap())
             .collect();
-        // A server's own ceilings come first, and each workload's ratio to them last; what the
-        // store and the bench spent per job follows each write ceiling, W1a, W1b and W2. W1a's
-        // single writes, and PostgreSQL's claim-and-finish after W2, are measured again beside
-        // their workload's 3 rounds, in turns which first.
+        // A server's round trip comes first, and each workload's ratio to its ceiling last;
+        // what the store and the bench spent per job follows each write ceiling, W1a, W1b and
+        // W2. W1a runs 3 rounds beside the single writes, and PostgreSQL's W2 beside the
+        // claim-and-finish.
         let server = kind != "memory";
         let mut expected: Vec<&str> = Vec::new();
         if server {
-            expected.extend([
-                "ceiling-round-trip",
-                "ceiling-single",
-                "ceiling-single-store",
-            ]);
+            expected.push("ceiling-round-trip");
         }
         let w1a = ["W1a", "W1a-store"];
-        let single = ["ceiling-single", "ceiling-single-store"];
-        expected.extend(w1a);
         if server {
-            expected.extend([&single[..], &w1a, &w1a, &single].concat());
+            expected.extend(round_lines(
+                &w1a,
+                &["ceiling-single", "ceiling-single-store"],
+            ));
+        } else {
+            expected.extend(w1a);
         }
-        expected.extend(["W1b", "W1b-store", "W2", "W2-store"]);
+        expected.extend(["W1b", "W1b-store"]);
+        let w2 = ["W2", "W2-store"];
         if kind == "postgres" {
-            let (w2, drain) = (["W2", "W2-store"], ["ceiling-drain", "ceiling-drain-store"]);
-            expected.extend([&drain[..], &drain, &w2, &w2, &drain].concat());
+            expected.extend(round_lines(&w2, &["ceiling-drain", "ceiling-drain-store"]));
+        } else {
+            expected.extend(w2);
         }
         expected.extend(["W3", "W4", "W5", "W6a", "W6b", "W7", "W8", "W8", "W9"]);
         if server {
@@ -398,6 +399,34 @@ fn assert_median_of_rounds(line: &serde_json::Value) {
     assert_eq!(median, ratios[1], "{line}");
 }
 
+/// The lines of 3 rounds of a workload whose runs print `ours` beside references that print
+/// `references`: ours then theirs, theirs then ours, ours then theirs.
+fn round_lines<T: Copy>(ours: &[T], references: &[T]) -> Vec<T> {
+    [ours, references, references, ours, ours, references].concat()
+}
+
+/// With `--no-ceilings` the workloads run alone: once each, no ceiling and no ratio to one.
+#[cfg(feature = "postgres")]
+#[test]
+fn the_bench_runs_its_workloads_alone_without_ceilings() {
+    let _runs = bench_runs();
+    let out = std::process::Command::new(bench_binary())
+        .args(["--backend", "postgres", "-n", "300", "--no-ceilings"])
+        .args(["--workload", "W1a", "--workload", "W2", "--workload", "W3"])
+        .output()
+        .expect("the bench runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = bench_lines(&out.stdout);
+    let workloads: Vec<&str> = (lines.iter())
+        .map(|l| l["workload"].as_str().unwrap())
+        .collect();
+    assert_eq!(workloads, ["W1a", "W1a-store", "W2", "W2-store", "W3"]);
+}
+
 /// `notes` give `workload`'s ratio to `ceiling` as the median of the ratios of its 3 rounds,
 /// the i-th of the workload's lines beside the i-th of the ceiling's: "W1a = 0.652 of …, the
 /// median of 3 rounds (0.652, 0.826, 0.522)".
@@ -419,20 +448,27 @@ fn assert_median_of_ceiling_rounds(
     let part = (notes.split("; "))
         .find_map(|p| p.strip_prefix(&format!("{workload} = ")))
         .unwrap_or_else(|| panic!("no {workload} in {notes}"));
-    let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
-    assert!(
-        part.ends_with(&format!("the median of 3 rounds ({})", listed.join(", "))),
-        "{workload}: the rounds' ratios are {listed:?}: {notes}"
-    );
+    // The lines give rates to 0.1 jobs/s, so a ratio from them may differ in its last digit.
+    let close = |printed: f64, from_lines: f64| (printed - from_lines).abs() < 0.0015;
+    let (printed, listed) = part
+        .split_once(", the median of 3 rounds (")
+        .expect("the rounds");
+    let listed: Vec<f64> = (listed.trim_end_matches(')').split(", "))
+        .map(|r| r.parse().expect("a ratio"))
+        .collect();
+    assert_eq!(listed.len(), 3, "{workload}: {notes}");
+    for (printed, from_lines) in listed.iter().zip(&ratios) {
+        assert!(
+            close(*printed, *from_lines),
+            "{workload}: listed {listed:?}, the lines give {ratios:?}: {notes}"
+        );
+    }
     ratios.sort_unstable_by(f64::total_cmp);
-    let printed: f64 = part
-        .split(' ')
-        .next()
-        .unwrap_or_default()
+    let printed: f64 = (printed.split(' ').next().unwrap_or_default())
         .parse()
         .expect("a ratio");
     assert!(
-        (printed - ratios[1]).abs() < 0.0006,
+        close(printed, ratios[1]),
         "{workload}: printed {printed}, the lines give {}: {notes}",
         ratios[1]
     );

@@ -3,18 +3,17 @@
 //! with the machine; ratios within one run do not):
 //!
 //! - the round trip: one awaited `PING` (Redis) or `SELECT 1` (PostgreSQL) at a time on one
-//!   connection, W3's bound;
+//!   connection, W3's bound, measured before the workloads;
 //! - one connection's single writes: awaited `EVALSHA` calls of a script that returns at once
 //!   (Redis), or one-row `INSERT` transactions, each committed (PostgreSQL), W1a's bound;
 //! - PostgreSQL's claim-and-finish: 2 clients, each claiming 100 ready rows and marking them
-//!   done in one statement (`FOR UPDATE SKIP LOCKED`) until none is left, W2's bound, measured
-//!   after W2.
+//!   done in one statement (`FOR UPDATE SKIP LOCKED`) until none is left, W2's bound.
 //!
-//! Each client runs on a single-threaded runtime of its own, as W1a's producer does. With
-//! `--rounds`, the ceilings of W1a and W2 are measured again beside their later rounds
-//! ([`again`], [`rounds::beside`](crate::rounds::beside)), and each ratio is the median of the
-//! rounds': a ceiling measured once, minutes from its workload, moved up to twofold between
-//! runs on a small machine.
+//! The write ceilings are references of their workload's rounds ([`reference`],
+//! [`rounds::beside`](crate::rounds::beside)): measured beside each of `--rounds` runs of it, in
+//! turns which first, each ratio the median of the rounds' (a ceiling measured once, minutes from
+//! its workload, moved up to twofold between runs on a small machine). Each client runs on a
+//! single-threaded runtime of its own, as W1a's producer does.
 
 // Built with neither server's feature, the bench has no ceiling to measure.
 #![cfg_attr(
@@ -24,59 +23,49 @@
 
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt;
+
 use crate::backends::BackendKind;
-use crate::{on_client_thread, percentiles, print, print_ratios, rounds, Line};
+use crate::rounds::{self, Reference};
+use crate::{on_client_thread, percentiles, print, print_ratios, Line};
 
 /// Round trips timed for the round-trip ceiling.
 const ROUND_TRIPS: u64 = 2_000;
 
-/// The ceilings measured before the workloads (W1a's and W3's).
+/// A write ceiling.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Ceilings {
-    /// p50 of one awaited round trip, ms.
-    round_trip_ms: f64,
-    /// One connection's awaited single writes per second.
-    single_per_s: f64,
-}
-
-impl Ceilings {
-    /// One connection's awaited single writes per second.
-    pub(crate) fn single_per_s(&self) -> f64 {
-        self.single_per_s
-    }
-}
-
-/// A ceiling measured beside a round of its workload.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Again {
+pub(crate) enum Ceiling {
     /// One connection's single writes, W1a's.
     Single,
     /// PostgreSQL's claim-and-finish, W2's.
     Drain,
 }
 
-/// Whether `kind` has a claim-and-finish ceiling: PostgreSQL alone (a job's claim on Redis is a
-/// script's, not a statement a bare client could run instead).
-pub(crate) fn has_drain(kind: BackendKind) -> bool {
-    kind == BackendKind::Postgres
+/// `which` ceiling of `kind`, as a reference of its workload's rounds (`n` writes each time);
+/// none where the store has no such ceiling: the memory backend has none, and only PostgreSQL
+/// the claim-and-finish (a job's claim on Redis is a script's, not a statement a bare client
+/// could run instead).
+pub(crate) fn reference(kind: BackendKind, n: u64, which: Ceiling) -> Option<Reference> {
+    let has = match which {
+        Ceiling::Single => kind != BackendKind::Memory,
+        Ceiling::Drain => kind == BackendKind::Postgres,
+    };
+    has.then(|| -> Reference {
+        Box::new(move || async move { on_client_thread(|| measure(kind, n, which)) }.boxed_local())
+    })
 }
 
-/// Measures and prints the ceilings of `kind` (`n` writes each); none for the memory backend,
-/// which has no server.
-pub(crate) fn measure(kind: BackendKind, n: u64) -> Option<Ceilings> {
-    on_client_thread(|| of(kind, n))
+/// Measures and prints the round trip's p50 (ms) on `kind`; none for the memory backend, which
+/// has no server.
+pub(crate) fn round_trip(kind: BackendKind) -> Option<f64> {
+    on_client_thread(|| round_trip_of(kind))
 }
 
-/// Measures and prints `which` of `kind`'s ceilings again, on a client of its own; its rate.
-pub(crate) fn again(kind: BackendKind, n: u64, which: Again) -> f64 {
-    on_client_thread(|| again_of(kind, n, which))
-}
-
-/// Prints how the rounds of `w1a` and `w2` (each round's jobs/s and its ceiling's) and `w3`
-/// (p50 ms) compare with their ceilings, if any ran.
+/// Prints how the rounds of `w1a` and `w2` (each round's jobs/s and its ceiling's) and `w3`'s
+/// p50 (ms) compare with their ceilings, where they ran (`round_trip_ms` for W3).
 pub(crate) fn report(
     kind: BackendKind,
-    ceilings: Option<Ceilings>,
+    round_trip_ms: Option<f64>,
     w1a: &[(f64, f64)],
     w2: &[(f64, f64)],
     w3: Option<f64>,
@@ -98,38 +87,40 @@ pub(crate) fn report(
             "W2 = {median:.3} of the bare-SQL claim-and-finish, {listed}"
         ));
     }
-    if let (Some(p50), Some(ceilings)) = (w3, ceilings) {
+    if let (Some(p50), Some(round_trip)) = (w3, round_trip_ms) {
         notes.push(format!(
-            "W3 p50 = {:.2} round trips ({:.3} ms each)",
-            p50 / ceilings.round_trip_ms,
-            ceilings.round_trip_ms
+            "W3 p50 = {:.2} round trips ({round_trip:.3} ms each)",
+            p50 / round_trip
         ));
     }
     print_ratios(kind, "ceiling-ratios", notes);
 }
 
-async fn of(kind: BackendKind, n: u64) -> Option<Ceilings> {
+async fn round_trip_of(kind: BackendKind) -> Option<f64> {
     match kind {
         BackendKind::Memory => None,
         #[cfg(feature = "redis")]
-        BackendKind::Redis => Some(redis::measure(n).await),
+        BackendKind::Redis => Some(redis::round_trip().await),
         #[cfg(feature = "postgres")]
-        BackendKind::Postgres => Some(postgres::measure(n).await),
+        BackendKind::Postgres => Some(postgres::round_trip().await),
         #[allow(unreachable_patterns)]
         other => panic!("the bench was built without the `{}` feature", other.name()),
     }
 }
 
-async fn again_of(kind: BackendKind, n: u64, which: Again) -> f64 {
+/// Measures and prints `which` ceiling of `kind`; its rate.
+async fn measure(kind: BackendKind, n: u64, which: Ceiling) -> f64 {
     match (kind, which) {
         #[cfg(feature = "redis")]
-        (BackendKind::Redis, Again::Single) => redis::single(n).await,
+        (BackendKind::Redis, Ceiling::Single) => redis::single(n).await,
         #[cfg(feature = "postgres")]
-        (BackendKind::Postgres, Again::Single) => postgres::single(n).await,
+        (BackendKind::Postgres, Ceiling::Single) => postgres::single(n).await,
         #[cfg(feature = "postgres")]
-        (BackendKind::Postgres, Again::Drain) => postgres::drain(n).await,
-        #[allow(unreachable_patterns)]
-        (kind, which) => panic!("no {which:?} ceiling on {}", kind.name()),
+        (BackendKind::Postgres, Ceiling::Drain) => postgres::drain(n).await,
+        (kind, which) => panic!(
+            "no {which:?} ceiling on {} in this build of the bench",
+            kind.name()
+        ),
     }
 }
 
@@ -186,40 +177,34 @@ mod redis {
 
     use jobs::redis::redis::{self, aio::MultiplexedConnection};
 
-    use super::{print_rate, print_round_trip, round_trips, Ceilings};
+    use super::{print_rate, print_round_trip, round_trips};
     use crate::backends::{BackendKind, REDIS_URL};
     use crate::store_cost;
 
-    pub(super) async fn measure(n: u64) -> Ceilings {
+    async fn connect() -> MultiplexedConnection {
         let client = redis::Client::open(REDIS_URL).expect("Redis URL");
-        let conn = client
+        client
             .get_multiplexed_async_connection()
             .await
-            .expect("Redis");
-        let mut pinged = conn.clone();
+            .expect("Redis")
+    }
+
+    /// The round trip's p50, ms.
+    pub(super) async fn round_trip() -> f64 {
+        let mut conn = connect().await;
         let pings = round_trips(async || {
             let _: String = redis::cmd("PING")
-                .query_async(&mut pinged)
+                .query_async(&mut conn)
                 .await
                 .expect("PING");
         })
         .await;
-        let round_trip_ms = print_round_trip(BackendKind::Redis, pings, "PING");
-        let single_per_s = evalsha(conn, n).await;
-        Ceilings {
-            round_trip_ms,
-            single_per_s,
-        }
+        print_round_trip(BackendKind::Redis, pings, "PING")
     }
 
-    /// The single writes' ceiling alone, on a connection of its own.
+    /// The single writes' ceiling, on a connection of its own.
     pub(super) async fn single(n: u64) -> f64 {
-        let client = redis::Client::open(REDIS_URL).expect("Redis URL");
-        let conn = client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("Redis");
-        evalsha(conn, n).await
+        evalsha(connect().await, n).await
     }
 
     /// `n` awaited EVALSHA calls of a script that returns at once; their rate.
@@ -255,7 +240,7 @@ mod postgres {
 
     use jobs::postgres::sqlx::{self, Connection, PgConnection};
 
-    use super::{print_rate, print_round_trip, round_trips, Ceilings};
+    use super::{print_rate, print_round_trip, round_trips};
     use crate::backends::{BackendKind, POSTGRES_URL};
     use crate::store_cost;
 
@@ -289,19 +274,14 @@ mod postgres {
         run(&mut conn, "DROP SCHEMA bench_ceiling CASCADE").await;
     }
 
-    pub(super) async fn measure(n: u64) -> Ceilings {
-        let mut conn = fresh().await;
+    /// The round trip's p50, ms.
+    pub(super) async fn round_trip() -> f64 {
+        let mut conn = connect().await;
         let samples = round_trips(async || run(&mut conn, "SELECT 1").await).await;
-        let round_trip_ms = print_round_trip(BackendKind::Postgres, samples, "SELECT 1");
-        let single_per_s = inserts(&mut conn, n).await;
-        drop_schema(conn).await;
-        Ceilings {
-            round_trip_ms,
-            single_per_s,
-        }
+        print_round_trip(BackendKind::Postgres, samples, "SELECT 1")
     }
 
-    /// The single writes' ceiling alone, in a schema of its own.
+    /// The single writes' ceiling, in a schema of its own.
     pub(super) async fn single(n: u64) -> f64 {
         let mut conn = fresh().await;
         let rate = inserts(&mut conn, n).await;
@@ -309,7 +289,7 @@ mod postgres {
         rate
     }
 
-    /// The claim-and-finish ceiling alone, in a schema of its own.
+    /// The claim-and-finish ceiling, in a schema of its own.
     pub(super) async fn drain(n: u64) -> f64 {
         let mut conn = fresh().await;
         let rate = claims(&mut conn, n).await;

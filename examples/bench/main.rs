@@ -7,9 +7,9 @@
 //! cargo run --release --example bench --features redis -- --backend redis -n 500
 //! ```
 //!
-//! Before the workloads that they bound (W1a, W3), the store's own ceilings are measured
-//! ([`ceilings`]; PostgreSQL's claim-and-finish after W2, W1a's and W2's again beside their
-//! later rounds), and after them each figure's ratio to its ceiling is printed. After W1a, W1b,
+//! The store's own ceilings are measured beside the workloads they bound ([`ceilings`]: the
+//! round trip before them, the write ceilings in W1a's and PostgreSQL W2's rounds), and after
+//! them each figure's ratio to its ceiling is printed. After W1a, W1b,
 //! W2 and the write ceilings, a `-store` line gives what the server itself spent per job
 //! ([`store_cost`]): Redis' CPU and script time, PostgreSQL's WAL; and this process's CPU.
 //!
@@ -40,7 +40,7 @@ mod peers;
 mod rounds;
 mod store_cost;
 use backends::{fresh_backend, BackendKind};
-use ceilings::Again;
+use ceilings::Ceiling;
 
 /// Handler-side records: pickup latencies (µs) for W3 and, in worker children, the ids run.
 /// Otherwise the handler does nothing, as the protocol asks.
@@ -588,14 +588,14 @@ fn cli() -> clap::Command {
                 .long("no-ceilings")
                 .action(ArgAction::SetTrue)
                 .help(
-                    "skip the store's ceilings (and the ratios to them): a run under a profiler \
-                     then holds the workloads alone",
+                    "skip the store's ceilings (and the ratios to them): each workload runs \
+                     once, alone, as a run under a profiler wants it",
                 ),
         )
         .arg(
             Arg::new("rounds")
                 .long("rounds")
-                .help("W4's and W6's rounds (each drains a plain queue and the retained or limited one), W1a's and PostgreSQL W2's (each beside its ceiling), and with --peers each peer's (the workload and the peer's); the median ratio is reported")
+                .help("W4's and W6's rounds (each drains a plain queue and the retained or limited one), W1a's and PostgreSQL W2's (each run beside its ceiling, unless --no-ceilings), and with --peers each peer's (the workload and the peer's); the median ratio is reported")
                 .default_value("3")
                 .value_parser(clap::value_parser!(u32).range(1..)),
         )
@@ -669,9 +669,10 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
         .unwrap_or_else(|| vec!["W1a", "W1b", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"]);
     let retained = *args.get_one::<u64>("retained").expect("default");
     let rounds = *args.get_one::<u32>("rounds").expect("default") as usize;
+    // The peers of each workload, none without --peers.
     let lineup = match (args.get_flag("peers"), peers::lineup(kind)) {
-        (false, _) => None,
-        (true, Some(lineup)) => Some(lineup),
+        (false, _) => peers::Lineup::default(),
+        (true, Some(lineup)) => lineup,
         (true, None) => cli()
             .error(
                 clap::error::ErrorKind::ArgumentConflict,
@@ -681,14 +682,16 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
             .exit(),
     };
     let mut pairs = peers::Pairs::default();
-    // The store's own ceilings first, for the workloads they bound.
+    // The round trip first, W3's ceiling; the write ceilings are measured in their workloads'
+    // rounds.
     let measured = !args.get_flag("no-ceilings");
-    let ceilings = if measured && ["W1a", "W3"].iter().any(|w| wanted.contains(w)) {
+    let round_trip_ms = if measured && wanted.contains(&"W3") {
         fresh_backend(kind).await; // the bench database, made if missing
-        ceilings::measure(kind, n)
+        ceilings::round_trip(kind)
     } else {
         None
     };
+    let ceiling = |which| ceilings::reference(kind, n, which).filter(|_| measured);
     // Each round's (ours, the ceiling's) of W1a and W2, and W3's p50.
     let (mut w1a_pairs, mut w2_pairs) = (Vec::new(), Vec::new());
     let (mut w2_rate, mut w3_p50) = (None, None);
@@ -698,44 +701,45 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
                 let producers = *args.get_one::<u64>("producers").expect("default");
                 let ours = || async move { on_client_thread(|| w1a(kind, n, producers)) };
                 let rate = ours().await;
-                if let Some(c) = ceilings {
-                    let ceiling = || async move { ceilings::again(kind, n, Again::Single) };
-                    let first = (rate, c.single_per_s());
-                    w1a_pairs = rounds::beside(first, rounds, ours, ceiling).await;
+                if let Some(single) = ceiling(Ceiling::Single) {
+                    w1a_pairs = rounds::beside_one(rate, rounds, ours, single).await;
                 }
             }
             "W1b" => {
                 let rate = w1b(kind, n).await;
-                if let Some(peer) = lineup.and_then(|l| l.w1b) {
-                    let ours = || w1b(kind, n);
-                    let rounds = peers::rounds(rate, rounds, peer, n, ours).await;
-                    pairs.w1b = Some((peer, rounds));
+                if let Some(peer) = lineup.w1b {
+                    let theirs = peers::reference(peer, n);
+                    let ran = rounds::beside_one(rate, rounds, || w1b(kind, n), theirs).await;
+                    pairs.w1b = Some((peer, ran));
                 }
             }
             "W2" => {
                 let rate = w2(kind, n, concurrency).await;
                 w2_rate = Some(rate);
-                if let Some(peer) = lineup.and_then(|l| l.w2) {
-                    let ours = || w2(kind, n, concurrency);
-                    let rounds = peers::rounds(rate, rounds, peer, n, ours).await;
-                    pairs.w2 = Some((peer, rounds));
+                // The peer's run and the claim-and-finish, each beside the same run of ours.
+                let theirs = lineup.w2.map(|peer| peers::reference(peer, n));
+                let drain = ceiling(Ceiling::Drain);
+                let with_drain = drain.is_some();
+                let references = theirs.into_iter().chain(drain).collect();
+                let ours = || w2(kind, n, concurrency);
+                let mut ran = rounds::beside(rate, rounds, ours, references)
+                    .await
+                    .into_iter();
+                if let Some(peer) = lineup.w2 {
+                    pairs.w2 = ran.next().map(|ran| (peer, ran));
                 }
-                // The claim-and-finish measured after W2, then beside its later rounds.
-                if measured && ceilings::has_drain(kind) {
-                    let ours = || w2(kind, n, concurrency);
-                    let again = || async move { ceilings::again(kind, n, Again::Drain) };
-                    let first = (rate, again().await);
-                    w2_pairs = rounds::beside(first, rounds, ours, again).await;
+                if with_drain {
+                    w2_pairs = ran.next().unwrap_or_default();
                 }
             }
             "W3" => {
                 let p50 = w3(kind, n, concurrency, &args).await;
                 w3_p50 = Some(p50);
-                if let Some(peer) = lineup.and_then(|l| l.w3) {
-                    let jobs = n.min(W3_JOBS);
+                if let Some(peer) = lineup.w3 {
+                    let theirs = peers::reference(peer, n.min(W3_JOBS));
                     let ours = || w3(kind, n, concurrency, &args);
-                    let rounds = peers::rounds(p50, rounds, peer, jobs, ours).await;
-                    pairs.w3 = Some((peer, rounds));
+                    let ran = rounds::beside_one(p50, rounds, ours, theirs).await;
+                    pairs.w3 = Some((peer, ran));
                 }
             }
             "W4" => backlog::w4(kind, n, concurrency, retained, rounds).await,
@@ -753,7 +757,7 @@ async fn run(args: ArgMatches, kind: BackendKind, n: u64, concurrency: usize) {
             _ => unreachable!("clap checked the names"),
         }
     }
-    ceilings::report(kind, ceilings, &w1a_pairs, &w2_pairs, w3_p50);
+    ceilings::report(kind, round_trip_ms, &w1a_pairs, &w2_pairs, w3_p50);
     pairs.report(kind);
 }
 

@@ -9,12 +9,14 @@
 //! ruby-sidekiq`); they use Redis db 5 or the database `bench_jobs` (in a schema of their
 //! own), as the bench does, and empty them first.
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::process::Command;
 
+use futures_util::FutureExt;
+
 use crate::backends::BackendKind;
-use crate::{print_ratios, rounds};
+use crate::print_ratios;
+use crate::rounds::{self, Reference};
 
 /// A peer's program for one workload, and the goal of our ratio to it.
 pub(crate) struct Peer {
@@ -76,7 +78,7 @@ const GRAPHILE_W3: Peer = Peer {
 };
 
 /// The peer that runs beside each workload on a backend, where one does.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub(crate) struct Lineup {
     pub(crate) w1b: Option<&'static Peer>,
     pub(crate) w2: Option<&'static Peer>,
@@ -109,7 +111,7 @@ fn figure(line: &serde_json::Value) -> Option<f64> {
 
 /// Runs `peer` on `n` jobs, prints its line as it printed it, and returns its figure. Panics,
 /// naming what to install, when the peer cannot run or prints no figure.
-pub(crate) async fn run(peer: &'static Peer, n: u64) -> f64 {
+async fn run(peer: &'static Peer, n: u64) -> f64 {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("examples/bench/peers")
         .join(peer.dir);
@@ -148,22 +150,9 @@ pub(crate) async fn run(peer: &'static Peer, n: u64) -> f64 {
     value
 }
 
-/// Runs `rounds` rounds of the bench's own workload (`ours`; the first round's figure,
-/// measured already, is `first`) and `peer`'s on `n` jobs ([`rounds::beside`]); returns each
-/// round's (ours, the peer's).
-pub(crate) async fn rounds<F, Fut>(
-    first: f64,
-    rounds: usize,
-    peer: &'static Peer,
-    n: u64,
-    ours: F,
-) -> Vec<(f64, f64)>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = f64>,
-{
-    let theirs = run(peer, n).await;
-    rounds::beside((first, theirs), rounds, ours, || run(peer, n)).await
+/// `peer`'s run on `n` jobs, as a reference of the rounds ([`rounds::beside`]).
+pub(crate) fn reference(peer: &'static Peer, n: u64) -> Reference {
+    Box::new(move || run(peer, n).boxed_local())
 }
 
 /// The bench's figures and its peers', per round: (ours, the peer's) of W1b and W2 (jobs/s)

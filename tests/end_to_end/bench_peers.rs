@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::{bench_binary, bench_lines, bench_runs};
+use crate::{bench_binary, bench_lines, bench_runs, round_lines};
 
 /// The number after `label` in `notes` (`label` then `= ` and the number).
 fn ratio(notes: &str, label: &str) -> f64 {
@@ -58,26 +58,6 @@ fn order(lines: &[Value]) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// The lines 3 rounds of `workload` print: ours first, then the peer first, then ours first
-/// again.
-fn rounds(
-    workload: &'static str,
-    ours: &[(&'static str, &'static str)],
-    peer: &'static str,
-) -> Vec<(&'static str, &'static str)> {
-    let mut lines = Vec::new();
-    for round in 0..3 {
-        if round % 2 == 1 {
-            lines.push((peer, workload));
-        }
-        lines.extend_from_slice(ours);
-        if round % 2 == 0 {
-            lines.push((peer, workload));
-        }
-    }
-    lines
-}
-
 /// The median of the 3 rounds' ratios of our `key` on `workload` to `peer`'s.
 fn median_ratio(lines: &[Value], workload: &str, key: &str, peer: &str) -> f64 {
     let figures = |system: &str| -> Vec<f64> {
@@ -89,8 +69,8 @@ fn median_ratio(lines: &[Value], workload: &str, key: &str, peer: &str) -> f64 {
         found
     };
     let (ours, theirs) = (figures("jobs"), figures(peer));
+    assert_eq!((ours.len(), theirs.len()), (3, 3), "{workload}: 3 rounds");
     let mut ratios: Vec<f64> = ours.iter().zip(&theirs).map(|(o, t)| o / t).collect();
-    assert_eq!(ratios.len(), 3);
     ratios.sort_unstable_by(f64::total_cmp);
     ratios[1]
 }
@@ -122,22 +102,12 @@ fn assert_ratios(lines: &[Value], ratios: &[(&str, &str, &str, &str)], phrases: 
 #[test]
 fn the_bench_runs_the_redis_peers_beside_its_own_workloads() {
     let lines = run_with_peers("redis", &["W1b", "W2", "W3"]);
-    let mut expected = vec![
-        ("jobs", "ceiling-round-trip"),
-        ("jobs", "ceiling-single"),
-        ("jobs", "ceiling-single-store"),
-    ];
-    expected.extend(rounds(
-        "W1b",
-        &[("jobs", "W1b"), ("jobs", "W1b-store")],
-        "sidekiq",
-    ));
-    expected.extend(rounds(
-        "W2",
-        &[("jobs", "W2"), ("jobs", "W2-store")],
-        "bullmq",
-    ));
-    expected.extend(rounds("W3", &[("jobs", "W3")], "sidekiq"));
+    let mut expected = vec![("jobs", "ceiling-round-trip")];
+    let w1b = [("jobs", "W1b"), ("jobs", "W1b-store")];
+    expected.extend(round_lines(&w1b, &[("sidekiq", "W1b")]));
+    let w2 = [("jobs", "W2"), ("jobs", "W2-store")];
+    expected.extend(round_lines(&w2, &[("bullmq", "W2")]));
+    expected.extend(round_lines(&[("jobs", "W3")], &[("sidekiq", "W3")]));
     expected.extend([("jobs", "ceiling-ratios"), ("jobs", "peer-ratios")]);
     assert_eq!(order(&lines), expected);
     assert_ratios(
@@ -162,22 +132,18 @@ fn the_bench_runs_the_redis_peers_beside_its_own_workloads() {
 #[test]
 fn the_bench_runs_the_postgres_peers_beside_its_own_workloads() {
     let lines = run_with_peers("postgres", &["W2", "W3"]);
-    let ours = order(&lines);
-    let first_w2 = ours.iter().position(|l| l.1 == "W2").expect("a W2 line");
-    assert!(
-        ours[..first_w2]
-            .iter()
-            .all(|(s, w)| *s == "jobs" && w.starts_with("ceiling-")),
-        "the ceilings first: {ours:?}"
-    );
+    let mut expected = vec![("jobs", "ceiling-round-trip")];
+    // The peer's run and the claim-and-finish, each round beside the same run of W2.
     let w2 = [("jobs", "W2"), ("jobs", "W2-store")];
-    let mut expected = rounds("W2", &w2, "graphile-worker");
-    // Then the claim-and-finish, measured after W2 and beside its later rounds.
-    let drain = [("jobs", "ceiling-drain"), ("jobs", "ceiling-drain-store")];
-    expected.extend([&drain[..], &drain, &w2, &w2, &drain].concat());
-    expected.extend(rounds("W3", &[("jobs", "W3")], "graphile-worker"));
+    let references = [
+        ("graphile-worker", "W2"),
+        ("jobs", "ceiling-drain"),
+        ("jobs", "ceiling-drain-store"),
+    ];
+    expected.extend(round_lines(&w2, &references));
+    expected.extend(round_lines(&[("jobs", "W3")], &[("graphile-worker", "W3")]));
     expected.extend([("jobs", "ceiling-ratios"), ("jobs", "peer-ratios")]);
-    assert_eq!(ours[first_w2..], expected);
+    assert_eq!(order(&lines), expected);
     assert_ratios(
         &lines,
         &[
