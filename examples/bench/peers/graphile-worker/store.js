@@ -1,6 +1,6 @@
-// What w2.js and w3.js share: the bench's database, a fresh graphile-worker schema in it, and
-// the protocol's job.
-const { runMigrations } = require('graphile-worker');
+// What w2.js and w3.js share: the bench's database, a fresh graphile-worker schema in it, the
+// protocol's job, and a worker of concurrency 16.
+const { run, runMigrations, Logger } = require('graphile-worker');
 const { Pool } = require('pg');
 
 const connectionString = 'postgres://postgres@127.0.0.1:5432/bench_jobs';
@@ -24,10 +24,24 @@ function nowUs() {
   return Number(process.hrtime.bigint() / 1000n);
 }
 
-// A logger that keeps graphile-worker's info lines out of the JSON output.
-const { Logger } = require('graphile-worker');
+// A logger that keeps graphile-worker's info lines out of the JSON output (its warnings and
+// errors go to stderr).
 const quiet = new Logger(() => (level, message) => {
-  if (level === 'error') console.error(message);
+  if (level === 'error' || level === 'warning') console.error(message);
 });
 
-module.exports = { connectionString, fresh, payload, nowUs, quiet };
+// Starts one worker of concurrency 16 whose handler of the protocol's job is `handler` (given
+// the job's payload), with a connection for each of its places (graphile-worker warns of a pool
+// smaller than its concurrency).
+function worker(handler) {
+  return run({
+    connectionString,
+    concurrency: 16,
+    maxPoolSize: 16,
+    noHandleSignals: true,
+    logger: quiet,
+    taskList: { send_welcome_email: handler },
+  });
+}
+
+module.exports = { connectionString, fresh, payload, nowUs, quiet, worker };

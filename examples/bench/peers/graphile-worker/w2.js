@@ -9,9 +9,8 @@
 //   npm ci && node w2.js [N]
 //
 // Prints one JSON line, as the bench does.
-const { run } = require('graphile-worker');
 const { Pool } = require('pg');
-const { connectionString, fresh, payload, quiet } = require('./store');
+const { connectionString, fresh, payload, worker } = require('./store');
 
 const n = parseInt(process.argv[2] || '20000', 10);
 
@@ -29,13 +28,7 @@ async function main() {
     );
   }
   const started = process.hrtime.bigint();
-  const runner = await run({
-    connectionString,
-    concurrency: 16,
-    noHandleSignals: true,
-    logger: quiet,
-    taskList: { send_welcome_email: async () => {} },
-  });
+  const runner = await worker(async () => {});
   for (;;) {
     const { rows } = await pool.query('SELECT count(*)::int AS left FROM graphile_worker.jobs');
     if (rows[0].left === 0) break;

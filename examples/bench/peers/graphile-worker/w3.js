@@ -9,8 +9,8 @@
 //
 // Prints one JSON line, as the bench does: p50, p99 and max in ms.
 const { spawn } = require('child_process');
-const { run, makeWorkerUtils } = require('graphile-worker');
-const { connectionString, fresh, payload, nowUs, quiet } = require('./store');
+const { makeWorkerUtils } = require('graphile-worker');
+const { connectionString, fresh, payload, nowUs, quiet, worker } = require('./store');
 
 const n = parseInt(process.argv[2] || '2000', 10);
 
@@ -31,27 +31,20 @@ async function measure() {
   await fresh();
   const latencies = [];
   let warm = null;
-  const runner = await run({
-    connectionString,
-    concurrency: 16,
-    noHandleSignals: true,
-    logger: quiet,
-    taskList: {
-      send_welcome_email: async (job) => {
-        if (warm) {
-          warm();
-          return;
-        }
-        latencies.push(nowUs() - job.t);
-      },
-    },
+  const runner = await worker(async (data) => {
+    if (warm) {
+      warm();
+      return;
+    }
+    latencies.push(nowUs() - data.t);
   });
   // Warm: one job through, then the worker is idle again.
   const utils = await makeWorkerUtils({ connectionString, logger: quiet });
-  await new Promise((resolve) => {
+  const warmed = new Promise((resolve) => {
     warm = resolve;
-    utils.addJob('send_welcome_email', payload(0));
   });
+  await utils.addJob('send_welcome_email', payload(0));
+  await warmed;
   await utils.release();
   await new Promise((resolve) => setTimeout(resolve, 1000));
   warm = null;
@@ -59,7 +52,11 @@ async function measure() {
   const exited = new Promise((resolve) => producer.on('exit', resolve));
   const code = await exited;
   if (code !== 0) throw new Error(`the producer exited with ${code}`);
-  while (latencies.length < n) await new Promise((resolve) => setTimeout(resolve, 10));
+  const deadline = Date.now() + 30000;
+  while (latencies.length < n) {
+    if (Date.now() > deadline) throw new Error(`${latencies.length} of ${n} jobs picked up in 30 s`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
   await runner.stop();
   latencies.sort((a, b) => a - b);
   // As the bench reads them: the sample at (n - 1) * q, rounded.
