@@ -115,6 +115,7 @@ pub(crate) async fn fresh_backend(kind: BackendKind) -> AnyBackend {
 
 /// The PostgreSQL schema and Redis key prefix of the store beside the bench's own (see
 /// [`fresh_aside`]).
+#[cfg(any(feature = "postgres", feature = "redis"))]
 const ASIDE: &str = "bench_aside";
 
 /// Connects to an emptied store beside the bench's own, which it leaves as it is: a schema of

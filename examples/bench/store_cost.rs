@@ -83,7 +83,7 @@ impl Meter {
             cpu_s * 1e6 / n as f64,
             cpu_s / seconds
         );
-        let server = match self.reading {
+        let server: Option<String> = match self.reading {
             Reading::None => None,
             #[cfg(feature = "redis")]
             Reading::Redis(before) => Some(before.per_job(n, seconds).await),
