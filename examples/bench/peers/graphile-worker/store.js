@@ -1,5 +1,5 @@
 // What w2.js and w3.js share: the bench's database, a fresh graphile-worker schema in it, the
-// protocol's job, and a worker of concurrency 16.
+// protocol's job, a worker of concurrency 16, and the JSON line a run prints.
 const { run, runMigrations, Logger } = require('graphile-worker');
 const { Pool } = require('pg');
 
@@ -44,4 +44,17 @@ function worker(handler) {
   });
 }
 
-module.exports = { connectionString, fresh, payload, nowUs, quiet, worker };
+// Prints the run's one JSON line, as the bench prints its own: `figures` and `notes`.
+function report(workload, n, figures) {
+  console.log(JSON.stringify({
+    system: 'graphile-worker',
+    version: require('graphile-worker/package.json').version,
+    backend: 'postgres',
+    workload,
+    n,
+    concurrency: 16,
+    ...figures,
+  }));
+}
+
+module.exports = { connectionString, fresh, payload, nowUs, quiet, worker, report };

@@ -10,7 +10,7 @@
 //
 // Prints one JSON line, as the bench does.
 const { Pool } = require('pg');
-const { connectionString, fresh, payload, worker } = require('./store');
+const { connectionString, fresh, payload, worker, report } = require('./store');
 
 const n = parseInt(process.argv[2] || '20000', 10);
 
@@ -35,16 +35,10 @@ async function main() {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  console.log(JSON.stringify({
-    system: 'graphile-worker',
-    version: require('graphile-worker/package.json').version,
-    backend: 'postgres',
-    workload: 'W2',
-    n,
-    concurrency: 16,
+  report('W2', n, {
     jobs_per_s: Math.round((n / seconds) * 10) / 10,
     notes: 'the store counted every 5 ms; completed jobs deleted (the default)',
-  }));
+  });
   await runner.stop();
   await pool.end();
 }

@@ -10,7 +10,7 @@
 // Prints one JSON line, as the bench does: p50, p99 and max in ms.
 const { spawn } = require('child_process');
 const { makeWorkerUtils } = require('graphile-worker');
-const { connectionString, fresh, payload, nowUs, quiet, worker } = require('./store');
+const { connectionString, fresh, payload, nowUs, quiet, worker, report } = require('./store');
 
 const n = parseInt(process.argv[2] || '2000', 10);
 
@@ -61,18 +61,12 @@ async function measure() {
   latencies.sort((a, b) => a - b);
   // As the bench reads them: the sample at (n - 1) * q, rounded.
   const at = (q) => latencies[Math.round((n - 1) * q)] / 1000;
-  console.log(JSON.stringify({
-    system: 'graphile-worker',
-    version: require('graphile-worker/package.json').version,
-    backend: 'postgres',
-    workload: 'W3',
-    n,
-    concurrency: 16,
+  report('W3', n, {
     p50_ms: at(0.5),
     p99_ms: at(0.99),
     max_ms: latencies[n - 1] / 1000,
     notes: 'addJob at 200/s from a producer process, pickup by LISTEN/NOTIFY',
-  }));
+  });
 }
 
 (process.argv[3] === 'producer' ? produce() : measure()).catch((e) => {
