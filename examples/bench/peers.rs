@@ -80,8 +80,11 @@ const GRAPHILE_W3: Peer = Peer {
 /// The peer that runs beside each workload on a backend, where one does.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Lineup {
+    /// Beside W1b.
     pub(crate) w1b: Option<&'static Peer>,
+    /// Beside W2.
     pub(crate) w2: Option<&'static Peer>,
+    /// Beside W3.
     pub(crate) w3: Option<&'static Peer>,
 }
 
@@ -159,8 +162,11 @@ pub(crate) fn reference(peer: &'static Peer, n: u64) -> Reference {
 /// and W3 (p50, ms), each with its peer when both ran.
 #[derive(Default)]
 pub(crate) struct Pairs {
+    /// W1b's peer and rounds.
     pub(crate) w1b: Option<(&'static Peer, Vec<(f64, f64)>)>,
+    /// W2's peer and rounds.
     pub(crate) w2: Option<(&'static Peer, Vec<(f64, f64)>)>,
+    /// W3's peer and rounds.
     pub(crate) w3: Option<(&'static Peer, Vec<(f64, f64)>)>,
 }
 
