@@ -250,6 +250,22 @@ fn bench_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The JSON lines of a successful run of the benchmark example with `args` (under
+/// [`bench_runs`]'s lock).
+fn run_bench(args: &[&str]) -> Vec<serde_json::Value> {
+    let _runs = bench_runs();
+    let out = std::process::Command::new(bench_binary())
+        .args(args)
+        .output()
+        .expect("the bench runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bench_lines(&out.stdout)
+}
+
 /// The benchmark example, which `cargo test` builds beside the tests.
 fn bench_binary() -> std::path::PathBuf {
     let deps = std::env::current_exe().expect("test binary");
@@ -409,18 +425,19 @@ fn round_lines<T: Copy>(ours: &[T], references: &[T]) -> Vec<T> {
 #[cfg(feature = "postgres")]
 #[test]
 fn the_bench_runs_its_workloads_alone_without_ceilings() {
-    let _runs = bench_runs();
-    let out = std::process::Command::new(bench_binary())
-        .args(["--backend", "postgres", "-n", "300", "--no-ceilings"])
-        .args(["--workload", "W1a", "--workload", "W2", "--workload", "W3"])
-        .output()
-        .expect("the bench runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines = bench_lines(&out.stdout);
+    let lines = run_bench(&[
+        "--backend",
+        "postgres",
+        "-n",
+        "300",
+        "--no-ceilings",
+        "--workload",
+        "W1a",
+        "--workload",
+        "W2",
+        "--workload",
+        "W3",
+    ]);
     let workloads: Vec<&str> = (lines.iter())
         .map(|l| l["workload"].as_str().unwrap())
         .collect();
@@ -484,18 +501,18 @@ async fn noted(user_id: i64, note: Option<String>) {
 #[cfg(feature = "redis")]
 #[test]
 fn the_bench_runs_redis_on_streams() {
-    let _runs = bench_runs();
-    let out = std::process::Command::new(bench_binary())
-        .args(["--backend", "redis", "--layout", "streams", "-n", "300"])
-        .args(["--workload", "W1b", "--workload", "W2"])
-        .output()
-        .expect("run the bench");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines = bench_lines(&out.stdout);
+    let lines = run_bench(&[
+        "--backend",
+        "redis",
+        "--layout",
+        "streams",
+        "-n",
+        "300",
+        "--workload",
+        "W1b",
+        "--workload",
+        "W2",
+    ]);
     assert!(lines.iter().all(|l| l["backend"] == "redis+streams"));
     for workload in ["W1b", "W2"] {
         let line = lines

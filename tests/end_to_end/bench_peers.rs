@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::{bench_binary, bench_lines, bench_runs, round_lines};
+use crate::{bench_binary, round_lines, run_bench};
 
 /// The number after `label` in `notes` (`label` then `= ` and the number).
 fn ratio(notes: &str, label: &str) -> f64 {
@@ -23,9 +23,7 @@ fn ratio(notes: &str, label: &str) -> f64 {
 
 /// The bench's lines for `workloads` on `backend` with `--peers`, 3 rounds and N = 300.
 fn run_with_peers(backend: &str, workloads: &[&str]) -> Vec<Value> {
-    let _runs = bench_runs();
-    let mut bench = Command::new(bench_binary());
-    bench.args([
+    let mut args = vec![
         "--backend",
         backend,
         "-n",
@@ -33,17 +31,11 @@ fn run_with_peers(backend: &str, workloads: &[&str]) -> Vec<Value> {
         "--peers",
         "--rounds",
         "3",
-    ]);
+    ];
     for workload in workloads {
-        bench.args(["--workload", workload]);
+        args.extend(["--workload", workload]);
     }
-    let out = bench.output().expect("the bench runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    bench_lines(&out.stdout)
+    run_bench(&args)
 }
 
 /// Each line's (system, workload), in order.
