@@ -32,6 +32,13 @@ pub(crate) struct Peer {
     setup: &'static str,
 }
 
+/// What installs Sidekiq.
+const SIDEKIQ_SETUP: &str = "`apt-get install ruby-sidekiq`";
+
+/// What installs graphile-worker.
+const GRAPHILE_SETUP: &str =
+    "install Node.js, then `npm ci` in examples/bench/peers/graphile-worker";
+
 /// BullMQ's W2.
 const BULLMQ_W2: Peer = Peer {
     name: "BullMQ",
@@ -47,7 +54,7 @@ const SIDEKIQ_W1B: Peer = Peer {
     goal: Some("goal >= 2x"),
     dir: "sidekiq",
     program: ["ruby", "w1b.rb"],
-    setup: "`apt-get install ruby-sidekiq`",
+    setup: SIDEKIQ_SETUP,
 };
 
 /// Sidekiq's W3.
@@ -56,7 +63,7 @@ const SIDEKIQ_W3: Peer = Peer {
     goal: Some("goal <= 0.5"),
     dir: "sidekiq",
     program: ["ruby", "w3.rb"],
-    setup: "`apt-get install ruby-sidekiq`",
+    setup: SIDEKIQ_SETUP,
 };
 
 /// graphile-worker's W2 (PostgreSQL's W2 goal is the ceiling's, not a peer's).
@@ -65,7 +72,7 @@ const GRAPHILE_W2: Peer = Peer {
     goal: None,
     dir: "graphile-worker",
     program: ["node", "w2.js"],
-    setup: "install Node.js, then `npm ci` in examples/bench/peers/graphile-worker",
+    setup: GRAPHILE_SETUP,
 };
 
 /// graphile-worker's W3.
@@ -74,7 +81,7 @@ const GRAPHILE_W3: Peer = Peer {
     goal: Some("goal <= 0.5"),
     dir: "graphile-worker",
     program: ["node", "w3.js"],
-    setup: "install Node.js, then `npm ci` in examples/bench/peers/graphile-worker",
+    setup: GRAPHILE_SETUP,
 };
 
 /// The peer that runs beside each workload on a backend, where one does.
