@@ -127,7 +127,8 @@
 //! made while `jobs` was small (a new schema; a server whose autovacuum has not analyzed it
 //! since) would scan the grown table whole. The hottest statements therefore run inside
 //! functions of the schema whose plans are generic from the first call and never scan `jobs`
-//! sequentially: `complete_jobs` (migration 0012; 0019 runs the effects of steps apart),
+//! sequentially: `complete_jobs` (migration 0012; 0019 runs the effects of steps apart, 0021
+//! looks for repeated completions only in a batch that completed fewer jobs than it holds),
 //! `fetch_ready`, the fetch of several queues (0014, which also saves the planning that
 //! statement cost on every call), and `renew_leases` (0015); `fetch_limited` and
 //! `fetch_unkeyed` were already so, and `fetch_unkeyed_one`, the limited fetch of one queue

@@ -120,7 +120,7 @@ async fn a_schema_at_migration_8_holding_jobs_is_upgraded_for_workflows() {
     assert_eq!(backend.schema_version().await.unwrap(), Some(8));
 
     backend.migrate().await.expect("upgrade");
-    assert_eq!(backend.schema_version().await.unwrap(), Some(20));
+    assert_eq!(backend.schema_version().await.unwrap(), Some(21));
     for (id, status) in [(ids[0], JobStatus::Pending), (ids[1], JobStatus::Scheduled)] {
         let old = read(&backend, id).await.expect("kept");
         assert_eq!(old.status, status);

@@ -171,6 +171,33 @@ pub async fn lease_complete_repeated_after_it_applied_is_accepted(b: AnyBackend)
     );
     let c = counts(&b).await;
     assert_eq!((c.completed, c.running, c.pending), (2, 0, 0));
+
+    // A batch mixing a job completed now with a repeat: each is accepted once, the new one
+    // with its own result, and counted once.
+    let third = put(&b, new_job("repeated")).await;
+    let running = fetch_one(&b, at(8_000)).await;
+    assert_eq!(running.record.id, third);
+    let mixed = CompleteParams {
+        items: [(&running, r#""third""#), (&got, "null"), (&stale, "null")]
+            .map(|(job, result)| Completion {
+                lease: job.lease(),
+                result: json(result),
+            })
+            .to_vec(),
+        now: at(8_100),
+    };
+    assert_eq!(b.complete(mixed).await.unwrap(), vec![true, true, false]);
+    let r = record(&b, third).await;
+    assert_eq!(
+        (r.status, r.finished_at, r.lease),
+        (JobStatus::Completed, Some(at(8_100)), None)
+    );
+    assert_eq!(
+        value(r.result.as_ref().expect("a result")),
+        serde_json::json!("third")
+    );
+    let c = counts(&b).await;
+    assert_eq!((c.completed, c.running, c.pending), (3, 0, 0));
 }
 
 /// Renewal extends a live lease, and refuses a wrong token or a lease that already lapsed.
