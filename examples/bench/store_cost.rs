@@ -7,7 +7,12 @@
 //!   commandstats`. Redis runs commands on one thread, so its CPU per job bounds what one server
 //!   can do.
 //! - PostgreSQL: the WAL written (`pg_current_wal_lsn`), which every write of a row, an index
-//!   entry or a commit adds to, exact at once (the statistics views lag by up to seconds).
+//!   entry or a commit adds to, exact at once (the statistics views lag by up to seconds); and
+//!   the server's CPU time, read from `/proc` (the server runs on this machine): its processes'
+//!   (the postmaster and its children, the backends serving each connection among them) and
+//!   what the backends that exited meanwhile used (the postmaster's reaped children). The
+//!   kernel counts it in ticks of 10 ms, so a part of a second or more reads it within a few
+//!   per cent.
 //!
 //! Every line also gives what this process spent per job (`getrusage`, user and system, all its
 //! threads): the producer's or the worker's own CPU, the other bound of a workload once the
@@ -215,6 +220,9 @@ mod postgres {
         conn: PgConnection,
         /// The WAL's insert position.
         lsn: String,
+        /// The postmaster's pid, and the server's CPU seconds so far (none when `/proc` does
+        /// not show the server).
+        cpu: Option<(u32, f64)>,
     }
 
     impl Reading {
@@ -222,11 +230,16 @@ mod postgres {
             let mut conn = PgConnection::connect(POSTGRES_URL)
                 .await
                 .expect("the bench database");
-            let lsn = sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")
-                .fetch_one(&mut conn)
-                .await
-                .expect("the WAL's position");
-            Reading { conn, lsn }
+            let (lsn, backend): (String, i32) =
+                sqlx::query_as("SELECT pg_current_wal_lsn()::text, pg_backend_pid()")
+                    .fetch_one(&mut conn)
+                    .await
+                    .expect("the WAL's position");
+            let cpu = u32::try_from(backend)
+                .ok()
+                .and_then(|pid| stat(pid))
+                .and_then(|backend| Some((backend.parent, server_cpu_s(backend.parent)?)));
+            Reading { conn, lsn, cpu }
         }
 
         pub(super) async fn per_job(mut self, n: u64) -> String {
@@ -237,11 +250,60 @@ mod postgres {
             .fetch_one(&mut self.conn)
             .await
             .expect("the WAL written");
-            format!(
+            let wal = format!(
                 "PostgreSQL wrote {:.0} bytes of WAL per job, {:.1} MB in all",
                 bytes / n as f64,
                 bytes / 1e6
-            )
+            );
+            let used = self
+                .cpu
+                .and_then(|(postmaster, before)| Some(server_cpu_s(postmaster)? - before));
+            match used {
+                Some(cpu_s) => format!(
+                    "{wal}; its processes used {:.2} µs of CPU per job",
+                    cpu_s * 1e6 / n as f64
+                ),
+                None => wal,
+            }
         }
+    }
+
+    /// What `/proc/<pid>/stat` says of a process: its parent, and its own and its reaped
+    /// children's CPU seconds.
+    struct Stat {
+        parent: u32,
+        own_s: f64,
+        reaped_s: f64,
+    }
+
+    /// The `/proc` line of process `pid`, if it is there to read.
+    fn stat(pid: u32) -> Option<Stat> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The fields after the command's name, which is in parentheses and may hold spaces:
+        // state, parent, ..., then utime, stime, cutime and cstime as the 12th to 15th.
+        let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
+        // SAFETY: `sysconf` only reads a configuration value.
+        #[allow(unsafe_code)]
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let seconds = |i: usize| Some(fields.get(i)?.parse::<f64>().ok()? / ticks);
+        Some(Stat {
+            parent: fields.get(1)?.parse().ok()?,
+            own_s: seconds(11)? + seconds(12)?,
+            reaped_s: seconds(13)? + seconds(14)?,
+        })
+    }
+
+    /// The CPU seconds the server whose postmaster is `postmaster` has used: the postmaster's
+    /// own and its reaped children's, and its live children's own.
+    fn server_cpu_s(postmaster: u32) -> Option<f64> {
+        let main = stat(postmaster)?;
+        let children: f64 = std::fs::read_dir("/proc")
+            .ok()?
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(stat)
+            .filter(|process| process.parent == postmaster)
+            .map(|process| process.own_s)
+            .sum();
+        Some(main.own_s + main.reaped_s + children)
     }
 }
