@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use futures_util::TryStreamExt;
 use jobs_core::{Error, FailParams, Failure, FetchParams, KnownJob, LeasedJob, Timestamp};
+use sqlx::postgres::PgRow;
 use sqlx::PgPool;
 
 use crate::error::db;
@@ -52,29 +54,46 @@ async fn fetch_once(
 ) -> Result<(Vec<LeasedJob>, Vec<Failure>), Error> {
     let checked = limited::checked(&p.flow, queues);
     let (names, versions) = known(p.known.as_deref());
-    let rows = if checked.is_empty() {
+    let mut fetched = Fetched::default();
+    if checked.is_empty() {
         let query = match queues {
             [queue] => sqlx::query(&sql.fetch_one).bind(queue),
             queues => sqlx::query(&sql.fetch).bind(queues),
         };
-        lease_terms(query, p)
-            .bind(names)
-            .bind(versions)
-            .fetch_all(pool)
-            .await
-            .map_err(db)?
+        // Each row is decoded as it arrives, while the server still sends the rows after it:
+        // decoding them after the last one had left the server idle for as long as the
+        // worker took to decode them all (3 to 4 ms for a fetch of 700 in the bench's drain,
+        // 2.7 ms since). The jobs are used only once the statement has ended, and so
+        // committed.
+        let mut rows = lease_terms(query, p).bind(names).bind(versions).fetch(pool);
+        while let Some(row) = rows.try_next().await.map_err(db)? {
+            fetched.add(&row)?;
+        }
     } else {
-        limited::fetch_rows(sql, pool, queues, &checked, p, (names, versions)).await?
-    };
-    let mut jobs = Vec::with_capacity(rows.len());
-    let mut corrupt = Vec::new();
-    for row in &rows {
-        match leased(row)? {
-            Ok(job) => jobs.push(job),
-            Err(failure) => corrupt.push(failure),
+        let rows = limited::fetch_rows(sql, pool, queues, &checked, p, (names, versions)).await?;
+        for row in &rows {
+            fetched.add(row)?;
         }
     }
-    Ok((jobs, corrupt))
+    Ok((fetched.jobs, fetched.corrupt))
+}
+
+/// The jobs of a fetch's rows, and a failure for each row that does not decode.
+#[derive(Default)]
+struct Fetched {
+    jobs: Vec<LeasedJob>,
+    corrupt: Vec<Failure>,
+}
+
+impl Fetched {
+    /// Decodes `row` into a job, or a failure.
+    fn add(&mut self, row: &PgRow) -> Result<(), Error> {
+        match leased(row)? {
+            Ok(job) => self.jobs.push(job),
+            Err(failure) => self.corrupt.push(failure),
+        }
+        Ok(())
+    }
 }
 
 /// The names a fetch takes jobs of, and the newest version of each, as two arrays in one order
