@@ -237,7 +237,7 @@ mod postgres {
                     .expect("the WAL's position");
             let cpu = u32::try_from(backend)
                 .ok()
-                .and_then(|pid| stat(pid))
+                .and_then(stat)
                 .and_then(|backend| Some((backend.parent, server_cpu_s(backend.parent)?)));
             Reading { conn, lsn, cpu }
         }
