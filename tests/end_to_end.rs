@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 mod app_testing;
 #[path = "end_to_end/bench_peers.rs"]
 mod bench_peers;
+#[path = "support/examples.rs"]
+mod examples;
 #[path = "end_to_end/operations.rs"]
 mod operations;
 #[path = "end_to_end/urls.rs"]
@@ -268,11 +270,7 @@ fn run_bench(args: &[&str]) -> Vec<serde_json::Value> {
 
 /// The benchmark example, which `cargo test` builds beside the tests.
 fn bench_binary() -> std::path::PathBuf {
-    let deps = std::env::current_exe().expect("test binary");
-    deps.parent()
-        .and_then(|d| d.parent())
-        .expect("target dir")
-        .join("examples/bench")
+    examples::example("bench")
 }
 
 /// The benchmark example runs every workload of the protocol with a small N on each backend
@@ -355,8 +353,9 @@ fn the_bench_runs_every_workload() {
                 .is_some_and(|w| w.ends_with("-store"))
             {
                 // "Redis used 19.20 µs of CPU per job, …" or "PostgreSQL wrote 1249 bytes of WAL
-                // per job, …; its processes used 24.00 µs of CPU per job" (the server's), then "this process used 3.10 µs of CPU per job
-                // …" (the bench's own, the only one of the memory backend): positive costs.
+                // per job, …; its processes used 24.00 µs of CPU per job" (the server's), then
+                // "this process used 3.10 µs of CPU per job …" (the bench's own, the only one of
+                // the memory backend): positive costs.
                 let notes = line["notes"].as_str().unwrap_or_default();
                 let figure = |after: &str| {
                     notes
