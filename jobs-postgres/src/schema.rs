@@ -22,9 +22,15 @@
 //!   a JSON string holding the delivered value's text as it was written, NULL until the first
 //!   delivery); a step with inputs to come is `waiting`, in no index a fetch reads.
 //!   The statements that end jobs (complete, fail, rescue) apply the ended steps' effects in
-//!   the same statement (`sql/effects.sql`): deliveries, gathered per target so that each is
-//!   written once, make a waiting step pending once its slots are filled (waking its queue);
-//!   cancels are counted as every cancel is.
+//!   the same transaction, through the schema's `apply_step_effects` (migration 0021), called
+//!   only for a batch that ended steps with effects: deliveries, gathered per target so that
+//!   each target is written once (the earliest delivery to a slot wins, a filled slot keeps
+//!   its value), make a waiting step pending once its slots are filled (waking its queue);
+//!   cancels reach waiting, scheduled and pending targets and are counted as every cancel is.
+//!   The targets are looked up by primary key and locked in id order, so that two statements
+//!   delivering to the same targets wait for one another rather than deadlock; a delivered
+//!   result is kept as the text it was written in (a JSON string in `inputs`), never cast to
+//!   `jsonb`, which would rewrite its numbers.
 //! - `cron_ticks`: the last tick enqueued per schedule; claiming a tick is an upsert whose
 //!   `WHERE tick < EXCLUDED.tick` lets exactly one of many workers through.
 //! - `workers`: one row per live worker process, upserted by its heartbeats; rows whose

@@ -22,10 +22,6 @@ pub(crate) const RECORD: &str =
     j.started_at, j.finished_at, j.key_limits::text AS key_limits, j.step::text AS step, \
     j.inputs::text AS inputs";
 
-/// The common expressions of the statements that end workflow steps (complete, fail, rescue):
-/// the CTEs applying the effects of the jobs in their `ended` CTE (see `sql/effects.sql`).
-const EFFECTS: &str = include_str!("sql/effects.sql");
-
 /// What a fetch writes into each row it leases (row alias `j`; $2 now, $4 worker, $5 lease
 /// expiry), each row with a fresh token.
 const LEASE: &str = "status = 'running', attempt = j.attempt + 1, started_at = $2, \
@@ -93,8 +89,7 @@ impl Sql {
     pub(crate) fn new(schema: Schema) -> Self {
         let quoted = schema.quoted();
         let splice = |text: &str| {
-            text.replace("{effects}", EFFECTS.trim_end())
-                .replace("{schema}", &quoted)
+            text.replace("{schema}", &quoted)
                 .replace("{record}", RECORD)
                 .replace("{lease}", LEASE)
         };

@@ -7,7 +7,8 @@
 -- The statement is the schema's `complete_jobs` function (migration 0012, which says what it
 -- does and why), so that its plan looks jobs up by key whatever size `jobs` had when the
 -- session first planned it; since 0019 it applies the effects of workflow steps in a second
--- statement, only for a batch that completed steps.
+-- statement, only for a batch that completed steps (since 0021 through `apply_step_effects`,
+-- which fail.sql and rescue.sql call too).
 SELECT done_id, done_token, wake_queue
 FROM {schema}.complete_jobs($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz, $5::boolean,
                             $6::text)

@@ -3,7 +3,8 @@
 -- ($3, a JSON object: kind, message, chain), then the job is pending again, keeping its run_at
 -- and so its place among the ready jobs, or dead when out of attempts. $4 channel. The jobs
 -- that become dead and are workflow steps apply their step's `on_dead` effects in the same
--- statement (see effects.sql); the steps those make ready wake listeners too. The gone
+-- statement, through the schema's `apply_step_effects` (migration 0021), as fail.sql does; the
+-- steps those make ready wake listeners too. The gone
 -- workers' places under limits go with their jobs (their offers went just before, see
 -- forget_offers.sql).
 WITH unplaced AS (
@@ -34,17 +35,18 @@ rescued AS (
     RETURNING j.id, j.queue, j.status,
               CASE WHEN j.status = 'dead' THEN j.step -> 'on_dead' END AS effects
 ),
-ended AS (
-    SELECT effects, NULL::text AS result, 1::int8 AS ord, $1::timestamptz AS at
+stepped AS (
+    SELECT {schema}.apply_step_effects(array_agg(effects), array_agg(NULL::text),
+                                       array_agg(1::int8), $1, NULL) AS woken
     FROM rescued
     WHERE effects IS NOT NULL AND effects <> '[]'::jsonb
+    HAVING count(*) > 0
 ),
-{effects},
 notified AS (
     SELECT count(*) AS queues
     FROM (SELECT pg_notify($4, q.queue)
           FROM (SELECT queue FROM rescued WHERE status = 'pending'
                 UNION
-                SELECT queue FROM step_woken) q) n
+                SELECT unnest(woken) FROM stepped) q) n
 )
 SELECT rescued.id FROM rescued CROSS JOIN notified

@@ -1,7 +1,8 @@
 //! Workflow steps in PostgreSQL: a schema at migration 8 that holds jobs is upgraded (they read
 //! back as ordinary jobs), a workflow enqueued in the caller's transaction exists with it or not
-//! at all, a step that becomes ready wakes its queue's listeners, and the steps of a group
-//! completing at once on separate connections both deliver to the steps after them.
+//! at all, a step that becomes ready (by a completion, or as a compensation by a failure or a
+//! rescue) wakes its queue's listeners, and the steps of a group completing at once on separate
+//! connections both deliver to the steps after them.
 
 use std::time::Duration;
 
@@ -9,7 +10,8 @@ use jobs_core::workflow::{Effect, Step, StepRole};
 use jobs_core::{
     Backend, CompleteParams, Completion, CountsParams, CronTickParams, ErrorKind, ErrorReport,
     FailParams, Failure, JobId, JobRecord, JobStatus, KeyLimits, LeasedJob, NewJob, Producer,
-    QueueLimits, ReadParams, SetLimitsParams, SubscribeParams, WorkflowId,
+    QueueLimits, ReadParams, RescueParams, RescueTarget, SetLimitsParams, SubscribeParams,
+    WorkflowId,
 };
 use jobs_postgres::PgBackend;
 use serde_json::value::RawValue;
@@ -239,6 +241,68 @@ async fn a_step_made_ready_by_a_completion_wakes_its_queue() {
     assert_eq!(ready.status, JobStatus::Pending);
     assert_eq!(ready.inputs[&0].get(), "1");
     assert_eq!(fetch(&backend, "wb", 10, 2_000).await.len(), 1);
+}
+
+/// A step that dies, by its failure or by a rescue of its lapsed lease, makes its compensation
+/// ready, and that wakes the compensation's queue: the effects of `fail` and `rescue` go
+/// through the schema's `apply_step_effects`, whose queues the statement notifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compensation_made_ready_by_a_dead_step_wakes_its_queue() {
+    for rescued in [false, true] {
+        let backend = fresh_backend().await;
+        let workflow = WorkflowId::new();
+        let mut first = new_job("first", "wa");
+        first.max_attempts = 1;
+        let mut undo = new_job("undo", "wc");
+        first.step = step(workflow, 0, 0, Vec::new(), vec![deliver(&undo, 0)]);
+        undo.step = step(workflow, 1, 1, Vec::new(), Vec::new());
+        let undo_id = undo.id;
+        put(&backend, vec![first, undo], t0()).await;
+        let wakeup = backend
+            .subscribe(SubscribeParams {
+                queues: vec!["wc".into()],
+                worker: None,
+            })
+            .await
+            .expect("subscribe");
+        let leased = fetch(&backend, "wa", 10, 1_000).await;
+        assert_eq!(leased.len(), 1);
+        if rescued {
+            let ids = backend
+                .rescue(RescueParams {
+                    target: RescueTarget::Lapsed,
+                    now: crate::support::at(120_000),
+                    limit: 10,
+                    error: ErrorReport::new(ErrorKind::LeaseLost, "lease lapsed"),
+                })
+                .await
+                .expect("rescue");
+            assert_eq!(ids, [leased[0].record.id]);
+        } else {
+            let items = vec![Failure {
+                lease: leased[0].lease(),
+                error: ErrorReport::new(ErrorKind::Fatal, "no"),
+                retry_at: None,
+            }];
+            let failed = backend
+                .fail(FailParams {
+                    items,
+                    now: crate::support::at(2_000),
+                })
+                .await
+                .expect("fail");
+            assert_eq!(failed, [true]);
+        }
+        assert!(
+            tokio::time::timeout(Duration::from_secs(2), wakeup.wait())
+                .await
+                .is_ok(),
+            "the dead step's compensation woke its queue (rescued: {rescued})"
+        );
+        let ready = read(&backend, undo_id).await.expect("stored");
+        assert_eq!(ready.status, JobStatus::Pending, "rescued: {rescued}");
+        assert_eq!(ready.inputs[&0].get(), "null", "rescued: {rescued}");
+    }
 }
 
 #[tokio::test]
