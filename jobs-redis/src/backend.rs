@@ -36,6 +36,7 @@ use crate::options::{Options, Timeouts};
 use crate::queues::KnownQueues;
 use crate::record::micros;
 use crate::scripts::Function;
+use crate::streams::pickup::Readers;
 
 /// The arguments a script call has room for from the start: the call's own six and one job's
 /// (see `record::push_job`), or a few jobs' lease writes.
@@ -76,6 +77,8 @@ pub(crate) struct Inner {
     pub layout: Layout,
     /// Set once the store's layout was found to be this backend's (see [`marker`](crate::marker)).
     pub layout_checked: OnceCell<()>,
+    /// The idle workers' blocked reads, on the streams layout.
+    pub readers: Readers,
 }
 
 impl RedisBackend {
@@ -147,6 +150,7 @@ impl RedisBackend {
                 delivery_channel,
                 layout,
                 layout_checked: OnceCell::new(),
+                readers: Readers::default(),
             }
         });
         RedisBackend { inner }
@@ -155,6 +159,11 @@ impl RedisBackend {
     /// The backend of `inner`.
     pub(crate) fn of(inner: Arc<Inner>) -> Self {
         RedisBackend { inner }
+    }
+
+    /// This backend's state, held without keeping it alive.
+    pub(crate) fn downgrade(&self) -> Weak<Inner> {
+        Arc::downgrade(&self.inner)
     }
 
     /// The same connection under another key prefix (default `jobs`, or the URL's `prefix`), so
@@ -506,7 +515,13 @@ impl Backend for RedisBackend {
     }
 
     async fn end_deliveries(&self, p: EndDeliveriesParams) -> Result<(), Error> {
-        self.end_deliveries_to(p).await
+        match self.layout() {
+            Layout::Hash => self.end_deliveries_to(p).await,
+            Layout::Streams => {
+                self.end_wait(&p.worker).await;
+                Ok(())
+            }
+        }
     }
 
     fn publish(&self, events: Vec<JobEvent>) {

@@ -4,6 +4,8 @@
 
 use jobs_core::{Error, PauseParams};
 
+use crate::marker::Layout;
+use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 
 impl RedisBackend {
@@ -11,22 +13,40 @@ impl RedisBackend {
     /// jobs go to no idle worker straight away), and in the set workers read: a pause in its
     /// slot first, a resume there last, so that no job goes straight to a worker that still
     /// takes the queue for paused.
+    ///
+    /// On the streams layout the queue's own slot is written by a script, which also holds the
+    /// queue's stream from every read while it is paused (see `lua/streams/pause.lua`).
     pub(crate) async fn set_paused(&self, p: PauseParams) -> Result<(), Error> {
         let keys = &self.inner().keys;
-        let own = keys.limits(&p.queue);
-        let (flag, set) = match p.paused {
-            true => (
-                redis::cmd("HSET").arg(own).arg("pz").arg(1).clone(),
-                redis::cmd("SADD").arg(keys.paused()).arg(&p.queue).clone(),
-            ),
-            false => (
-                redis::cmd("HDEL").arg(own).arg("pz").clone(),
-                redis::cmd("SREM").arg(keys.paused()).arg(&p.queue).clone(),
-            ),
+        let set = match p.paused {
+            true => redis::cmd("SADD"),
+            false => redis::cmd("SREM"),
+        }
+        .arg(keys.paused())
+        .arg(&p.queue)
+        .clone();
+        if p.paused {
+            self.flag_paused(&p).await?;
+            self.query::<()>(&set).await
+        } else {
+            self.query::<()>(&set).await?;
+            self.flag_paused(&p).await
+        }
+    }
+
+    /// Pauses or resumes `p.queue` in its own slot.
+    async fn flag_paused(&self, p: &PauseParams) -> Result<(), Error> {
+        if self.layout() == Layout::Streams {
+            let mut inv = self.timeless_invocation(&SCRIPTS.xpause, &p.queue);
+            inv.arg(u8::from(p.paused));
+            return self.run::<i64>(&inv).await.map(drop);
+        }
+        let own = self.inner().keys.limits(&p.queue);
+        let flag = match p.paused {
+            true => redis::cmd("HSET").arg(own).arg("pz").arg(1).clone(),
+            false => redis::cmd("HDEL").arg(own).arg("pz").clone(),
         };
-        let (first, then) = if p.paused { (flag, set) } else { (set, flag) };
-        self.query::<()>(&first).await?;
-        self.query::<()>(&then).await
+        self.query::<()>(&flag).await
     }
 
     pub(crate) async fn read_paused(&self) -> Result<Vec<String>, Error> {

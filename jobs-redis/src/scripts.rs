@@ -96,6 +96,9 @@ scripts! {
     xprogress: "streams/progress.lua",
     xprune: "streams/prune.lua",
     xread: "streams/read.lua",
+    xwait: "streams/wait.lua",
+    xadopt: "streams/adopt.lua",
+    xpause: "streams/pause.lua",
 }
 
 /// The library, built once per process.

@@ -35,6 +35,8 @@ mod restart;
 mod streams;
 #[path = "redis/streams_fetch.rs"]
 mod streams_fetch;
+#[path = "redis/streams_pickup.rs"]
+mod streams_pickup;
 #[path = "redis/tags.rs"]
 mod tags;
 #[path = "redis/urls.rs"]

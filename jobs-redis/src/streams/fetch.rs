@@ -18,7 +18,7 @@ use crate::queues::queue_tag;
 use crate::record::{micros, parse_id, stored_time, Stored};
 use crate::scripts::SCRIPTS;
 use crate::streams::packed::{expanded, id_of};
-use crate::streams::reply::{entry, items, unreadable};
+use crate::streams::reply::{bounds, entry, items, unreadable};
 use crate::streams::token::{token, CallId};
 use crate::RedisBackend;
 
@@ -33,7 +33,7 @@ impl RedisBackend {
         self.inner().queues.remember(queues.iter().copied());
         let expires = later(p.now, p.lease_for);
         let mut all = Vec::new();
-        for queue in queues {
+        for queue in &queues {
             if all.len() >= p.limit {
                 break;
             }
@@ -46,6 +46,17 @@ impl RedisBackend {
             } else {
                 all.extend(leased);
             }
+        }
+        // A worker that took jobs offers no idle place any more; one that found none of its
+        // only queue waits for the next in a blocked read (see `pickup`).
+        match (&queues[..], all.is_empty()) {
+            (_, false) => self.end_wait_soon(&p.worker),
+            ([queue], true) => {
+                if let Err(e) = self.wait_for_jobs(queue, &p).await {
+                    tracing::warn!(queue = %queue, error = %e, "could not start a blocked read; the worker waits for wake-ups");
+                }
+            }
+            _ => {}
         }
         Ok(all)
     }
@@ -62,7 +73,7 @@ impl RedisBackend {
     ) -> Result<Vec<LeasedJob>, Error> {
         until_decoded(|| async {
             let (call, reply) = self.lease_call(queue, limit, p, expires).await?;
-            let (leased, corrupt) = leased_jobs(reply, call, queue, p, expires)?;
+            let (leased, corrupt) = leased_jobs(reply, call, queue, &p.worker, p.now, expires)?;
             let failed = corrupt.len();
             if failed > 0 {
                 self.fail_corrupt(corrupt, p.now).await;
@@ -130,7 +141,7 @@ impl RedisBackend {
                         Value::ServerError(_) => Value::Array(Vec::new()),
                         read => read_entries(read)?,
                     };
-                    let Some(first) = first_id(&entries)? else {
+                    let Some((first, _, _)) = bounds(&entries)? else {
                         library::load(&mut self.inner().conn.clone())
                             .await
                             .map_err(library::explain)?;
@@ -159,7 +170,7 @@ impl RedisBackend {
 
 /// The entries of an `XREADGROUP` of one stream, as an array (empty when it read none):
 /// `[[stream, entries]]` in RESP2, `{stream: entries}` in RESP3.
-fn read_entries(read: Value) -> Result<Value, Error> {
+pub(crate) fn read_entries(read: Value) -> Result<Value, Error> {
     let unexpected = |v: Value| Error::backend(format!("a fetch's read answered {v:?}"));
     let stream = match read {
         Value::Nil => return Ok(Value::Array(Vec::new())),
@@ -174,28 +185,19 @@ fn read_entries(read: Value) -> Result<Value, Error> {
     }
 }
 
-/// The id of the first of `entries`, as text.
-fn first_id(entries: &Value) -> Result<Option<String>, Error> {
-    let Value::Array(items) = entries else {
-        return Ok(None);
-    };
-    items
-        .first()
-        .map(|first| entry(first).map(|e| e.id.to_string()))
-        .transpose()
-}
-
-/// The jobs of a fetch's reply, and a failure for each that does not decode.
-fn leased_jobs(
+/// The jobs of a fetch's reply, leased to `worker` from `started` until `expires`, and a
+/// failure for each that does not decode.
+pub(crate) fn leased_jobs(
     reply: Value,
     call: CallId,
     queue: &str,
-    p: &FetchParams,
+    worker: &str,
+    started: Timestamp,
     expires: Timestamp,
 ) -> Result<(Vec<LeasedJob>, Vec<Failure>), Error> {
-    let started = stored_time(p.now);
+    let started = stored_time(started);
     let expires = stored_time(expires);
-    let worker: Arc<str> = p.worker.as_str().into();
+    let worker: Arc<str> = worker.into();
     let tag = queue_tag(queue);
     let mut names = Names::new(queue);
     let mut leased = Vec::new();

@@ -46,6 +46,7 @@
 mod enqueue;
 mod fetch;
 pub(crate) mod packed;
+pub(crate) mod pickup;
 mod read;
 mod reply;
 pub(crate) mod token;

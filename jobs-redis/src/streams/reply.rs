@@ -60,6 +60,22 @@ pub(crate) fn entry(value: &Value) -> Result<Entry<'_>, Error> {
     })
 }
 
+/// The ids of the first and the last of `entries` (an array of entries), and how many it
+/// holds; `None` when it holds none.
+pub(crate) fn bounds(entries: &Value) -> Result<Option<(EntryId, EntryId, usize)>, Error> {
+    let Value::Array(items) = entries else {
+        return Ok(None);
+    };
+    let id = |value: &Value| {
+        let (id, _) = parts(value).ok_or_else(not_an_entry)?;
+        EntryId::parse(text_of(id)?)
+    };
+    match (items.first(), items.last()) {
+        (Some(first), Some(last)) => Ok(Some((id(first)?, id(last)?, items.len()))),
+        _ => Ok(None),
+    }
+}
+
 /// The entry id and the job id of an entry that [`entry`] cannot read (a value that is not
 /// UTF-8 text), where those two can be read: enough to fail its job.
 pub(crate) fn unreadable(value: &Value) -> Option<(EntryId, &str)> {

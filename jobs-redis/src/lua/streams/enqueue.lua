@@ -5,7 +5,8 @@
 -- it is not the default (else '') and the number n of values after `j`. A job due now is an
 -- entry of its priority's stream, a later one waits in `xdelayed`, scheduled. Returns the
 -- number of jobs stored. Wakes the queue's workers when no entry waited for them (`q`): a
--- worker sleeps only after a fetch found none.
+-- worker sleeps only after a fetch found none (an idle worker's blocked read of `x`, see
+-- wait.lua, is served by the `XADD` itself, unless the queue is paused).
 local seen, ids, n, ready, later, i = {}, {}, 0, 0, 0, 4
 local woken = (tonumber(redis.call('HGET', COUNTS, 'q')) or 0) > 0
 ensure_level(nil)
@@ -43,8 +44,11 @@ while i <= #ARGV do
   n = n + 2
 end
 bulk('HSET', XIDS, ids, 1000)
-if ready > 0 and not woken then
-  wake()
+if ready > 0 then
+  hold_if_paused()
+  if not woken then
+    wake()
+  end
 end
 recount_by('q', ready)
 recount_by('p', ready)

@@ -26,11 +26,22 @@
 --              entry id); deleted once none of its entries is pending. Inside a fetch's
 --              transaction it holds `o`, the last entry of `x` delivered before the fetch,
 --              and `n`, how many of `x`'s entries were pending for the worker then
+--              An idle worker's blocked read (see wait.lua) reserves its call's lease before
+--              it reads: `f` and `l` then name a range that holds no entry (UNREAD_FIRST,
+--              UNREAD_LAST), until adopt.lua writes what the read took
 --   leases     zset, score the earliest expiry of a call, member `worker|c`
+--   xheld      string, while the queue is paused: the last entry of `x` its group had
+--              delivered, which a resume sets the group back to (see pause.lua); the group's
+--              last delivered entry is then `x`'s last, so that no read, blocked or not,
+--              takes an entry of a paused queue
 --   progress   hash, job id -> the progress its handler last recorded
 -- and head.lua's `counts` (with `q`, the entries not yet delivered, beside the statuses), `done`,
 -- `dead` and `e:<id>` (the errors of each attempt).
-local XSTREAM, XRETURNED, XHIDDEN, XLEVELS, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS
+local XSTREAM, XRETURNED, XHIDDEN, XLEVELS, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS, XHELD
+
+-- The range of a reserved call's lease before its read (see `lease:<c>` above): its first entry
+-- after its last, which `XPENDING` and `covers` read as no entry.
+local UNREAD_FIRST, UNREAD_LAST = '0-1', '0-0'
 
 -- jobs_core::DEFAULT_PRIORITY, whose jobs' entries leave out `pr` (streams.rs checks the two
 -- agree).
@@ -49,6 +60,7 @@ on_base(function()
   XRES = BASE .. 'res'
   XLEASES = BASE .. 'leases'
   XPROGRESS = BASE .. 'progress'
+  XHELD = BASE .. 'xheld'
 end)
 
 -- The key of fetch call `call`'s lease.
@@ -153,6 +165,13 @@ local function ensure_level(p)
   redis.call('ZADD', XLEVELS, p, p)
 end
 
+-- Keeps a paused queue's group past the entries just added to `x` (see pause.lua).
+local function hold_if_paused()
+  if redis.call('EXISTS', XHELD) == 1 then
+    redis.call('XGROUP', 'SETID', XSTREAM, 'g', '$')
+  end
+end
+
 -- Adds job `id` to priority `p`'s stream of returned jobs when `ahead`, else its queue's, with
 -- its fields `kept` (`j` first); points the id map at the entry.
 local function add_entry(id, p, kept, ahead)
@@ -163,6 +182,9 @@ local function add_entry(id, p, kept, ahead)
   end
   local entry = redis.call('XADD', queued, '*', unpack(kept))
   redis.call('HSET', XIDS, id, prefix .. entry)
+  if queued == XSTREAM then
+    hold_if_paused()
+  end
 end
 
 -- The stream and the entry id of an id map's value (for a job with an entry).
