@@ -17,9 +17,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use jobs_core::{later, Error, FetchParams, Timestamp};
+use jobs_core::{later, Error, Failure, FetchParams, Timestamp};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, Value};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::backend::Inner;
@@ -28,7 +29,7 @@ use crate::record::micros;
 use crate::scripts::SCRIPTS;
 use crate::streams::fetch::{leased_jobs, read_entries};
 use crate::streams::reply::bounds;
-use crate::streams::token::CallId;
+use crate::streams::token::{CallId, EntryId};
 use crate::RedisBackend;
 
 /// The longest a read blocks before it ends and the worker's next fetch starts another.
@@ -58,7 +59,16 @@ struct Armed {
     client: i64,
     /// Set when the read is to end without blocking again.
     ending: Arc<AtomicBool>,
+    /// True until the read has returned and handed what it took to the worker's subscription
+    /// (it then writes their lease, while the worker may start another read).
+    reading: watch::Receiver<bool>,
     task: JoinHandle<()>,
+}
+
+impl Armed {
+    fn reading(&self) -> bool {
+        *self.reading.borrow()
+    }
 }
 
 /// What one read needs: the worker, its queue and the call's lease.
@@ -96,7 +106,7 @@ impl RedisBackend {
             .lock()
             .expect("readers")
             .get(&p.worker)
-            .is_some_and(|read| !read.task.is_finished())
+            .is_some_and(Armed::reading)
         {
             return Ok(());
         }
@@ -130,14 +140,22 @@ impl RedisBackend {
             block,
         };
         let ending = Arc::new(AtomicBool::new(false));
+        let (done, reading) = watch::channel(true);
         let client = conn.id;
-        let task = tokio::spawn(read_once(self.downgrade(), conn, read, ending.clone()));
+        let task = tokio::spawn(read_once(
+            self.downgrade(),
+            conn,
+            read,
+            ending.clone(),
+            done,
+        ));
         // A read that ended by itself left its entry behind: this one replaces it.
         readers.armed.lock().expect("readers").insert(
             p.worker.clone(),
             Armed {
                 client,
                 ending,
+                reading,
                 task,
             },
         );
@@ -174,18 +192,19 @@ impl RedisBackend {
         }
     }
 
-    /// Unblocks `read` until it has ended: an unblock that comes before the read blocks finds
-    /// nothing to end, so it is sent again until the read is over.
+    /// Unblocks `read` until it has returned and handed over what it took: an unblock that
+    /// comes before the read blocks finds nothing to end, so it is sent again until then.
     async fn unblock(&self, mut read: Armed) {
         read.ending.store(true, Ordering::SeqCst);
-        while !read.task.is_finished() {
+        while read.reading() {
             let cmd = redis::cmd("CLIENT").arg("UNBLOCK").arg(read.client).clone();
             if let Err(e) = self.query::<i64>(&cmd).await {
                 tracing::warn!(error = %e, "could not end a worker's blocked read; it ends by itself");
-                let _ = (&mut read.task).await;
+                let _ = read.reading.wait_for(|reading| !reading).await;
                 return;
             }
-            let _ = tokio::time::timeout(Duration::from_millis(5), &mut read.task).await;
+            let ended = read.reading.wait_for(|reading| !reading);
+            let _ = tokio::time::timeout(Duration::from_millis(5), ended).await;
         }
     }
 
@@ -217,9 +236,16 @@ impl RedisBackend {
 }
 
 /// Runs one read: blocks until jobs come (or the read ends), hands them to the worker's
-/// subscription, then writes the call's lease over them; or drops the lease when it took none.
-/// The connection goes back to the instance's idle ones, unless it failed.
-async fn read_once(inner: Weak<Inner>, mut conn: ReadConn, read: Read, ending: Arc<AtomicBool>) {
+/// subscription and says so on `done`, then writes the call's lease over them; or drops the
+/// lease when it took none. The connection goes back to the instance's idle ones, unless it
+/// failed.
+async fn read_once(
+    inner: Weak<Inner>,
+    mut conn: ReadConn,
+    read: Read,
+    ending: Arc<AtomicBool>,
+    done: watch::Sender<bool>,
+) {
     let reply = if ending.load(Ordering::SeqCst) {
         Ok(Value::Nil)
     } else {
@@ -250,11 +276,33 @@ async fn read_once(inner: Weak<Inner>, mut conn: ReadConn, read: Read, ending: A
         return;
     };
     let backend = RedisBackend::of(inner.clone());
-    let ok = reply.is_ok();
-    if let Err(e) = take(&backend, inner, &read, reply).await {
-        tracing::warn!(queue = %read.queue, error = %e, "a worker's blocked read failed; its jobs are rescued when their lease lapses");
+    let failed = reply.is_err();
+    let (started, expires) = read.lease();
+    let took = reply.and_then(|reply| hand_over(inner, &read, reply, started, expires));
+    done.send_replace(false);
+    let mut adopt = backend.invocation(&SCRIPTS.xadopt, &read.queue, started);
+    adopt
+        .arg(micros(expires))
+        .arg(&read.worker)
+        .arg(read.call.to_string());
+    let corrupt = match took {
+        Ok(Some(took)) => {
+            adopt.arg(took.first).arg(took.last).arg(took.n);
+            took.corrupt
+        }
+        Ok(None) => Vec::new(),
+        Err(e) => {
+            tracing::warn!(queue = %read.queue, error = %e, "a worker's blocked read failed; what it took is rescued when its worker is gone");
+            Vec::new()
+        }
+    };
+    if let Err(e) = backend.run::<i64>(&adopt).await {
+        tracing::warn!(queue = %read.queue, error = %e, "could not write the lease of a blocked read's jobs; they are rescued when their worker is gone");
     }
-    if ok {
+    if !corrupt.is_empty() {
+        backend.fail_corrupt(corrupt, started).await;
+    }
+    if !failed {
         backend
             .inner()
             .readers
@@ -265,29 +313,38 @@ async fn read_once(inner: Weak<Inner>, mut conn: ReadConn, read: Read, ending: A
     }
 }
 
-/// Hands what a read took to the worker's subscription and writes the call's lease over it;
-/// drops the lease when it took nothing.
-async fn take(
-    backend: &RedisBackend,
+/// What a read took: its first and last entry, how many, and a failure for each that does not
+/// decode (the others were handed over).
+struct Took {
+    first: EntryId,
+    last: EntryId,
+    n: usize,
+    corrupt: Vec<Failure>,
+}
+
+impl Read {
+    /// When the read's jobs started, by the worker's clock, and until when they are leased.
+    fn lease(&self) -> (Timestamp, Timestamp) {
+        let (at, instant) = self.armed_at;
+        let started = later(at, instant.elapsed());
+        (started, later(started, self.lease_for))
+    }
+}
+
+/// Hands the jobs of a read's `reply`, leased from `started` until `expires`, to the worker's
+/// subscription (or back to the store when it has none here); what it took, `None` when
+/// nothing.
+fn hand_over(
     inner: Arc<Inner>,
     read: &Read,
-    reply: Result<Value, Error>,
-) -> Result<(), Error> {
-    let entries = read_entries(reply?)?;
-    let (started, expires) = {
-        let (at, instant) = read.armed_at;
-        let started = later(at, instant.elapsed());
-        (started, later(started, read.lease_for))
-    };
-    let mut adopt = backend.invocation(&SCRIPTS.xadopt, &read.queue, started);
-    adopt
-        .arg(micros(expires))
-        .arg(&read.worker)
-        .arg(read.call.to_string());
+    reply: Value,
+    started: Timestamp,
+    expires: Timestamp,
+) -> Result<Option<Took>, Error> {
+    let entries = read_entries(reply)?;
     let Some((first, last, n)) = bounds(&entries)? else {
-        return backend.run::<i64>(&adopt).await.map(drop);
+        return Ok(None);
     };
-    adopt.arg(first).arg(last).arg(n);
     let (leased, corrupt) = leased_jobs(
         entries,
         read.call,
@@ -299,9 +356,10 @@ async fn take(
     for job in leased {
         Recipient::take(inner.clone(), &read.worker, job);
     }
-    backend.run::<i64>(&adopt).await?;
-    if !corrupt.is_empty() {
-        backend.fail_corrupt(corrupt, started).await;
-    }
-    Ok(())
+    Ok(Some(Took {
+        first,
+        last,
+        n,
+        corrupt,
+    }))
 }
