@@ -1,6 +1,6 @@
 //! Pickup by blocked reads on the streams layout (`jobs-redis/src/streams/pickup.rs`): a worker
 //! whose fetch found nothing gets the next job in the enqueue's own turn, leased to it, without
-//! fetching again; a paused queue's jobs go to no read until it is resumed; ended deliveries
+//! fetching again, and without a wake-up of the other workers; a paused queue's jobs go to no read until it is resumed; ended deliveries
 //! end the read, and so does a fetch that takes jobs; a reserved lease that lapsed (its worker
 //! gone) holds no job and is dropped by the rescue.
 
@@ -101,6 +101,43 @@ async fn an_idle_worker_gets_the_next_job_leased_without_fetching_again() {
         Vec::<String>::new(),
         "the read's lease goes with its last job"
     );
+}
+
+#[tokio::test]
+async fn a_job_a_read_takes_wakes_no_worker_and_one_it_cannot_does() {
+    let (_, backend) = store().await;
+    let reader = subscribe(&backend).await;
+    // Another worker of the queue, idle without a read: it hears wake-ups only.
+    let other = backend
+        .subscribe(SubscribeParams {
+            queues: vec!["s".into()],
+            worker: None,
+        })
+        .await
+        .unwrap();
+    assert!(backend.fetch(offering(1)).await.unwrap().is_empty());
+    let id = enqueue_one(&backend).await;
+    let got = delivered_within(&reader, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].record.id, id);
+    let woken = tokio::time::timeout(Duration::from_millis(300), other.wait()).await;
+    assert!(woken.is_err(), "the read took the job: no wake-up");
+
+    // The read is over; a job of another priority, which no read takes, wakes the workers.
+    complete_all(&backend, &got, t0()).await;
+    assert!(backend.fetch(offering(1)).await.unwrap().is_empty());
+    let mut urgent = ready("s");
+    urgent.priority = 1;
+    backend
+        .enqueue(EnqueueParams {
+            jobs: vec![urgent],
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), other.wait())
+        .await
+        .expect("woken by a job no read takes");
 }
 
 #[tokio::test]

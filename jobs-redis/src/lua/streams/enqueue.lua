@@ -5,9 +5,12 @@
 -- it is not the default (else '') and the number n of values after `j`. A job due now is an
 -- entry of its priority's stream, a later one waits in `xdelayed`, scheduled. Returns the
 -- number of jobs stored. Wakes the queue's workers when no entry waited for them (`q`): a
--- worker sleeps only after a fetch found none (an idle worker's blocked read of `x`, see
--- wait.lua, is served by the `XADD` itself, unless the queue is paused).
+-- worker sleeps only after a fetch found none; but not when every job went to `x` while a
+-- blocked read of it is under way (`xwaiting`, see wait.lua): the `XADD` serves the read, and
+-- a worker whose read took jobs fetches before it sleeps again.
 local seen, ids, n, ready, later, i = {}, {}, 0, 0, 0, 4
+-- The ready jobs of another stream than `x`, which no blocked read takes.
+local elsewhere = 0
 local woken = (tonumber(redis.call('HGET', COUNTS, 'q')) or 0) > 0
 ensure_level(nil)
 while i <= #ARGV do
@@ -33,6 +36,9 @@ while i <= #ARGV do
       local queued, _, prefix = level(p)
       ids[n + 2] = prefix .. redis.call('XADD', queued, '*', 'j', j, unpack(ARGV, i + 2, last))
       ready = ready + 1
+      if p then
+        elsewhere = elsewhere + 1
+      end
     else
       redis.call('HSET', delayed_key(id), 's', 's', 'j', j, unpack(ARGV, i + 2, last))
       redis.call('ZADD', XDELAYED, run_at, id)
@@ -46,7 +52,7 @@ end
 bulk('HSET', XIDS, ids, 1000)
 if ready > 0 then
   hold_if_paused()
-  if not woken then
+  if not woken and (elsewhere > 0 or redis.call('HLEN', XWAITING) == 0) then
     wake()
   end
 end

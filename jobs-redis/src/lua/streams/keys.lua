@@ -30,6 +30,10 @@
 --              it reads: `f` and `l` then name a range that holds no entry (UNREAD_FIRST,
 --              UNREAD_LAST), until adopt.lua writes what the read took
 --   leases     zset, score the earliest expiry of a call, member `worker|c`
+--   xwaiting   hash, the blocked reads of `x` under way: field `worker|c` (as in `leases`),
+--              value the reservation's expiry; an enqueue whose jobs all go to `x` wakes no
+--              worker while it holds any (the `XADD` serves them), and a read leaves it once
+--              it returned (adopt.lua), or a rescue drops it with the reservation
 --   xheld      string, while the queue is paused: the last entry of `x` its group had
 --              delivered, which a resume sets the group back to (see pause.lua); the group's
 --              last delivered entry is then `x`'s last, so that no read, blocked or not,
@@ -38,6 +42,7 @@
 -- and head.lua's `counts` (with `q`, the entries not yet delivered, beside the statuses), `done`,
 -- `dead` and `e:<id>` (the errors of each attempt).
 local XSTREAM, XRETURNED, XHIDDEN, XLEVELS, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS, XHELD
+local XWAITING
 
 -- The range of a reserved call's lease before its read (see `lease:<c>` above): its first entry
 -- after its last, which `XPENDING` and `covers` read as no entry.
@@ -61,6 +66,7 @@ on_base(function()
   XLEASES = BASE .. 'leases'
   XPROGRESS = BASE .. 'progress'
   XHELD = BASE .. 'xheld'
+  XWAITING = BASE .. 'xwaiting'
 end)
 
 -- The key of fetch call `call`'s lease.
@@ -423,10 +429,12 @@ local function fenced(first, step)
   return held, calls, ended
 end
 
--- Drops the leases of `calls` (by id, as `fenced` gives them) none of whose entries is pending.
+-- Drops the leases of `calls` (by id, as `fenced` gives them) none of whose entries is pending;
+-- not a blocked read's reservation, whose jobs may run before adopt.lua writes their range.
 local function drop_ended(calls)
   for call, c in pairs(calls) do
-    if c and #redis.call('XPENDING', c.stream, 'g', c.first, c.last, 1, c.worker) == 0 then
+    if c and c.first ~= UNREAD_FIRST
+      and #redis.call('XPENDING', c.stream, 'g', c.first, c.last, 1, c.worker) == 0 then
       redis.call('DEL', call_lease(call))
       redis.call('ZREM', XLEASES, c.worker .. '|' .. call)
     end

@@ -67,6 +67,7 @@ if #ARGV >= 6 then
       for _, c in ipairs(calls) do
         redis.call('DEL', call_lease(c.call))
         redis.call('ZREM', XLEASES, worker .. '|' .. c.call)
+        redis.call('HDEL', XWAITING, worker .. '|' .. c.call)
       end
       for _, stream in ipairs(all) do
         redis.call('XGROUP', 'DELCONSUMER', stream, 'g', worker)
@@ -95,6 +96,7 @@ else
     else
       redis.call('DEL', lease)
       redis.call('ZREM', XLEASES, member)
+      redis.call('HDEL', XWAITING, member)
     end
   end
 end
