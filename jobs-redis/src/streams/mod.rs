@@ -30,18 +30,19 @@
 //! the fence (see [`token`]), one `XACK`, one `HSET` of the results, one `ZADD` to `done` and a
 //! check per fetch call it draws on, which drops a call none of whose entries is pending.
 //!
-//! Built so far (the first slice of the proposal, and priorities): enqueue, with delays and
-//! priorities (a stream per priority in use, read in order of priority); fetch; complete, fail
-//! with retries and the dead-letter set, release, renew and progress under the lease; rescue of
-//! lapsed leases and of gone workers; read by id; pause, the counts and retention (prune, which
-//! deletes a completed job's entry with its id, result, progress and errors, and the count of
-//! jobs finished since a time). Every other operation, and a job that needs what is not built (a
-//! unique key, key limits, debounce or throttle, a workflow step), is refused with [`Error::Invalid`] naming it: lists and management, cron, queue
-//! limits, stored versions. Fetches take every job, whatever its name and version. A stream hands
-//! out its entries in the order they were added: among jobs of one priority that were due when
-//! enqueued, one with an earlier run_at does not go first; a fetch across queues takes from each
-//! in turn. A dead job's
-//! entry stays until it can be deleted.
+//! Built so far (the first slice of the proposal, priorities, and the third slice's pickup):
+//! enqueue, with delays and priorities (a stream per priority in use, read in order of priority);
+//! fetch, and an idle worker's pickup of the next job in a blocked read of `x` ([`pickup`]);
+//! complete, fail with retries and the dead-letter set, release, renew and progress under the
+//! lease; rescue of lapsed leases and of gone workers; read by id; pause, the counts and retention
+//! (prune, which deletes a completed job's entry with its id, result, progress and errors, and the
+//! count of jobs finished since a time). Every other operation, and a job that needs what is not
+//! built (a unique key, key limits, debounce or throttle, a workflow step), is refused with
+//! [`Error::Invalid`] naming it: lists and management, cron, queue limits, stored versions. Fetches
+//! take every job, whatever its name and version. A stream hands out its entries in the order they
+//! were added: among jobs of one priority that were due when enqueued, one with an earlier run_at
+//! does not go first; a fetch across queues takes from each in turn. A dead job's entry stays until
+//! it can be deleted.
 
 mod enqueue;
 mod fetch;

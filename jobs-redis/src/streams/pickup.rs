@@ -192,8 +192,9 @@ impl RedisBackend {
         }
     }
 
-    /// Unblocks `read` until it has returned and handed over what it took: an unblock that
-    /// comes before the read blocks finds nothing to end, so it is sent again until then.
+    /// Unblocks `read` until it has returned and handed over what it took (or its task is
+    /// gone): an unblock that comes before the read blocks finds nothing to end, so it is sent
+    /// again every few milliseconds until then.
     async fn unblock(&self, mut read: Armed) {
         read.ending.store(true, Ordering::SeqCst);
         while read.reading() {
@@ -203,8 +204,14 @@ impl RedisBackend {
                 let _ = read.reading.wait_for(|reading| !reading).await;
                 return;
             }
+            // Over once the read says so, or its task ended without saying (the sender gone).
             let ended = read.reading.wait_for(|reading| !reading);
-            let _ = tokio::time::timeout(Duration::from_millis(5), ended).await;
+            if tokio::time::timeout(Duration::from_millis(5), ended)
+                .await
+                .is_ok()
+            {
+                return;
+            }
         }
     }
 
