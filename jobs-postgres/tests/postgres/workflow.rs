@@ -243,6 +243,23 @@ async fn a_step_made_ready_by_a_completion_wakes_its_queue() {
     assert_eq!(fetch(&backend, "wb", 10, 2_000).await.len(), 1);
 }
 
+/// Fails `leased` at `now_ms` with a fatal error, so that it is dead; the failure must apply.
+async fn fail_for_good(backend: &PgBackend, leased: &LeasedJob, now_ms: i64) {
+    let items = vec![Failure {
+        lease: leased.lease(),
+        error: ErrorReport::new(ErrorKind::Fatal, "no"),
+        retry_at: None,
+    }];
+    let failed = backend
+        .fail(FailParams {
+            items,
+            now: crate::support::at(now_ms),
+        })
+        .await
+        .expect("fail");
+    assert_eq!(failed, [true]);
+}
+
 /// A step that dies, by its failure or by a rescue of its lapsed lease, makes its compensation
 /// ready, and that wakes the compensation's queue: the effects of `fail` and `rescue` go
 /// through the schema's `apply_step_effects`, whose queues the statement notifies.
@@ -279,19 +296,7 @@ async fn a_compensation_made_ready_by_a_dead_step_wakes_its_queue() {
                 .expect("rescue");
             assert_eq!(ids, [leased[0].record.id]);
         } else {
-            let items = vec![Failure {
-                lease: leased[0].lease(),
-                error: ErrorReport::new(ErrorKind::Fatal, "no"),
-                retry_at: None,
-            }];
-            let failed = backend
-                .fail(FailParams {
-                    items,
-                    now: crate::support::at(2_000),
-                })
-                .await
-                .expect("fail");
-            assert_eq!(failed, [true]);
+            fail_for_good(&backend, &leased[0], 2_000).await;
         }
         assert!(
             tokio::time::timeout(Duration::from_secs(2), wakeup.wait())
@@ -312,19 +317,7 @@ async fn a_dead_step_cancels_its_follower_and_counts_it() {
     let second = jobs[1].id;
     put(&backend, jobs, t0()).await;
     let first = fetch(&backend, "wa", 10, 1_000).await;
-    let items = vec![Failure {
-        lease: first[0].lease(),
-        error: ErrorReport::new(ErrorKind::Fatal, "no"),
-        retry_at: None,
-    }];
-    let failed = backend
-        .fail(FailParams {
-            items,
-            now: crate::support::at(2_000),
-        })
-        .await
-        .expect("fail");
-    assert_eq!(failed, [true]);
+    fail_for_good(&backend, &first[0], 2_000).await;
     let cancelled = read(&backend, second).await.expect("stored");
     assert_eq!(cancelled.status, JobStatus::Cancelled);
     assert_eq!(cancelled.finished_at, Some(crate::support::at(2_000)));

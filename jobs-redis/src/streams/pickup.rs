@@ -165,31 +165,23 @@ impl RedisBackend {
     /// Ends `worker`'s read, if one is under way, and waits until what it took (if anything)
     /// has reached the worker's subscription.
     pub(crate) async fn end_wait(&self, worker: &str) {
-        let armed = self
-            .inner()
-            .readers
-            .armed
-            .lock()
-            .expect("readers")
-            .remove(worker);
-        if let Some(read) = armed {
+        if let Some(read) = self.disarm(worker) {
             self.unblock(read).await;
         }
     }
 
     /// Ends `worker`'s read in the background, if one is under way: a fetch leased jobs.
     pub(crate) fn end_wait_soon(&self, worker: &str) {
-        let armed = self
-            .inner()
-            .readers
-            .armed
-            .lock()
-            .expect("readers")
-            .remove(worker);
-        if let Some(read) = armed {
+        if let Some(read) = self.disarm(worker) {
             let backend = self.clone();
             tokio::spawn(async move { backend.unblock(read).await });
         }
+    }
+
+    /// Takes `worker`'s read out of those under way, if it has one.
+    fn disarm(&self, worker: &str) -> Option<Armed> {
+        let mut armed = self.inner().readers.armed.lock().expect("readers");
+        armed.remove(worker)
     }
 
     /// Unblocks `read` until it has returned and handed over what it took (or its task is

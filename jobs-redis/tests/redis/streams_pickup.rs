@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use jobs_core::{
-    Backend, EndDeliveriesParams, EnqueueParams, FetchParams, JobId, JobStatus, LeasedJob,
+    Backend, EndDeliveriesParams, EnqueueParams, FetchParams, JobId, JobStatus, LeasedJob, NewJob,
     PauseParams, ReadParams, RescueParams, RescueTarget, SubscribeParams, Wakeup,
 };
 use jobs_redis::RedisBackend;
@@ -36,7 +36,11 @@ async fn subscribe(backend: &RedisBackend) -> Wakeup {
 
 /// Enqueues one job of queue `s`, due now; its id.
 async fn enqueue_one(backend: &RedisBackend) -> JobId {
-    let job = ready("s");
+    enqueue_job(backend, ready("s")).await
+}
+
+/// Enqueues `job`; its id.
+async fn enqueue_job(backend: &RedisBackend, job: NewJob) -> JobId {
     let id = job.id;
     backend
         .enqueue(EnqueueParams {
@@ -46,6 +50,14 @@ async fn enqueue_one(backend: &RedisBackend) -> JobId {
         .await
         .unwrap();
     id
+}
+
+/// A job of queue `s` due now, of a priority other than the default: an entry of a stream
+/// that no read blocks on.
+fn urgent() -> NewJob {
+    let mut job = ready("s");
+    job.priority = 1;
+    job
 }
 
 /// The jobs delivered to `wakeup` within `within`.
@@ -126,15 +138,7 @@ async fn a_job_a_read_takes_wakes_no_worker_and_one_it_cannot_does() {
     // The read is over; a job of another priority, which no read takes, wakes the workers.
     complete_all(&backend, &got, t0()).await;
     assert!(backend.fetch(offering(1)).await.unwrap().is_empty());
-    let mut urgent = ready("s");
-    urgent.priority = 1;
-    backend
-        .enqueue(EnqueueParams {
-            jobs: vec![urgent],
-            now: t0(),
-        })
-        .await
-        .unwrap();
+    enqueue_job(&backend, urgent()).await;
     tokio::time::timeout(Duration::from_secs(5), other.wait())
         .await
         .expect("woken by a job no read takes");
@@ -230,17 +234,7 @@ async fn a_fetch_that_takes_jobs_ends_the_read() {
     let (_, backend) = store().await;
     let wakeup = subscribe(&backend).await;
     assert!(backend.fetch(offering(1)).await.unwrap().is_empty());
-    // A job of another priority: an entry of a stream the read does not block on.
-    let mut urgent = ready("s");
-    urgent.priority = 1;
-    let urgent_id = urgent.id;
-    backend
-        .enqueue(EnqueueParams {
-            jobs: vec![urgent],
-            now: t0(),
-        })
-        .await
-        .unwrap();
+    let urgent_id = enqueue_job(&backend, urgent()).await;
     let got = backend.fetch(offering(1)).await.unwrap();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].record.id, urgent_id);
