@@ -25,9 +25,9 @@
 --              there `f` and `l`, and the expiry of each entry renewed since (the field is the
 --              entry id); deleted once none of its entries is pending. Inside a fetch's
 --              transaction it holds `o`, the last entry of `x` delivered before the fetch,
---              and `n`, how many of `x`'s entries were pending for the worker then
---              An idle worker's blocked read (see wait.lua) reserves its call's lease before
---              it reads: `f` and `l` then name a range that holds no entry (UNREAD_FIRST,
+--              and `n`, how many of `x`'s entries were pending for the worker then. An idle
+--              worker's blocked read (see wait.lua) reserves its call's lease before it
+--              reads: `f` and `l` then name a range that holds no entry (UNREAD_FIRST,
 --              UNREAD_LAST), until adopt.lua writes what the read took
 --   leases     zset, score the earliest expiry of a call, member `worker|c`
 --   xwaiting   hash, the blocked reads of `x` under way: field `worker|c` (as in `leases`),

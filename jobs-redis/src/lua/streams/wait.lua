@@ -2,8 +2,8 @@
 -- fetch call ARGV[6] for worker ARGV[5] until ARGV[4], over no entry yet (see UNREAD_FIRST), so
 -- that a job the read takes runs under it at once, and a rescue finds the lease should the
 -- worker go before adopt.lua writes what the read took; lists the read in `xwaiting`; and
--- makes sure `x` and its group exist for the read. Fails with `TAKEN` when another call holds the id, which the caller draws
--- again.
+-- makes sure `x` and its group exist for the read. Fails with `TAKEN` when another call holds
+-- the id, which the caller draws again.
 local expiry, worker, call = ARGV[4], ARGV[5], ARGV[6]
 local lease = call_lease(call)
 if redis.call('HSETNX', lease, 'w', worker) == 0 then
