@@ -29,7 +29,7 @@ use crate::record::micros;
 use crate::scripts::SCRIPTS;
 use crate::streams::fetch::{leased_jobs, read_entries};
 use crate::streams::reply::bounds;
-use crate::streams::token::{CallId, EntryId};
+use crate::streams::token::CallId;
 use crate::RedisBackend;
 
 /// The longest a read blocks before it ends and the worker's next fetch starts another.
@@ -277,24 +277,36 @@ async fn read_once(
     let backend = RedisBackend::of(inner.clone());
     let failed = reply.is_err();
     let (started, expires) = read.lease();
-    let took = reply.and_then(|reply| hand_over(inner, &read, reply, started, expires));
+    let taken = reply.and_then(|reply| {
+        let entries = read_entries(reply)?;
+        Ok(bounds(&entries)?.map(|range| (range, entries)))
+    });
+    let mut corrupt = Vec::new();
+    let range = match taken {
+        Ok(Some((range, entries))) => {
+            match hand_over(inner, &read, entries, started, expires) {
+                Ok(failures) => corrupt = failures,
+                Err(e) => {
+                    tracing::warn!(queue = %read.queue, error = %e, "a worker's blocked read took jobs it cannot read; they are rescued when their lease lapses");
+                }
+            }
+            Some(range)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(queue = %read.queue, error = %e, "a worker's blocked read failed; what it took is rescued when its worker is gone");
+            None
+        }
+    };
     done.send_replace(false);
     let mut adopt = backend.invocation(&SCRIPTS.xadopt, &read.queue, started);
     adopt
         .arg(micros(expires))
         .arg(&read.worker)
         .arg(read.call.to_string());
-    let corrupt = match took {
-        Ok(Some(took)) => {
-            adopt.arg(took.first).arg(took.last).arg(took.n);
-            took.corrupt
-        }
-        Ok(None) => Vec::new(),
-        Err(e) => {
-            tracing::warn!(queue = %read.queue, error = %e, "a worker's blocked read failed; what it took is rescued when its worker is gone");
-            Vec::new()
-        }
-    };
+    if let Some((first, last, n)) = range {
+        adopt.arg(first).arg(last).arg(n);
+    }
     if let Err(e) = backend.run::<i64>(&adopt).await {
         tracing::warn!(queue = %read.queue, error = %e, "could not write the lease of a blocked read's jobs; they are rescued when their worker is gone");
     }
@@ -312,15 +324,6 @@ async fn read_once(
     }
 }
 
-/// What a read took: its first and last entry, how many, and a failure for each that does not
-/// decode (the others were handed over).
-struct Took {
-    first: EntryId,
-    last: EntryId,
-    n: usize,
-    corrupt: Vec<Failure>,
-}
-
 impl Read {
     /// When the read's jobs started, by the worker's clock, and until when they are leased.
     fn lease(&self) -> (Timestamp, Timestamp) {
@@ -330,20 +333,16 @@ impl Read {
     }
 }
 
-/// Hands the jobs of a read's `reply`, leased from `started` until `expires`, to the worker's
-/// subscription (or back to the store when it has none here); what it took, `None` when
-/// nothing.
+/// Hands the jobs of a read's `entries`, leased from `started` until `expires`, to the
+/// worker's subscription (or back to the store when it has none here); a failure for each that
+/// does not decode.
 fn hand_over(
     inner: Arc<Inner>,
     read: &Read,
-    reply: Value,
+    entries: Value,
     started: Timestamp,
     expires: Timestamp,
-) -> Result<Option<Took>, Error> {
-    let entries = read_entries(reply)?;
-    let Some((first, last, n)) = bounds(&entries)? else {
-        return Ok(None);
-    };
+) -> Result<Vec<Failure>, Error> {
     let (leased, corrupt) = leased_jobs(
         entries,
         read.call,
@@ -355,10 +354,5 @@ fn hand_over(
     for job in leased {
         Recipient::take(inner.clone(), &read.worker, job);
     }
-    Ok(Some(Took {
-        first,
-        last,
-        n,
-        corrupt,
-    }))
+    Ok(corrupt)
 }

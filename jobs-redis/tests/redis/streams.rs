@@ -59,7 +59,7 @@ pub(crate) async fn counts(backend: &RedisBackend) -> jobs_core::QueueCounts {
 
 /// Adds an entry of `j` alone for job `id` to the default stream of the queue whose keys start
 /// with `base`, as an enqueue writes one: the entry, its id in the id map, the counts.
-async fn add_raw_entry(
+pub(crate) async fn add_raw_entry(
     conn: &mut redis::aio::MultiplexedConnection,
     base: &str,
     id: JobId,

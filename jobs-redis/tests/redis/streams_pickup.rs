@@ -2,7 +2,7 @@
 //! whose fetch found nothing gets the next job in the enqueue's own turn, leased to it, without
 //! fetching again, and without a wake-up of the other workers; a paused queue's jobs go to no read until it is resumed; ended deliveries
 //! end the read, and so does a fetch that takes jobs; a reserved lease that lapsed (its worker
-//! gone) holds no job and is dropped by the rescue.
+//! gone) holds no job and is dropped by the rescue; a corrupt job a read takes dies alone.
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use jobs_core::{
 };
 use jobs_redis::RedisBackend;
 
-use crate::streams::{counts, ready, store};
+use crate::streams::{add_raw_entry, counts, ready, store};
 use crate::support::{complete_all, fetch, keys_like, raw_connection, t0};
 
 /// A fetch of queue `s` by worker `layout` that offers `places` idle places.
@@ -276,4 +276,46 @@ async fn a_lapsed_reserved_lease_holds_no_job_and_goes() {
         "and goes"
     );
     assert_eq!(counts(&backend).await.running, 0);
+}
+
+#[tokio::test]
+async fn a_corrupt_job_a_read_takes_dies_alone() {
+    let (prefix, backend) = store().await;
+    let wakeup = subscribe(&backend).await;
+    assert!(backend.fetch(offering(4)).await.unwrap().is_empty());
+    // An entry whose payload is not JSON, written as an enqueue writes one: the read takes it.
+    let bad = JobId::new();
+    let meta = "3|f5||bad";
+    let j = format!(
+        "{}{}:{}:{meta}not json {{",
+        bad.0.simple(),
+        t0().timestamp_micros(),
+        meta.len()
+    );
+    let mut conn = raw_connection().await;
+    add_raw_entry(&mut conn, &format!("{{{prefix}:s}}:"), bad, j).await;
+    let mut dead = None;
+    for _ in 0..100 {
+        let r = backend.read(ReadParams { id: bad }).await.unwrap();
+        if let Some(r) = r.filter(|r| r.status == JobStatus::Dead) {
+            dead = Some(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let dead = dead.expect("the corrupt job died");
+    assert_eq!(dead.errors.len(), 1);
+    assert_eq!(dead.errors[0].kind, jobs_core::ErrorKind::Decode);
+    assert!(
+        wakeup.delivered().is_empty(),
+        "nothing to run was handed over"
+    );
+    let c = counts(&backend).await;
+    assert_eq!((c.running, c.pending, c.dead), (0, 0, 1));
+
+    // The worker's next read takes the next job as ever.
+    assert!(backend.fetch(offering(4)).await.unwrap().is_empty());
+    let id = enqueue_one(&backend).await;
+    let got = delivered_within(&wakeup, Duration::from_secs(5)).await;
+    assert_eq!(got.iter().map(|j| j.record.id).collect::<Vec<_>>(), [id]);
 }
