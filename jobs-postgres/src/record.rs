@@ -148,7 +148,8 @@ pub(crate) fn leased(row: &PgRow) -> Result<Result<LeasedJob, Failure>, Error> {
 
 /// The values delivered to a step's slots, from its `inputs` column: an object keyed by the
 /// slot's number as text (which serde reads as the number), each value a JSON string whose
-/// content is the delivered value's text, as it was written (see `apply_step_effects`, migration 0021).
+/// content is the delivered value's text, as it was written (see `apply_step_effects`,
+/// migration 0021).
 fn delivered(text: &str) -> Result<BTreeMap<u32, Json>, Error> {
     let slots: BTreeMap<u32, String> = serde_json::from_str(text)?;
     slots

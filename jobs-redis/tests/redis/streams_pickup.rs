@@ -1,8 +1,9 @@
 //! Pickup by blocked reads on the streams layout (`jobs-redis/src/streams/pickup.rs`): a worker
 //! whose fetch found nothing gets the next job in the enqueue's own turn, leased to it, without
-//! fetching again, and without a wake-up of the other workers; a paused queue's jobs go to no read until it is resumed; ended deliveries
-//! end the read, and so does a fetch that takes jobs; a reserved lease that lapsed (its worker
-//! gone) holds no job and is dropped by the rescue; a corrupt job a read takes dies alone.
+//! fetching again, and without a wake-up of the other workers; a paused queue's jobs go to no read
+//! until it is resumed; ended deliveries end the read, and so does a fetch that takes jobs; a
+//! reserved lease that lapsed (its worker gone) holds no job and is dropped by the rescue; a
+//! corrupt job a read takes dies alone.
 
 use std::time::Duration;
 
