@@ -36,7 +36,7 @@ use crate::options::{Options, Timeouts};
 use crate::queues::KnownQueues;
 use crate::record::micros;
 use crate::scripts::Function;
-use crate::streams::pickup::Readers;
+use crate::streams::readers::Readers;
 
 /// The arguments a script call has room for from the start: the call's own six and one job's
 /// (see `record::push_job`), or a few jobs' lease writes.

@@ -47,8 +47,9 @@
 mod enqueue;
 mod fetch;
 pub(crate) mod packed;
-pub(crate) mod pickup;
+mod pickup;
 mod read;
+pub(crate) mod readers;
 mod reply;
 pub(crate) mod token;
 

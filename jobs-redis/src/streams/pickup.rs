@@ -12,22 +12,20 @@
 //! fetch that finds nothing starts another. Only a single server is read so: a cluster's
 //! worker, or one of several queues, waits for wake-ups, as before.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use jobs_core::{later, Error, Failure, FetchParams, Timestamp};
-use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, Value};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 use crate::backend::Inner;
 use crate::deliveries::Recipient;
 use crate::record::micros;
 use crate::scripts::SCRIPTS;
 use crate::streams::fetch::{leased_jobs, read_entries};
+use crate::streams::readers::{Armed, ReadConn};
 use crate::streams::reply::bounds;
 use crate::streams::token::CallId;
 use crate::RedisBackend;
@@ -37,39 +35,6 @@ const LONGEST_BLOCK: Duration = Duration::from_secs(10);
 
 /// How long a connection attempt for a read may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The blocked reads of a backend instance's workers, and the connections they use.
-#[derive(Default)]
-pub(crate) struct Readers {
-    /// Connections that a read used and left, with their client ids.
-    idle: Mutex<Vec<ReadConn>>,
-    /// Each worker's read, by worker.
-    armed: Mutex<HashMap<String, Armed>>,
-}
-
-/// A connection kept for blocked reads, and its id on the server (for `CLIENT UNBLOCK`).
-struct ReadConn {
-    conn: MultiplexedConnection,
-    id: i64,
-}
-
-/// A worker's read under way.
-struct Armed {
-    /// The id of its connection on the server.
-    client: i64,
-    /// Set when the read is to end without blocking again.
-    ending: Arc<AtomicBool>,
-    /// True until the read has returned and handed what it took to the worker's subscription
-    /// (it then writes their lease, while the worker may start another read).
-    reading: watch::Receiver<bool>,
-    task: JoinHandle<()>,
-}
-
-impl Armed {
-    fn reading(&self) -> bool {
-        *self.reading.borrow()
-    }
-}
 
 /// What one read needs: the worker, its queue and the call's lease.
 struct Read {
@@ -84,15 +49,6 @@ struct Read {
     block: Duration,
 }
 
-impl Drop for Readers {
-    fn drop(&mut self) {
-        let armed = self.armed.get_mut().unwrap_or_else(|e| e.into_inner());
-        for (_, read) in armed.drain() {
-            read.task.abort();
-        }
-    }
-}
-
 impl RedisBackend {
     /// Starts a blocked read for `p.worker` of `queue` (its fetch found nothing), unless one
     /// is under way, or the worker offers no place, or the store is a cluster.
@@ -101,13 +57,7 @@ impl RedisBackend {
             return Ok(());
         }
         let readers = &self.inner().readers;
-        if readers
-            .armed
-            .lock()
-            .expect("readers")
-            .get(&p.worker)
-            .is_some_and(Armed::reading)
-        {
+        if readers.is_reading(&p.worker) {
             return Ok(());
         }
         let conn = self.read_conn().await?;
@@ -125,7 +75,7 @@ impl RedisBackend {
                 Ok(_) => break call,
                 Err(e) if e.to_string().contains("TAKEN") => continue,
                 Err(e) => {
-                    readers.idle.lock().expect("readers").push(conn);
+                    readers.keep_idle(conn);
                     return Err(e);
                 }
             }
@@ -149,9 +99,8 @@ impl RedisBackend {
             ending.clone(),
             done,
         ));
-        // A read that ended by itself left its entry behind: this one replaces it.
-        readers.armed.lock().expect("readers").insert(
-            p.worker.clone(),
+        readers.arm(
+            &p.worker,
             Armed {
                 client,
                 ending,
@@ -180,8 +129,7 @@ impl RedisBackend {
 
     /// Takes `worker`'s read out of those under way, if it has one.
     fn disarm(&self, worker: &str) -> Option<Armed> {
-        let mut armed = self.inner().readers.armed.lock().expect("readers");
-        armed.remove(worker)
+        self.inner().readers.disarm(worker)
     }
 
     /// Unblocks `read` until it has returned and handed over what it took (or its task is
@@ -209,7 +157,7 @@ impl RedisBackend {
 
     /// A connection for a read: one a read left, or a new one.
     async fn read_conn(&self) -> Result<ReadConn, Error> {
-        if let Some(conn) = self.inner().readers.idle.lock().expect("readers").pop() {
+        if let Some(conn) = self.inner().readers.take_idle() {
             return Ok(conn);
         }
         let client: &Client = self
@@ -314,13 +262,7 @@ async fn read_once(
         backend.fail_corrupt(corrupt, started).await;
     }
     if !failed {
-        backend
-            .inner()
-            .readers
-            .idle
-            .lock()
-            .expect("readers")
-            .push(conn);
+        backend.inner().readers.keep_idle(conn);
     }
 }
 
