@@ -418,12 +418,10 @@ impl Backend for RedisBackend {
     }
 
     async fn list(&self, p: ListParams) -> Result<Vec<JobRecord>, Error> {
-        self.hash_only("listing jobs")?;
         self.list_matching(p).await
     }
 
     async fn manage(&self, p: ManageParams) -> Result<Managed, Error> {
-        self.hash_only("managing jobs")?;
         self.manage_jobs(p).await
     }
 

@@ -52,7 +52,8 @@ impl RedisBackend {
         let calls = ids_by_queue.iter().flat_map(|(queue, ids)| {
             let filter = &filter;
             ids.chunks(CHUNK).map(move |chunk| async move {
-                let mut inv = self.invocation(&SCRIPTS.manage, queue, p.now);
+                let script = self.script(&SCRIPTS.manage, &SCRIPTS.xmanage);
+                let mut inv = self.invocation(script, queue, p.now);
                 inv.arg(action_name(p.action));
                 push_filter(&mut inv, filter, true, true);
                 inv.arg(chunk);

@@ -10,12 +10,13 @@ use redis::{Cmd, Value};
 
 use crate::ids::id_text;
 use crate::keys::status_code;
+use crate::marker::Layout;
 use crate::record::{micros, PayloadRead, Stored};
 use crate::scripts::SCRIPTS;
 use crate::RedisBackend;
 
 /// Jobs one scan call examines at most, so that a call never blocks Redis for long.
-const SCAN_BUDGET: usize = 2_000;
+pub(crate) const SCAN_BUDGET: usize = 2_000;
 
 /// A job found by a scan: its id as stored, and its queue.
 pub(crate) type Found = (String, String);
@@ -136,6 +137,9 @@ impl RedisBackend {
         after: &str,
         limit: usize,
     ) -> Result<Vec<String>, Error> {
+        if self.layout() == Layout::Streams {
+            return self.find_entries(queue, filter, after, limit).await;
+        }
         let set = ScanSet::for_filter(filter);
         let mut found = Vec::new();
         let mut cursor = after.to_string();
@@ -162,6 +166,9 @@ impl RedisBackend {
         queue: &str,
         ids: &[String],
     ) -> Result<Vec<JobRecord>, Error> {
+        if self.layout() == Layout::Streams {
+            return self.read_entries(queue, ids).await;
+        }
         if ids.is_empty() {
             return Ok(Vec::new());
         }

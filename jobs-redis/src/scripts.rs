@@ -99,6 +99,8 @@ scripts! {
     xwait: "streams/wait.lua",
     xadopt: "streams/adopt.lua",
     xpause: "streams/pause.lua",
+    xmanage: "streams/manage.lua",
+    xscan: "streams/scan.lua",
 }
 
 /// The library, built once per process.

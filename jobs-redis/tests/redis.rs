@@ -35,6 +35,8 @@ mod restart;
 mod streams;
 #[path = "redis/streams_fetch.rs"]
 mod streams_fetch;
+#[path = "redis/streams_manage.rs"]
+mod streams_manage;
 #[path = "redis/streams_pickup.rs"]
 mod streams_pickup;
 #[path = "redis/tags.rs"]
@@ -71,7 +73,22 @@ mod streams_conformance {
         fetch_waits_for_run_at,
         lease_complete_repeated_after_it_applied_is_accepted,
         lease_of_a_stale_holder_is_fenced,
+        list_by_status_follows_a_job_through_its_statuses,
+        list_filters_by_creation_time,
+        list_filters_by_finish_time,
+        list_filters_by_name,
+        list_filters_by_queue,
+        list_filters_by_tag_across_queues,
+        list_matches_every_filter_field_at_once,
+        list_pages_in_id_order,
+        list_pages_through_operations_with_a_cursor,
         liveness_ends_when_its_holder_lets_go,
+        manage_by_filter_examines_a_bounded_batch,
+        manage_cancel_by_filter_in_batches,
+        manage_cancel_revokes_active_jobs_only,
+        manage_delete_by_filter_in_batches,
+        manage_one_reports_not_found_and_wrong_status,
+        manage_purge_by_status_and_finish_time,
         pause_marks_queues_until_resumed,
         queues_list_every_queue_with_its_counts,
         release_gives_the_attempt_back_and_keeps_run_at,

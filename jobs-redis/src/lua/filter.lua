@@ -27,30 +27,42 @@ local function read_filter(i)
   return nil
 end
 
+-- Whether a job matches filter `f` (not nil): its status code `s`, its `m` (whose last part is
+-- its name), its created_at and finished_at (text, the latter nil while it is active), and
+-- `tagged(tag)`, whether it carries a tag. The rule of both layouts (streams/keys.lua reads a
+-- job's parts from its entry).
+local function job_matches(f, s, m, created, finished, tagged)
+  if f.status and s ~= f.status then
+    return false
+  end
+  -- The name is the last part of `m`: max attempts|backoff|timeout|name.
+  if f.name and string.match(m, '^[^|]*|[^|]*|[^|]*|(.*)$') ~= f.name then
+    return false
+  end
+  created = tonumber(created)
+  if (f.created_after and created < f.created_after)
+    or (f.created_before and created >= f.created_before) then
+    return false
+  end
+  if f.finished_before then
+    local at = (s == 'c' or s == 'd' or s == 'x') and tonumber(finished)
+    if not at or at >= f.finished_before then
+      return false
+    end
+  end
+  return not f.tag or tagged(f.tag)
+end
+
 -- Whether job `id` (hash `key`) exists and matches filter `f` (nil matches every job).
 local function matches(key, id, f)
   if not f then
     return true
   end
   local v = redis.call('HMGET', key, 's', 'm', 'c', 'f')
-  local s = v[1]
-  if not s or (f.status and s ~= f.status) then
+  if not v[1] then
     return false
   end
-  -- The name is the last part of `m`: max attempts|backoff|timeout|name.
-  if f.name and string.match(v[2], '^[^|]*|[^|]*|[^|]*|(.*)$') ~= f.name then
-    return false
-  end
-  local created = tonumber(v[3])
-  if (f.created_after and created < f.created_after)
-    or (f.created_before and created >= f.created_before) then
-    return false
-  end
-  if f.finished_before then
-    local finished = (s == 'c' or s == 'd' or s == 'x') and tonumber(v[4])
-    if not finished or finished >= f.finished_before then
-      return false
-    end
-  end
-  return not f.tag or redis.call('ZSCORE', TAG .. f.tag, id) ~= false
+  return job_matches(f, v[1], v[2], v[3], v[4], function(tag)
+    return redis.call('ZSCORE', TAG .. tag, id) ~= false
+  end)
 end

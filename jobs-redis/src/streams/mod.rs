@@ -46,6 +46,7 @@
 
 mod enqueue;
 mod fetch;
+mod list;
 pub(crate) mod packed;
 mod pickup;
 mod read;

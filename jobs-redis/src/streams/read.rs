@@ -1,5 +1,6 @@
-//! Reading one job by id: its entry, and its result or lease.
+//! Reading jobs by id: each one's entry (or `d:<id>` hash), and its result or lease.
 
+use futures_util::future::try_join_all;
 use jobs_core::{Error, JobRecord, JobStatus, ReadParams};
 use redis::Value;
 
@@ -15,16 +16,28 @@ use crate::RedisBackend;
 impl RedisBackend {
     pub(crate) async fn read_entry(&self, p: ReadParams) -> Result<Option<JobRecord>, Error> {
         let id = &id_text(p.id);
-        self.in_some_queue(|queue| async move {
-            let mut inv = self.timeless_invocation(&SCRIPTS.xread, &queue);
-            inv.arg(id);
-            let reply: Value = self.run(&inv).await?;
-            match reply {
-                Value::Nil => Ok(None),
-                reply => record(reply, id, &queue).map(Some),
-            }
-        })
-        .await
+        self.in_some_queue(|queue| async move { self.read_in(&queue, id).await })
+            .await
+    }
+
+    /// The records of jobs `ids` of `queue` that exist, read at once.
+    pub(crate) async fn read_entries(
+        &self,
+        queue: &str,
+        ids: &[String],
+    ) -> Result<Vec<JobRecord>, Error> {
+        let read = try_join_all(ids.iter().map(|id| self.read_in(queue, id))).await?;
+        Ok(read.into_iter().flatten().collect())
+    }
+
+    /// Job `id`'s record, if `queue` holds it.
+    async fn read_in(&self, queue: &str, id: &str) -> Result<Option<JobRecord>, Error> {
+        let mut inv = self.timeless_invocation(&SCRIPTS.xread, queue);
+        inv.arg(id);
+        match self.run(&inv).await? {
+            Value::Nil => Ok(None),
+            reply => record(reply, id, queue).map(Some),
+        }
     }
 }
 
@@ -65,10 +78,12 @@ fn record(reply: Value, id: &str, queue: &str) -> Result<JobRecord, Error> {
         fields.extend(["pg".to_string(), progress]);
     }
     let held: Vec<String> = parts.map(text).collect::<Result<_, _>>()?;
-    // A delayed job's fields hold its status; an entry's status is where the entry is.
-    if entry != "d" {
+    // A `d:<id>` job's fields hold its status; an entry's status is where the entry is.
+    let has_entry = entry != "d";
+    if has_entry {
         let status = match (&ended, held.is_empty()) {
             (Some(e), _) if e.starts_with("d|") => "d",
+            (Some(e), _) if e.starts_with("x|") => "x",
             (Some(_), _) => "c",
             (None, false) => "r",
             (None, true) => "p",
@@ -83,14 +98,19 @@ fn record(reply: Value, id: &str, queue: &str) -> Result<JobRecord, Error> {
         fields.extend(["l".into(), lease]);
     }
     if let Some(ended) = &ended {
-        // `mark|started_at|finished_at|result`, the mark `d` for a dead job.
-        let mut cut = ended.splitn(4, '|').skip(1);
-        let (Some(started), Some(finished), Some(value)) = (cut.next(), cut.next(), cut.next())
+        // `mark|started_at|finished_at|result`, the mark `d` for a dead job and `x` for a
+        // cancelled one (whose started_at is empty when it never ran).
+        let mut cut = ended.splitn(4, '|');
+        let (Some(mark), Some(started), Some(finished), Some(value)) =
+            (cut.next(), cut.next(), cut.next(), cut.next())
         else {
             return Err(Error::backend(format!("how job {id} ended is malformed")));
         };
-        fields.extend(["st".into(), started.into(), "f".into(), finished.into()]);
-        if !ended.starts_with("d|") {
+        if !started.is_empty() {
+            fields.extend(["st".into(), started.into()]);
+        }
+        fields.extend(["f".into(), finished.into()]);
+        if mark != "d" && mark != "x" {
             fields.extend(["res".into(), value.into()]);
         }
     }
@@ -101,11 +121,14 @@ fn record(reply: Value, id: &str, queue: &str) -> Result<JobRecord, Error> {
         errors,
     };
     let mut record = stored.record(id, queue, PayloadRead::Lenient)?;
-    // An entry's `a` counts the attempts before it was added; one delivered started another.
-    if matches!(
-        record.status,
-        JobStatus::Running | JobStatus::Completed | JobStatus::Dead
-    ) {
+    // An entry's `a` counts the attempts before it was added; one delivered started another
+    // (a job cancelled before it ran has no entry).
+    if has_entry
+        && matches!(
+            record.status,
+            JobStatus::Running | JobStatus::Completed | JobStatus::Dead | JobStatus::Cancelled
+        )
+    {
         record.attempt += 1;
     }
     Ok(record)

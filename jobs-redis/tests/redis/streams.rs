@@ -4,8 +4,8 @@
 
 use jobs_core::{
     Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Error, ErrorKind,
-    ErrorReport, FailParams, Failure, FinishedParams, JobFilter, JobId, JobStatus, LeaseRef,
-    LeaseToken, LeasedJob, Operations, PageRequest, PruneParams, ReadParams, Timestamp,
+    ErrorReport, FailParams, Failure, FinishedParams, JobId, JobStatus, LeaseRef, LeaseToken,
+    LeasedJob, PruneParams, QueueLimits, ReadParams, SetLimitsParams, Timestamp,
 };
 use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
@@ -153,10 +153,16 @@ async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
         assert!(message.contains("layout `streams`"), "{message}");
     }
     let e = backend
-        .jobs(&JobFilter::new(), PageRequest::default())
+        .set_limits(SetLimitsParams {
+            queue: "s".into(),
+            limits: QueueLimits {
+                max_depth: Some(10),
+                ..QueueLimits::default()
+            },
+        })
         .await
         .unwrap_err();
-    assert!(invalid(e).contains("listing jobs"));
+    assert!(invalid(e).contains("a queue's limits"));
     let mut conn = raw_connection().await;
     assert_eq!(
         keys_like(&mut conn, &prefix, "*").await,
@@ -166,7 +172,7 @@ async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
 }
 
 /// Enqueues `n` jobs of queue `s` and fetches them all.
-async fn leased(backend: &RedisBackend, n: usize) -> Vec<LeasedJob> {
+pub(crate) async fn leased(backend: &RedisBackend, n: usize) -> Vec<LeasedJob> {
     let jobs = (0..n).map(|_| ready("s")).collect();
     backend
         .enqueue(EnqueueParams { jobs, now: t0() })
@@ -177,7 +183,7 @@ async fn leased(backend: &RedisBackend, n: usize) -> Vec<LeasedJob> {
     got
 }
 
-fn done(lease: LeaseRef) -> Completion {
+pub(crate) fn done(lease: LeaseRef) -> Completion {
     Completion {
         lease,
         result: RawValue::from_string("1".into()).unwrap(),

@@ -339,16 +339,17 @@ end
 
 -- Makes job `id` pending again, or scheduled (`status` 's'), with `attempts` attempts made
 -- and run_at `run_at`: a new entry when it is due (of `xr` when `ahead`, so that it keeps its
--- place), else in `xdelayed`. `fields` are its entry's (`j` first). Returns whether it was
--- added to a stream.
+-- place), else in `xdelayed`. `fields` are its entry's, or its `d:<id>` hash's (in any order).
+-- Returns whether it was added to a stream.
 local function requeue(id, fields, attempts, run_at, status, ahead)
+  local kept = with_j_first(fields, { a = true, s = true, c = true }, {})
   -- An entry without `c` was created at its run_at, which changes now.
-  local more = { 'c', field_of(fields, 'c') or run_at_of(fields) }
+  kept[#kept + 1] = 'c'
+  kept[#kept + 1] = field_of(fields, 'c') or run_at_of(kept)
   if attempts > 0 then
-    more[#more + 1] = 'a'
-    more[#more + 1] = int(attempts)
+    kept[#kept + 1] = 'a'
+    kept[#kept + 1] = int(attempts)
   end
-  local kept = with_j_first(fields, { a = true, s = true, c = true }, more)
   kept[2] = with_run_at(kept[2], run_at)
   if tonumber(run_at) <= NOW then
     recount_by('q', 1)
@@ -507,4 +508,72 @@ local function each_ended(first, step, write)
     end
   end
   return out, acks, calls
+end
+
+-- The lease of running entry `entry` of `stream`: the call of its worker that read the stream
+-- over a range that holds it (see `lease_of`), or nil; and its worker, or nil when no worker
+-- holds the entry.
+local function running_lease(stream, entry)
+  local held = redis.call('XPENDING', stream, 'g', entry, entry, 1)[1]
+  if not held then
+    return nil, nil
+  end
+  for _, c in ipairs(leases_of(held[2])) do
+    if covers(c, stream, entry) then
+      return c, held[2]
+    end
+  end
+  return nil, held[2]
+end
+
+-- What the queue holds of job `id`, whose value in the id map is `current`: nil when its
+-- entry is gone, else {status (code), fields (its entry's, or its `d:<id>` hash's, `j` among
+-- them), ended (its value in `res`) or false, and for a job with an entry its stream and
+-- entry}. A job waits in `d:<id>` (its status in its fields) while it is delayed, and once it
+-- is cancelled before it ran; an entry's job has ended when `res` says how, and runs while a
+-- worker holds the entry.
+local function job_state(id, current)
+  local ended = redis.call('HGET', XRES, id) or false
+  if current == 'd' then
+    local fields = redis.call('HGETALL', delayed_key(id))
+    return { status = field_of(fields, 's'), fields = fields, ended = ended }
+  end
+  local stream, entry = located(current)
+  local fields = entry_fields(stream, entry)
+  if not fields then
+    return nil
+  end
+  local status
+  if ended then
+    -- A dead or cancelled job's mark is one letter; a completed one's, its lease's 16 digits.
+    status = string.match(ended, '^([dx])|') or 'c'
+  elseif redis.call('XPENDING', stream, 'g', entry, entry, 1)[1] then
+    status = 'r'
+  else
+    status = 'p'
+  end
+  return { status = status, fields = fields, ended = ended, stream = stream, entry = entry }
+end
+
+-- Whether job state `state` (see `job_state`) matches filter `f` (nil matches every job), by
+-- filter.lua's rule.
+local function state_matches(state, f)
+  if not f then
+    return true
+  end
+  local fields = state.fields
+  local j = field_of(fields, 'j')
+  -- `j`: the id, the run_at, `:`, the length of `m`, `:`, `m`, the payload (streams/packed.rs).
+  local run_at, len, from = string.match(j, '^(%-?%d+):(%d+):()', ID_LEN + 1)
+  local m = string.sub(j, from, from + tonumber(len) - 1)
+  local finished = state.ended and string.match(state.ended, '^[^|]*|[^|]*|([^|]*)|')
+  return job_matches(f, state.status, m, field_of(fields, 'c') or run_at, finished,
+    function(tag)
+      for _, t in ipairs(cjson.decode(field_of(fields, 'tg') or '[]')) do
+        if t == tag then
+          return true
+        end
+      end
+      return false
+    end)
 end

@@ -1,10 +1,10 @@
--- Removes the oldest completed jobs beyond the retention: ARGV[4] keep at most this many (''
--- for no count limit), ARGV[5] remove those finished before this time ('' for no age limit),
--- ARGV[6] at most this many per call. Returns how many were removed. As the hash layout's
--- prune.lua, it takes `done`'s oldest member (the jobs of one completion call) at a time and
--- puts back what it leaves of it; a job of the member that finished another time since (it was
--- retried) is skipped. A removed job's entry, id, result, progress and errors go, each kind in
--- one command per member.
+-- Removes the oldest finished jobs (completed, cancelled) beyond the retention: ARGV[4] keep at
+-- most this many ('' for no count limit), ARGV[5] remove those finished before this time ('' for no
+-- age limit), ARGV[6] at most this many per call. Returns how many were removed. As the hash
+-- layout's prune.lua, it takes `done`'s oldest member (the jobs of one completion call) at a time
+-- and puts back what it leaves of it; a job of the member that finished another time since (it was
+-- retried) is skipped. A removed job's entry (or, cancelled before it ran, its `d:<id>`), id,
+-- result, progress and errors go, each kind in one command per member.
 local limit, over, before = retention()
 if not limit then
   return 0
@@ -30,14 +30,22 @@ while removed < limit do
   end
   local ended = redis.call('HMGET', XRES, unpack(ids))
   local current = redis.call('HMGET', XIDS, unpack(ids))
-  local entries, gone, side = {}, {}, {}
+  local entries, gone, side, cancelled = {}, {}, {}, 0
   for k, id in ipairs(ids) do
     local e = ended[k]
     if e and current[k] and string.sub(e, 1, 2) ~= 'd|'
       and string.match(e, '^[^|]*|[^|]*|([^|]*)|') == at then
-      local stream, entry = located(current[k])
-      entries[stream] = entries[stream] or {}
-      table.insert(entries[stream], entry)
+      if current[k] == 'd' then
+        -- Cancelled before it ran: its fields are its `d:<id>`.
+        side[#side + 1] = delayed_key(id)
+      else
+        local stream, entry = located(current[k])
+        entries[stream] = entries[stream] or {}
+        table.insert(entries[stream], entry)
+      end
+      if string.sub(e, 1, 2) == 'x|' then
+        cancelled = cancelled + 1
+      end
       gone[#gone + 1] = id
       side[#side + 1] = side_key('e', id)
     end
@@ -50,7 +58,8 @@ while removed < limit do
     bulk('HDEL', XRES, gone, 500)
     bulk('HDEL', XPROGRESS, gone, 500)
     bulk('DEL', nil, side, 500)
-    recount_by('c', -#gone)
+    recount_by('c', cancelled - #gone)
+    recount_by('x', -cancelled)
   end
   removed = removed + #gone
   if from < #member then

@@ -1,0 +1,290 @@
+//! Listing and managing jobs in the layout on Redis Streams, beyond the checks of the suite it
+//! passes: what each action leaves of a job in the store, the lease of a cancelled running job,
+//! the retention of cancelled jobs, and a list over more jobs than one scan step examines.
+
+use jobs_core::{
+    Backend, CompleteParams, EnqueueParams, ErrorKind, ErrorReport, FailParams, Failure, JobFilter,
+    JobId, JobStatus, Operations, PageRequest, PruneParams, ReadParams,
+};
+use jobs_redis::{redis, RedisBackend};
+
+use crate::streams::{counts, done, leased, ready, store};
+use crate::support::{at, fetch, keys_like, raw_connection, t0};
+
+/// Job `id`'s record.
+async fn record(backend: &RedisBackend, id: JobId) -> jobs_core::JobRecord {
+    backend.read(ReadParams { id }).await.unwrap().unwrap()
+}
+
+/// How many entries, ids, results, delayed jobs, finished members, dead jobs and leases
+/// queue `s` of `prefix` holds.
+async fn held(prefix: &str) -> [u64; 7] {
+    let mut conn = raw_connection().await;
+    let key = |name: &str| format!("{{{prefix}:s}}:{name}");
+    let (x, ids, res, delayed, finished, dead, leases): (u64, u64, u64, u64, u64, u64, u64) =
+        redis::pipe()
+            .cmd("XLEN")
+            .arg(key("x"))
+            .cmd("HLEN")
+            .arg(key("ids"))
+            .cmd("HLEN")
+            .arg(key("res"))
+            .cmd("ZCARD")
+            .arg(key("xdelayed"))
+            .cmd("ZCARD")
+            .arg(key("done"))
+            .cmd("ZCARD")
+            .arg(key("dead"))
+            .cmd("ZCARD")
+            .arg(key("leases"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    [x, ids, res, delayed, finished, dead, leases]
+}
+
+/// The side keys (`d:<id>`, `e:<id>`, leases) queue `s` of `prefix` holds.
+async fn side_keys(prefix: &str) -> Vec<String> {
+    let mut conn = raw_connection().await;
+    let mut keys = Vec::new();
+    for kind in ["d", "e", "lease"] {
+        keys.extend(keys_like(&mut conn, prefix, &format!(":s}}:{kind}:*")).await);
+    }
+    keys
+}
+
+/// One job in each status this layout stores: pending, scheduled, running, completed, dead,
+/// cancelled before it ran and cancelled while it ran; in that order.
+async fn one_of_each(backend: &RedisBackend) -> Vec<JobId> {
+    let got = leased(backend, 4).await;
+    let (running, completed, dead, cancelled_running) = (&got[0], &got[1], &got[2], &got[3]);
+    let finished = CompleteParams {
+        items: vec![done(completed.lease())],
+        now: at(1),
+    };
+    assert_eq!(backend.complete(finished).await.unwrap(), [true]);
+    let failure = Failure {
+        lease: dead.lease(),
+        error: ErrorReport::new(ErrorKind::Fatal, "no"),
+        retry_at: None,
+    };
+    let failed = FailParams {
+        items: vec![failure],
+        now: at(1),
+    };
+    assert_eq!(backend.fail(failed).await.unwrap(), [true]);
+    backend.cancel(cancelled_running.record.id).await.unwrap();
+    let mut scheduled = ready("s");
+    scheduled.run_at = at(3_600_000);
+    let (pending, cancelled) = (ready("s"), ready("s"));
+    let ids = [pending.id, scheduled.id, cancelled.id];
+    backend
+        .enqueue(EnqueueParams {
+            jobs: vec![pending, scheduled, cancelled],
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    backend.cancel(ids[2]).await.unwrap();
+    vec![
+        ids[0],
+        ids[1],
+        running.record.id,
+        completed.record.id,
+        dead.record.id,
+        ids[2],
+        cancelled_running.record.id,
+    ]
+}
+
+#[tokio::test]
+async fn each_status_reads_back_and_a_delete_leaves_nothing_of_it() {
+    let (prefix, backend) = store().await;
+    let ids = one_of_each(&backend).await;
+    let statuses = [
+        JobStatus::Pending,
+        JobStatus::Scheduled,
+        JobStatus::Running,
+        JobStatus::Completed,
+        JobStatus::Dead,
+        JobStatus::Cancelled,
+        JobStatus::Cancelled,
+    ];
+    for (id, status) in ids.iter().zip(statuses) {
+        assert_eq!(record(&backend, *id).await.status, status, "job {id}");
+        let listed = backend
+            .jobs(&JobFilter::new().status(status), PageRequest::default())
+            .await
+            .unwrap();
+        assert!(
+            listed.jobs.iter().any(|r| r.id == *id),
+            "{status} lists {id}"
+        );
+    }
+    let c = counts(&backend).await;
+    assert_eq!(
+        (
+            c.pending,
+            c.scheduled,
+            c.running,
+            c.completed,
+            c.dead,
+            c.cancelled
+        ),
+        (1, 1, 1, 1, 1, 2)
+    );
+    assert_eq!(backend.delete_all(&JobFilter::new()).await.unwrap(), 7);
+    for id in &ids {
+        assert!(backend
+            .read(ReadParams { id: *id })
+            .await
+            .unwrap()
+            .is_none());
+    }
+    let c = counts(&backend).await;
+    assert_eq!(
+        (
+            c.pending,
+            c.scheduled,
+            c.running,
+            c.completed,
+            c.dead,
+            c.cancelled
+        ),
+        (0, 0, 0, 0, 0, 0)
+    );
+    assert_eq!(
+        held(&prefix).await,
+        [0; 7],
+        "entries, ids, res, delayed, done, dead, leases"
+    );
+    assert_eq!(side_keys(&prefix).await, Vec::<String>::new());
+    // Nothing is left to deliver: the pending job's entry went with it.
+    assert!(backend
+        .fetch(fetch(&["s"], 10, at(10)))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn a_cancelled_running_job_is_fenced_and_its_call_dropped() {
+    let (prefix, backend) = store().await;
+    let got = leased(&backend, 1).await;
+    let id = got[0].record.id;
+    backend.cancel(id).await.unwrap();
+    let r = record(&backend, id).await;
+    assert_eq!(
+        (
+            r.status,
+            r.attempt,
+            r.started_at.is_some(),
+            r.lease.is_none()
+        ),
+        (JobStatus::Cancelled, 1, true, true)
+    );
+    assert!(r.finished_at.is_some());
+    let late = CompleteParams {
+        items: vec![done(got[0].lease())],
+        now: at(5),
+    };
+    assert_eq!(backend.complete(late).await.unwrap(), [false], "fenced");
+    assert_eq!(record(&backend, id).await.status, JobStatus::Cancelled);
+    let [_, _, _, _, _, _, leases] = held(&prefix).await;
+    assert_eq!(leases, 0, "the call's lease went with its one job");
+    let c = counts(&backend).await;
+    assert_eq!((c.running, c.cancelled), (0, 1));
+
+    // Retried, it runs again as a new attempt 1 and completes.
+    backend.retry(id).await.unwrap();
+    let again = backend.fetch(fetch(&["s"], 5, at(10))).await.unwrap();
+    assert_eq!(
+        again
+            .iter()
+            .map(|j| (j.record.id, j.record.attempt))
+            .collect::<Vec<_>>(),
+        [(id, 1)]
+    );
+    let finished = CompleteParams {
+        items: vec![done(again[0].lease())],
+        now: at(11),
+    };
+    assert_eq!(backend.complete(finished).await.unwrap(), [true]);
+    let c = counts(&backend).await;
+    assert_eq!((c.running, c.cancelled, c.completed), (0, 0, 1));
+}
+
+#[tokio::test]
+async fn cancelled_jobs_are_pruned_with_their_fields() {
+    let (prefix, backend) = store().await;
+    let got = leased(&backend, 1).await;
+    backend.cancel(got[0].record.id).await.unwrap();
+    let waiting = ready("s");
+    let waiting_id = waiting.id;
+    backend
+        .enqueue(EnqueueParams {
+            jobs: vec![waiting],
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    backend.cancel(waiting_id).await.unwrap();
+    assert_eq!(
+        side_keys(&prefix).await.len(),
+        1,
+        "the waiting job's d:<id>"
+    );
+    let removed = backend
+        .prune(PruneParams {
+            queue: "s".into(),
+            keep_count: Some(0),
+            finished_before: None,
+            limit: 100,
+            now: at(100_000),
+        })
+        .await
+        .unwrap();
+    assert_eq!(removed, 2);
+    assert_eq!(counts(&backend).await.cancelled, 0);
+    assert_eq!(held(&prefix).await, [0; 7]);
+    assert_eq!(side_keys(&prefix).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_list_pages_in_id_order_over_more_jobs_than_a_scan_step() {
+    let (_prefix, backend) = store().await;
+    let jobs: Vec<_> = (0..5_000).map(|_| ready("s")).collect();
+    let mut ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+    backend
+        .enqueue(EnqueueParams { jobs, now: t0() })
+        .await
+        .unwrap();
+    ids.sort();
+    let every_page = |filter: JobFilter| {
+        let backend = backend.clone();
+        async move {
+            let (mut listed, mut request) = (Vec::new(), PageRequest::default().limit(700));
+            loop {
+                let page = backend.jobs(&filter, request).await.unwrap();
+                listed.extend(page.jobs.iter().map(|r| r.id));
+                match page.next {
+                    Some(next) => request = PageRequest::after(next).limit(700),
+                    None => return listed,
+                }
+            }
+        }
+    };
+    assert_eq!(every_page(JobFilter::new()).await, ids);
+    // Every seventh cancelled: a filter keeps its own, in order.
+    let cancelled: Vec<JobId> = ids.iter().copied().step_by(7).collect();
+    for id in &cancelled {
+        backend.cancel(*id).await.unwrap();
+    }
+    let by_status = JobFilter::new().status(JobStatus::Cancelled);
+    assert_eq!(every_page(by_status).await, cancelled);
+    let c = counts(&backend).await;
+    assert_eq!(
+        (c.pending, c.cancelled),
+        (5_000 - cancelled.len() as u64, cancelled.len() as u64)
+    );
+}
