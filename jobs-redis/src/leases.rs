@@ -31,6 +31,11 @@ use crate::scripts::{Function, SCRIPTS};
 use crate::streams::token;
 use crate::RedisBackend;
 
+/// Items per call of a script under leases: a worker's batches hold fewer, and a larger batch
+/// (a bulk completion through the backend) neither blocks Redis for long nor passes a script
+/// more ids than it can unpack at once.
+const CHUNK: usize = 1_000;
+
 /// A job as fetch.lua returns it: its id, its hash before the lease, its payload when the hash
 /// does not hold it, its errors (none: null) and whether its lease is reserved (1) or not (0).
 /// Its text is borrowed from the reply wherever the JSON has no escape to undo.
@@ -388,9 +393,9 @@ impl RedisBackend {
         Ok(accepted[0])
     }
 
-    /// Runs `script` once per queue over the items leased in it: the shared arguments,
-    /// `head`'s, then per item its lease's and what `item` adds. Returns which items were
-    /// accepted.
+    /// Runs `script` per queue over the items leased in it, [`CHUNK`] items a call: the shared
+    /// arguments, `head`'s, then per item its lease's and what `item` adds. Returns which items
+    /// were accepted.
     async fn under_leases<T>(
         &self,
         script: &'static Function,
@@ -410,7 +415,11 @@ impl RedisBackend {
             }
         }
         let layout = self.layout();
-        let answers = try_join_all(groups.into_iter().map(|(queue, members)| {
+        let calls = groups.into_iter().flat_map(|(queue, members)| {
+            let parts: Vec<Vec<usize>> = members.chunks(CHUNK).map(<[usize]>::to_vec).collect();
+            parts.into_iter().map(move |part| (queue, part))
+        });
+        let answers = try_join_all(calls.map(|(queue, members)| {
             let mut inv = self.invocation(script, queue, now);
             head(&mut inv);
             for &i in &members {

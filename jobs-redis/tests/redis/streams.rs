@@ -727,3 +727,19 @@ async fn a_gone_workers_corrupt_entries_die_and_its_healthy_job_runs_again() {
         assert!(e.to_string().contains("malformed"), "{e}");
     }
 }
+
+/// A completion of more jobs than one script call takes (a bulk completion through the
+/// backend, not a worker's batch) goes in parts, each job accepted once.
+#[tokio::test]
+async fn ten_thousand_completions_in_one_call_are_all_accepted() {
+    let (_prefix, backend) = store().await;
+    let got = leased(&backend, 10_000).await;
+    let items: Vec<Completion> = got.iter().map(|j| done(j.lease())).collect();
+    let accepted = backend
+        .complete(CompleteParams { items, now: at(1) })
+        .await
+        .unwrap();
+    assert_eq!(accepted, vec![true; 10_000]);
+    let c = counts(&backend).await;
+    assert_eq!((c.running, c.completed), (0, 10_000));
+}

@@ -288,3 +288,58 @@ async fn a_list_pages_in_id_order_over_more_jobs_than_a_scan_step() {
         (5_000 - cancelled.len() as u64, cancelled.len() as u64)
     );
 }
+
+#[tokio::test]
+async fn dead_jobs_page_in_id_order_through_the_dead_set() {
+    let (_prefix, backend) = store().await;
+    let jobs: Vec<_> = (0..2_500)
+        .map(|i| {
+            let mut job = ready("s");
+            if i % 50 == 0 {
+                job.name = "rare".into();
+            }
+            job
+        })
+        .collect();
+    let mut rare: Vec<JobId> = jobs
+        .iter()
+        .filter(|j| j.name == "rare")
+        .map(|j| j.id)
+        .collect();
+    backend
+        .enqueue(EnqueueParams { jobs, now: t0() })
+        .await
+        .unwrap();
+    loop {
+        let got = backend.fetch(fetch(&["s"], 1_000, at(1))).await.unwrap();
+        if got.is_empty() {
+            break;
+        }
+        let items = got
+            .iter()
+            .map(|j| Failure {
+                lease: j.lease(),
+                error: ErrorReport::new(ErrorKind::Fatal, "no"),
+                retry_at: None,
+            })
+            .collect();
+        backend
+            .fail(FailParams { items, now: at(2) })
+            .await
+            .unwrap();
+    }
+    assert_eq!(counts(&backend).await.dead, 2_500);
+    rare.sort();
+    // One page of 100 walks past a scan step (2,000 jobs) to find its jobs.
+    let filter = JobFilter::new().status(JobStatus::Dead).name("rare");
+    let (mut listed, mut request) = (Vec::new(), PageRequest::default().limit(100));
+    loop {
+        let page = backend.jobs(&filter, request).await.unwrap();
+        listed.extend(page.jobs.iter().map(|r| r.id));
+        match page.next {
+            Some(next) => request = PageRequest::after(next).limit(100),
+            None => break,
+        }
+    }
+    assert_eq!(listed, rare);
+}
