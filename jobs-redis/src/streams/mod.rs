@@ -17,7 +17,7 @@
 //!   to its progress;
 //! - a job waiting for a later run_at (scheduled, or a retry's backoff) is the hash `d:<id>`
 //!   and a member of the sorted set `xdelayed`, added to the stream by the fetch that finds it
-//!   due;
+//!   due; a job cancelled before it ran keeps its fields in `d:<id>` too;
 //! - each fetch call reads one stream (the first, in order of priority, that holds entries);
 //!   its lease is the hash `lease:<call>` (worker, start, expiry, the stream, its first and
 //!   last entry there, and each renewed entry's expiry) and a member of the sorted set
@@ -30,19 +30,23 @@
 //! the fence (see [`token`]), one `XACK`, one `HSET` of the results, one `ZADD` to `done` and a
 //! check per fetch call it draws on, which drops a call none of whose entries is pending.
 //!
-//! Built so far (the first slice of the proposal, priorities, and the third slice's pickup):
-//! enqueue, with delays and priorities (a stream per priority in use, read in order of priority);
-//! fetch, and an idle worker's pickup of the next job in a blocked read of `x` ([`pickup`]);
-//! complete, fail with retries and the dead-letter set, release, renew and progress under the
-//! lease; rescue of lapsed leases and of gone workers; read by id; pause, the counts and retention
-//! (prune, which deletes a completed job's entry with its id, result, progress and errors, and the
-//! count of jobs finished since a time). Every other operation, and a job that needs what is not
-//! built (a unique key, key limits, debounce or throttle, a workflow step), is refused with
-//! [`Error::Invalid`] naming it: lists and management, cron, queue limits, stored versions. Fetches
-//! take every job, whatever its name and version. A stream hands out its entries in the order they
-//! were added: among jobs of one priority that were due when enqueued, one with an earlier run_at
-//! does not go first; a fetch across queues takes from each in turn. A dead job's entry stays until
-//! it can be deleted.
+//! Built so far (the first slice of the proposal, priorities, the second slice's lists and
+//! management, and the third slice's pickup): enqueue, with delays and priorities (a stream per
+//! priority in use, read in order of priority); fetch, and an idle worker's pickup of the next job
+//! in a blocked read of `x` ([`pickup`]); complete, fail with retries and the dead-letter set,
+//! release, renew and progress under the lease; rescue of lapsed leases and of gone workers; read
+//! by id; lists by filter ([`list`]: the id map walked, the dead set for dead jobs) and retry,
+//! cancel and delete, by id or by filter; pause, the counts and retention (prune, which deletes a
+//! completed or cancelled job's entry with its id, result, progress and errors, and the count of
+//! jobs finished since a time). A job cancelled before it ran keeps its fields in `d:<id>` (its
+//! entry is deleted, so that no read delivers it); one cancelled while it ran keeps its entry,
+//! acknowledged, so that its worker's lease no longer holds. Every other operation, and a job that
+//! needs what is not built (a unique key, key limits, debounce or throttle, a workflow step), is
+//! refused with [`Error::Invalid`] naming it: cron, queue limits, stored versions. Fetches take
+//! every job, whatever its name and version. A stream hands out its entries in the order they were
+//! added: among jobs of one priority that were due when enqueued, one with an earlier run_at does
+//! not go first; a fetch across queues takes from each in turn. A dead job's entry stays until it
+//! is retried or deleted.
 
 mod enqueue;
 mod fetch;

@@ -5,9 +5,16 @@ use axum::http::StatusCode;
 use jobs_core::{AnyBackend, JobFilter, JobStatus, Operations, PageRequest};
 use serde_json::json;
 
-use crate::support::{kill_all, on_every_store, put_n, Web};
+use crate::support::{kill_all, on_every_store, on_redis_streams, put_n, Web};
 
 on_every_store!(
+    forms_act_on_one_job,
+    the_api_acts_on_one_job,
+    bulk_actions_confirm_the_exact_count,
+    the_api_applies_bulk_actions,
+    queues_pause_and_resume
+);
+on_redis_streams!(
     forms_act_on_one_job,
     the_api_acts_on_one_job,
     bulk_actions_confirm_the_exact_count,

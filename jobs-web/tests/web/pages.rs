@@ -9,13 +9,20 @@ use jobs_core::{
 use serde_json::json;
 
 use crate::support::{
-    complete_all, kill_all, lease, new_job, now, on_every_store, put, put_n, Web,
+    complete_all, kill_all, lease, new_job, now, on_every_store, on_redis_streams, put, put_n, Web,
 };
 
 on_every_store!(
     overview_counts_each_queue,
     lists_filter_and_page,
     a_job_shows_everything,
+    dead_lists_only_dead_jobs,
+    schedules_and_workers_show
+);
+// a_job_shows_everything stores a unique key, which the layout on streams does not yet.
+on_redis_streams!(
+    overview_counts_each_queue,
+    lists_filter_and_page,
     dead_lists_only_dead_jobs,
     schedules_and_workers_show
 );

@@ -27,6 +27,8 @@ pub(crate) enum Store {
     Memory,
     Postgres,
     Redis,
+    /// Redis in the layout on streams (`layout=streams`), being built: `docs/redis-streams.md`.
+    RedisStreams,
 }
 
 /// Runs `scenario` on a fresh backend of `store`, then removes what it stored.
@@ -49,9 +51,14 @@ where
                 .await
                 .expect("drop schema");
         }
-        Store::Redis => {
+        Store::Redis | Store::RedisStreams => {
             let prefix = fresh_prefix();
-            let backend = RedisBackend::connect(&redis_url())
+            let url = match store {
+                // The prefix in the URL: a connection checks its prefix's layout.
+                Store::RedisStreams => format!("{}?prefix={prefix}&layout=streams", redis_url()),
+                _ => redis_url(),
+            };
+            let backend = RedisBackend::connect(&url)
                 .await
                 .expect("a Redis server")
                 .prefix(&prefix)
@@ -80,6 +87,21 @@ macro_rules! on_every_store {
     };
 }
 pub(crate) use on_every_store;
+
+/// One test on the Redis layout on streams for each scenario `name` that the layout handles so
+/// far, in a module `redis_streams`.
+macro_rules! on_redis_streams {
+    ($($name:ident),* $(,)?) => {
+        mod redis_streams {
+            use crate::support::{run, Store};
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() { run(Store::RedisStreams, super::$name).await }
+            )*
+        }
+    };
+}
+pub(crate) use on_redis_streams;
 
 fn postgres_url() -> String {
     std::env::var("JOBS_TEST_POSTGRES_URL")

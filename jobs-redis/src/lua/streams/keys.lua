@@ -13,13 +13,17 @@
 --              it exists only inside that transaction
 --   xlevels    zset, score and member p: the priorities other than the default in use
 --   ids        hash, job id -> its current entry: the entry id, `r` before it for an entry of an
---              `xr` stream, `<p>:` before that for priority p; or `d` while it waits in
---              `xdelayed`
+--              `xr` stream, `<p>:` before that for priority p; or `d` while its fields are
+--              `d:<id>`
 --   xdelayed   zset, score run_at, member id: the jobs waiting for a future run_at
---   d:<id>     hash, such a job's fields, and its status `s` (scheduled or pending)
+--   d:<id>     hash, such a job's fields, and its status `s` (scheduled or pending); or those
+--              of a job cancelled before it ran (`s` then `x`: its entry is deleted, so that
+--              no read delivers it)
 --   res        hash, job id -> how it ended: `mark|started_at|finished_at|result` when it
 --              completed (the mark of the completing lease's token, 16 base64 digits, as the
---              hash layout's `l` keeps it), `d|started_at|finished_at|` when it died
+--              hash layout's `l` keeps it), `d|started_at|finished_at|` when it died,
+--              `x|started_at|finished_at|` when it was cancelled (started_at empty when it
+--              never ran; one cancelled while it ran keeps its entry, acknowledged)
 --   lease:<c>  hash, fetch call c's lease: worker `w`, start `s`, expiry `x`, the stream it
 --              read `k` (after the key base: a call reads one stream), its first and last entry
 --              there `f` and `l`, and the expiry of each entry renewed since (the field is the
