@@ -370,8 +370,10 @@ impl Backend for RedisBackend {
     }
 
     async fn enqueue_cron(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {
-        self.hash_only("a cron tick")?;
-        self.enqueue_tick(p).await
+        match self.layout() {
+            Layout::Hash => self.enqueue_tick(p).await,
+            Layout::Streams => self.enqueue_tick_entry(p).await,
+        }
     }
 
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {

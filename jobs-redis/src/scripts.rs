@@ -99,6 +99,7 @@ scripts! {
     xwait: "streams/wait.lua",
     xadopt: "streams/adopt.lua",
     xpause: "streams/pause.lua",
+    xcron: "streams/cron.lua",
     xmanage: "streams/manage.lua",
     xscan: "streams/scan.lua",
 }

@@ -1,15 +1,16 @@
 //! Storing jobs as stream entries: each queue's jobs in calls of up to [`CHUNK`], one `XADD`
 //! per job, one `HSET` of the id map and one count per call.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use futures_util::future::{try_join, try_join_all};
 use jobs_core::{
-    first_version, EnqueueParams, Enqueued, Error, JobStatus, NewJob, Timestamp, DEFAULT_PRIORITY,
+    first_version, CronTickParams, EnqueueParams, Enqueued, Error, JobId, JobStatus, NewJob,
+    Timestamp, DEFAULT_PRIORITY,
 };
 
 use crate::ids::id_text;
-use crate::record::{encode_meta, encode_tags, micros};
+use crate::record::{encode_meta, encode_tags, micros, parse_id};
 use crate::scripts::SCRIPTS;
 use crate::streams::{not_built, packed};
 use crate::RedisBackend;
@@ -17,13 +18,11 @@ use crate::RedisBackend;
 /// Jobs stored per script call, so a huge batch never blocks Redis for long.
 const CHUNK: usize = 500;
 
-/// Refuses what the layout does not store yet: a unique key, key limits, debounce or throttle,
-/// a workflow step.
+/// Refuses what the layout does not store yet: key limits, debounce or throttle, a workflow
+/// step.
 fn check(job: &NewJob) -> Result<(), Error> {
     let unbuilt = if job.step.is_some() {
         Some("workflow steps")
-    } else if job.unique_key.is_some() {
-        Some("a unique key")
     } else if job.key_limits.is_some() {
         Some("key limits")
     } else if job.coalesce.is_some() {
@@ -37,16 +36,17 @@ fn check(job: &NewJob) -> Result<(), Error> {
 /// Appends job `job` as enqueue.lua reads it: its shape, its `j` (see
 /// [`packed`](crate::streams::packed)), then its entry's other fields (record.rs's names),
 /// created now. The shape is empty for a job due now, of the default priority and with no other
-/// field (most jobs), else `<run_at>|<priority>|<n>`: its run_at when it is not due yet (else
-/// nothing), its priority when it is not the default (else nothing) and the number of values
-/// that follow `j`.
+/// field (most jobs), else `<run_at>|<priority>|<n>|<u>`: its run_at when it is not due yet
+/// (else nothing), its priority when it is not the default (else nothing), the number of values
+/// that follow `j`, and `u` when the first two of them are its unique key's (else nothing).
 fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let versioned = job.version != first_version();
     // The default priority is left out, and so is created_at when it is run_at (a job due when
     // it is enqueued).
     let created = (job.run_at != now).then(|| micros(now));
     let priority = (job.priority != DEFAULT_PRIORITY).then_some(job.priority);
-    let pairs = usize::from(created.is_some())
+    let pairs = usize::from(job.unique_key.is_some())
+        + usize::from(created.is_some())
         + usize::from(priority.is_some())
         + usize::from(versioned)
         + usize::from(job.trace_context.is_some())
@@ -59,7 +59,8 @@ fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
         String::new()
     } else {
         let priority = priority.map_or(String::new(), |p| p.to_string());
-        format!("{later}|{priority}|{}", 2 * pairs)
+        let keyed = if job.unique_key.is_some() { "u" } else { "" };
+        format!("{later}|{priority}|{}|{keyed}", 2 * pairs)
     };
     let j = packed::pack(
         &id_text(job.id),
@@ -68,6 +69,9 @@ fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
         job.payload.get(),
     );
     inv.arg(shape).arg(j);
+    if let Some(key) = &job.unique_key {
+        inv.arg("u").arg(key);
+    }
     if let Some(created) = created {
         inv.arg("c").arg(created);
     }
@@ -86,6 +90,25 @@ fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
 }
 
 impl RedisBackend {
+    /// Stores the job of a cron tick (see [`Backend::enqueue_cron`](jobs_core::Backend::enqueue_cron)), unless this tick or a
+    /// later one of its schedule already was.
+    pub(crate) async fn enqueue_tick_entry(
+        &self,
+        p: CronTickParams,
+    ) -> Result<Option<JobId>, Error> {
+        let job: &NewJob = &p.job;
+        check(job)?;
+        let mut inv = self.invocation(&SCRIPTS.xcron, &job.queue, p.now);
+        inv.arg(&p.schedule).arg(micros(p.tick));
+        push_entry(&mut inv, job, p.now);
+        let (_, stored) = try_join(
+            self.register(&[job.queue.as_str()]),
+            self.run::<String>(&inv),
+        )
+        .await?;
+        (!stored.is_empty()).then(|| parse_id(&stored)).transpose()
+    }
+
     pub(crate) async fn enqueue_entries(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
         for job in &p.jobs {
             check(job)?;
@@ -101,16 +124,25 @@ impl RedisBackend {
                 for job in chunk {
                     push_entry(&mut inv, job, p.now);
                 }
-                async move { self.run::<usize>(&inv).await }
+                async move { self.run::<Vec<(String, String)>>(&inv).await }
             })
         });
-        try_join(self.register(&queues), try_join_all(calls)).await?;
-        Ok(p.jobs
+        let (_, answers) = try_join(self.register(&queues), try_join_all(calls)).await?;
+        // The jobs not stored, each with the active job holding its unique key.
+        let held: HashMap<String, String> = answers.into_iter().flatten().collect();
+        let holder = |id| (!held.is_empty()).then(|| held.get(&id_text(id))).flatten();
+        p.jobs
             .iter()
-            .map(|j| Enqueued {
-                id: j.id,
-                duplicate: false,
+            .map(|j| match holder(j.id) {
+                Some(holder) => Ok(Enqueued {
+                    id: parse_id(holder)?,
+                    duplicate: true,
+                }),
+                None => Ok(Enqueued {
+                    id: j.id,
+                    duplicate: false,
+                }),
             })
-            .collect())
+            .collect()
     }
 }

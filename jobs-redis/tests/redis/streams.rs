@@ -138,9 +138,15 @@ async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
         concurrency: Some(1),
         rate: None,
     });
-    let mut unique = ready("s");
-    unique.unique_key = Some("k".into());
-    for (new, what) in [(limited, "key limits"), (unique, "unique key")] {
+    let mut throttled = ready("s");
+    throttled.coalesce = Some(jobs_core::Coalesce::Throttle {
+        key: "k".into(),
+        window: std::time::Duration::from_secs(1),
+    });
+    for (new, what) in [
+        (limited, "key limits"),
+        (throttled, "debounce and throttle"),
+    ] {
         let e = backend
             .enqueue(EnqueueParams {
                 jobs: vec![ready("s"), new],

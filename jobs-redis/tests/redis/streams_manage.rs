@@ -343,3 +343,65 @@ async fn dead_jobs_page_in_id_order_through_the_dead_set() {
     }
     assert_eq!(listed, rare);
 }
+
+#[tokio::test]
+async fn every_ending_frees_a_unique_key() {
+    let (prefix, backend) = store().await;
+    let keyed = || {
+        let mut job = ready("s");
+        job.unique_key = Some("report:1".into());
+        job
+    };
+    let enqueue = |job: jobs_core::NewJob| {
+        let backend = backend.clone();
+        async move {
+            let stored = backend
+                .enqueue(EnqueueParams {
+                    jobs: vec![job],
+                    now: t0(),
+                })
+                .await
+                .unwrap();
+            (stored[0].id, stored[0].duplicate)
+        }
+    };
+    // Dead, cancelled while running, cancelled while waiting, deleted: each frees the key.
+    for ending in ["dead", "cancelled running", "cancelled waiting", "deleted"] {
+        let job = keyed();
+        let id = job.id;
+        assert_eq!(enqueue(job).await, (id, false), "{ending}: stored");
+        assert_eq!(enqueue(keyed()).await, (id, true), "{ending}: held");
+        match ending {
+            "dead" | "cancelled running" => {
+                let got = backend.fetch(fetch(&["s"], 1, at(1))).await.unwrap();
+                assert_eq!(got[0].record.id, id);
+                if ending == "dead" {
+                    let failure = Failure {
+                        lease: got[0].lease(),
+                        error: ErrorReport::new(ErrorKind::Fatal, "no"),
+                        retry_at: None,
+                    };
+                    let failed = FailParams {
+                        items: vec![failure],
+                        now: at(2),
+                    };
+                    assert_eq!(backend.fail(failed).await.unwrap(), [true]);
+                } else {
+                    backend.cancel(id).await.unwrap();
+                }
+            }
+            "cancelled waiting" => backend.cancel(id).await.unwrap(),
+            _ => backend.delete(id).await.unwrap(),
+        }
+        let mut conn = raw_connection().await;
+        let (holders, keyed_jobs): (u64, u64) = redis::pipe()
+            .cmd("HLEN")
+            .arg(format!("{{{prefix}:s}}:unique"))
+            .cmd("HLEN")
+            .arg(format!("{{{prefix}:s}}:xkeyed"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!((holders, keyed_jobs), (0, 0), "{ending}: freed");
+    }
+}

@@ -1,7 +1,7 @@
--- Completes jobs. ARGV[4..]: per job its fetch call's id, its entry, its id, the mark of its
--- token and its result. A job whose lease holds (see `fenced`) has its entry acknowledged and
--- `mark|started_at|finished_at|result` stored in `res`; a call none of whose entries is
--- pending any more is dropped. Returns a digit per job, 1 (accepted) or 0; a completion
+-- Completes jobs. ARGV[4..]: per job its fetch call's id, its entry, its id, the mark of its token
+-- and its result. A job whose lease holds (see `fenced`) has its entry acknowledged and
+-- `mark|started_at|finished_at|result` stored in `res`, its unique key freed; a call none of whose
+-- entries is pending any more is dropped. Returns a digit per job, 1 (accepted) or 0; a completion
 -- repeated under the lease it applied under is accepted again and changes nothing.
 local FIRST, STEP = 4, 5
 local held, calls, ended = fenced(FIRST, STEP)
@@ -31,6 +31,7 @@ if #done > 0 then
   redis.call('ZADD', DONE, NOW_S, table.concat(done))
   recount_by('r', -#done)
   recount_by('c', #done)
+  free_unique(done)
 end
 let_go(acks, calls, false)
 return finish(table.concat(out))

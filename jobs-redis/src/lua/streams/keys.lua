@@ -42,11 +42,14 @@
 --              delivered, which a resume sets the group back to (see pause.lua); the group's
 --              last delivered entry is then `x`'s last, so that no read, blocked or not,
 --              takes an entry of a paused queue
+--   xkeyed     hash, job id -> the unique key it holds, for each active job that holds one
+--              (head.lua's `unique` maps the key back), so that a write that ends jobs finds
+--              their keys without reading their entries
 --   progress   hash, job id -> the progress its handler last recorded
 -- and head.lua's `counts` (with `q`, the entries not yet delivered, beside the statuses), `done`,
--- `dead` and `e:<id>` (the errors of each attempt).
+-- `dead`, `unique` (each unique key held, to its job) and `e:<id>` (the errors of each attempt).
 local XSTREAM, XRETURNED, XHIDDEN, XLEVELS, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS, XHELD
-local XWAITING
+local XWAITING, XKEYED
 
 -- The range of a reserved call's lease before its read (see `lease:<c>` above): its first entry
 -- after its last, which `XPENDING` and `covers` read as no entry.
@@ -71,6 +74,7 @@ on_base(function()
   XPROGRESS = BASE .. 'progress'
   XHELD = BASE .. 'xheld'
   XWAITING = BASE .. 'xwaiting'
+  XKEYED = BASE .. 'xkeyed'
 end)
 
 -- The key of fetch call `call`'s lease.
@@ -475,10 +479,42 @@ local function record_error(id, attempt, report)
     '{"a":' .. int(attempt) .. ',"t":' .. NOW_S .. ',' .. string.sub(report, 2))
 end
 
--- Ends job `id`, started at `started`, as dead.
+-- Takes unique key `key` for job `id`, unless another active job holds it: returns that job's
+-- id then, else nil.
+local function hold_unique(key, id)
+  local holder = redis.call('HGET', UNIQUE, key)
+  if holder and holder ~= id then
+    return holder
+  end
+  redis.call('HSET', UNIQUE, key, id)
+  redis.call('HSET', XKEYED, id, key)
+  return nil
+end
+
+-- Frees the unique keys that jobs `ids`, which ended, held (most hold none: one `EXISTS` when no
+-- active job of the queue holds a key).
+local function free_unique(ids)
+  if #ids == 0 or redis.call('EXISTS', XKEYED) == 0 then
+    return
+  end
+  for from = 1, #ids, 500 do
+    local part = { unpack(ids, from, math.min(from + 499, #ids)) }
+    for k, key in ipairs(redis.call('HMGET', XKEYED, unpack(part))) do
+      if key then
+        redis.call('HDEL', XKEYED, part[k])
+        if redis.call('HGET', UNIQUE, key) == part[k] then
+          redis.call('HDEL', UNIQUE, key)
+        end
+      end
+    end
+  end
+end
+
+-- Ends job `id`, started at `started`, as dead; frees its unique key.
 local function bury(id, started)
   redis.call('HSET', XRES, id, 'd|' .. started .. '|' .. NOW_S .. '|')
   redis.call('ZADD', DEAD, '0', id)
+  free_unique({ id })
 end
 
 -- The attempts made of the job of entry fields `fields` once its current one ends.
@@ -580,4 +616,78 @@ local function state_matches(state, f)
       end
       return false
     end)
+end
+
+-- Stores the jobs of ARGV[first..]: per job its shape, its `j` (the job's id leads it, its run_at
+-- follows, see streams/packed.rs), then its entry's other fields, names and values. The shape is ''
+-- for a job due now, of the default priority and without other fields, else
+-- `<run_at>|<priority>|<n>|<u>`: its run_at when it is not due yet (else ''), its priority when it
+-- is not the default (else ''), the number n of values after `j`, and `u` when the first of them is
+-- its unique key's (`u` and the key; else ''). A job due now is an entry of its priority's stream,
+-- a later one waits in `xdelayed`, scheduled; a job whose unique key another active job holds is
+-- not stored. Returns {id, holder} for each job not stored so, flat. Wakes the queue's workers when
+-- no entry waited for them (`q`): a worker sleeps only after a fetch found none; but not when every
+-- job went to `x` while a blocked read of it is under way (`xwaiting`, see wait.lua): the `XADD`
+-- serves the read, and a worker whose read took jobs fetches before it sleeps again.
+local function store_entries(first)
+  local seen, ids, n, ready, later, i = {}, {}, 0, 0, 0, first
+  local duplicates = {}
+  -- The ready jobs of another stream than `x`, which no blocked read takes.
+  local elsewhere = 0
+  local woken = (tonumber(redis.call('HGET', COUNTS, 'q')) or 0) > 0
+  ensure_level(nil)
+  while i <= #ARGV do
+    local shape, j = ARGV[i], ARGV[i + 1]
+    local id = string.sub(j, 1, ID_LEN)
+    if shape == '' then
+      -- Most jobs: due now, of the default priority, `j` alone; the loop's fast path.
+      ids[n + 1], ids[n + 2] = id, redis.call('XADD', XSTREAM, '*', 'j', j)
+      n = n + 2
+      ready = ready + 1
+      i = i + 2
+    else
+      local run_at, priority, count, keyed = string.match(shape, '^([^|]*)|([^|]*)|(%d+)|(u?)$')
+      local p, last = nil, i + 1 + tonumber(count)
+      local holder = keyed ~= '' and hold_unique(ARGV[i + 3], id)
+      if holder then
+        duplicates[#duplicates + 1] = id
+        duplicates[#duplicates + 1] = holder
+      else
+        if priority ~= '' then
+          p = priority
+          if not seen[p] then
+            ensure_level(p)
+            seen[p] = true
+          end
+        end
+        ids[n + 1] = id
+        if run_at == '' then
+          local queued, _, prefix = level(p)
+          ids[n + 2] = prefix .. redis.call('XADD', queued, '*', 'j', j, unpack(ARGV, i + 2, last))
+          ready = ready + 1
+          if p then
+            elsewhere = elsewhere + 1
+          end
+        else
+          redis.call('HSET', delayed_key(id), 's', 's', 'j', j, unpack(ARGV, i + 2, last))
+          redis.call('ZADD', XDELAYED, run_at, id)
+          ids[n + 2] = 'd'
+          later = later + 1
+        end
+        n = n + 2
+      end
+      i = last + 1
+    end
+  end
+  bulk('HSET', XIDS, ids, 1000)
+  if ready > 0 then
+    hold_if_paused()
+    if not woken and (elsewhere > 0 or redis.call('HLEN', XWAITING) == 0) then
+      wake()
+    end
+  end
+  recount_by('q', ready)
+  recount_by('p', ready)
+  recount_by('s', later)
+  return duplicates
 end

@@ -1,18 +1,20 @@
 -- Retries, cancels or deletes jobs of the queue, with manage.lua's arguments and reply: ARGV[4]
 -- the action (`retry`, `cancel` or `delete`), ARGV[5..10] the filter each job must match (see
 -- filter.lua), ARGV[11..] the ids (those of jobs not in this queue are skipped). Returns
--- {changed, held}: the ids of the jobs changed, and none held (this layout stores no unique
--- key).
+-- {changed, held}: the ids of the jobs changed, and {id, unique key, holder id} for each job
+-- not retried because another active job holds its unique key.
 -- - retry: a dead or cancelled job is pending again, due now, its attempts spent forgotten (a
---   new entry of its queue's stream, at its end);
+--   new entry of its queue's stream, at its end), holding its unique key again; unless another
+--   active job holds the key;
 -- - cancel: a pending or scheduled job leaves its stream or `xdelayed` for `d:<id>`, where it
 --   keeps its fields; a running one's entry is acknowledged, so its worker's lease no longer
 --   holds. Either ends as `x|started_at|finished_at|` in `res` (started_at empty when it never
---   ran) and in `done`, as completed jobs do, for retention;
--- - delete: the job goes with its entry or `d:<id>`, result, progress and errors.
+--   ran) and in `done`, as completed jobs do, for retention; its unique key is freed;
+-- - delete: the job goes with its entry or `d:<id>`, result, progress and errors, and frees its
+--   unique key.
 local action = ARGV[4]
 local f = read_filter(5)
-local changed, leaving = {}, {}
+local changed, held, leaving = {}, {}, {}
 local woken = false
 
 -- Acknowledges a running job's entry and drops its call's lease once none of its entries is
@@ -57,7 +59,11 @@ for i = 11, #ARGV do
   if state and state_matches(state, f) then
     local s = state.status
     if action == 'retry' then
-      if s == 'd' or s == 'x' then
+      local key = field_of(state.fields, 'u')
+      local holder = (s == 'd' or s == 'x') and key and hold_unique(key, id)
+      if holder then
+        held[#held + 1] = { id, key, holder }
+      elseif s == 'd' or s == 'x' then
         remove(id, state)
         redis.call('HDEL', XRES, id)
         woken = requeue(id, state.fields, 0, NOW_S, 'p', false) or woken
@@ -84,6 +90,7 @@ for i = 11, #ARGV do
         redis.call('HSET', XRES, id, 'x|' .. started .. '|' .. NOW_S .. '|')
         redis.call('ZADD', DONE, NOW_S, id)
         recount(s, 'x')
+        free_unique({ id })
         changed[#changed + 1] = id
       end
     else
@@ -92,6 +99,7 @@ for i = 11, #ARGV do
       redis.call('HDEL', XRES, id)
       redis.call('HDEL', XPROGRESS, id)
       redis.call('DEL', side_key('e', id))
+      free_unique({ id })
       changed[#changed + 1] = id
     end
   end
@@ -100,4 +108,4 @@ leave_done(leaving)
 if woken then
   wake()
 end
-return finish({ changed, {} })
+return finish({ changed, held })
