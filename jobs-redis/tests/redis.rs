@@ -66,8 +66,10 @@ mod streams_conformance {
     jobs_core::conformance_only!(crate::support::streams_backend;
         enqueue_batches_of_hundreds_fetched_and_completed_in_one_call,
         enqueue_cron_stores_each_tick_once,
+        enqueue_debounces_into_the_waiting_job,
         enqueue_dedupes_unique_keys_of_active_jobs,
         enqueue_reads_back_every_field,
+        enqueue_throttles_to_the_first_job_of_a_window,
         events_reach_the_subscribers_of_their_queue,
         fail_dead_reason_tells_fatal_from_out_of_attempts,
         fail_retries_then_dies_with_every_error,

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use futures_util::future::{try_join, try_join_all};
 use jobs_core::{
-    first_version, CronTickParams, EnqueueParams, Enqueued, Error, JobId, JobStatus, NewJob,
-    Timestamp, DEFAULT_PRIORITY,
+    first_version, Coalesce, CronTickParams, EnqueueParams, Enqueued, Error, JobId, JobStatus,
+    NewJob, Timestamp, DEFAULT_PRIORITY,
 };
 
 use crate::ids::id_text;
@@ -18,15 +18,12 @@ use crate::RedisBackend;
 /// Jobs stored per script call, so a huge batch never blocks Redis for long.
 const CHUNK: usize = 500;
 
-/// Refuses what the layout does not store yet: key limits, debounce or throttle, a workflow
-/// step.
+/// Refuses what the layout does not store yet: key limits, a workflow step.
 fn check(job: &NewJob) -> Result<(), Error> {
     let unbuilt = if job.step.is_some() {
         Some("workflow steps")
     } else if job.key_limits.is_some() {
         Some("key limits")
-    } else if job.coalesce.is_some() {
-        Some("debounce and throttle")
     } else {
         None
     };
@@ -36,9 +33,11 @@ fn check(job: &NewJob) -> Result<(), Error> {
 /// Appends job `job` as enqueue.lua reads it: its shape, its `j` (see
 /// [`packed`](crate::streams::packed)), then its entry's other fields (record.rs's names),
 /// created now. The shape is empty for a job due now, of the default priority and with no other
-/// field (most jobs), else `<run_at>|<priority>|<n>|<u>`: its run_at when it is not due yet
-/// (else nothing), its priority when it is not the default (else nothing), the number of values
-/// that follow `j`, and `u` when the first two of them are its unique key's (else nothing).
+/// field (most jobs), else `<run_at>|<priority>|<n>|<u>|<coalesce>`: its run_at when it is not
+/// due yet (else nothing), its priority when it is not the default (else nothing), the number
+/// of values that follow `j`, `u` when the first two of them are its unique key's (else
+/// nothing), and how it coalesces with an earlier job of its key: `t` (throttle) or `d`
+/// (debounce), the window in microseconds, `:` and the key (else nothing).
 fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let versioned = job.version != first_version();
     // The default priority is left out, and so is created_at when it is run_at (a job due when
@@ -55,12 +54,19 @@ fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
         JobStatus::Scheduled => micros(job.run_at).to_string(),
         _ => String::new(),
     };
-    let shape = if later.is_empty() && pairs == 0 {
+    let shape = if later.is_empty() && pairs == 0 && job.coalesce.is_none() {
         String::new()
     } else {
         let priority = priority.map_or(String::new(), |p| p.to_string());
         let keyed = if job.unique_key.is_some() { "u" } else { "" };
-        format!("{later}|{priority}|{}|{keyed}", 2 * pairs)
+        let coalesce = job.coalesce.as_ref().map_or(String::new(), |c| {
+            let mode = match c {
+                Coalesce::Throttle { .. } => 't',
+                Coalesce::Debounce { .. } => 'd',
+            };
+            format!("{mode}{}:{}", c.window().as_micros(), c.key())
+        });
+        format!("{later}|{priority}|{}|{keyed}|{coalesce}", 2 * pairs)
     };
     let j = packed::pack(
         &id_text(job.id),

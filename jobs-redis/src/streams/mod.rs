@@ -40,9 +40,10 @@
 //! completed or cancelled job's entry with its id, result, progress and errors, and the count of
 //! jobs finished since a time). A job cancelled before it ran keeps its fields in `d:<id>` (its
 //! entry is deleted, so that no read delivers it); one cancelled while it ran keeps its entry,
-//! acknowledged, so that its worker's lease no longer holds. Every other operation, and a job that
-//! needs what is not built (a unique key, key limits, debounce or throttle, a workflow step), is
-//! refused with [`Error::Invalid`] naming it: cron, queue limits, stored versions. Fetches take
+//! acknowledged, so that its worker's lease no longer holds. Unique keys, throttle and debounce
+//! (into a job while it waits in `xdelayed`) and cron ticks are kept as the hash layout keeps
+//! them. Every other operation, and a job that needs what is not built (key limits, a workflow
+//! step), is refused with [`Error::Invalid`] naming it: queue limits, stored versions. Fetches take
 //! every job, whatever its name and version. A stream hands out its entries in the order they were
 //! added: among jobs of one priority that were due when enqueued, one with an earlier run_at does
 //! not go first; a fetch across queues takes from each in turn. A dead job's entry stays until it

@@ -138,26 +138,16 @@ async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
         concurrency: Some(1),
         rate: None,
     });
-    let mut throttled = ready("s");
-    throttled.coalesce = Some(jobs_core::Coalesce::Throttle {
-        key: "k".into(),
-        window: std::time::Duration::from_secs(1),
-    });
-    for (new, what) in [
-        (limited, "key limits"),
-        (throttled, "debounce and throttle"),
-    ] {
-        let e = backend
-            .enqueue(EnqueueParams {
-                jobs: vec![ready("s"), new],
-                now: t0(),
-            })
-            .await
-            .unwrap_err();
-        let message = invalid(e);
-        assert!(message.contains(what), "{message}");
-        assert!(message.contains("layout `streams`"), "{message}");
-    }
+    let e = backend
+        .enqueue(EnqueueParams {
+            jobs: vec![ready("s"), limited],
+            now: t0(),
+        })
+        .await
+        .unwrap_err();
+    let message = invalid(e);
+    assert!(message.contains("key limits"), "{message}");
+    assert!(message.contains("layout `streams`"), "{message}");
     let e = backend
         .set_limits(SetLimitsParams {
             queue: "s".into(),

@@ -618,17 +618,68 @@ local function state_matches(state, f)
     end)
 end
 
+-- A new job's coalesce spec (the last part of its shape, see `store_entries`) as its mode ('t'
+-- throttle or 'd' debounce), window (µs) and key; nil when it has none.
+local function coalesce_of(spec)
+  if spec == '' then
+    return nil
+  end
+  local mode, window, key = string.match(spec, '^([td])(%d+):(.*)$')
+  return mode, tonumber(window), key
+end
+
+-- The job that answers for coalesce key `key` in mode `mode`, or nil: the kept job of a
+-- throttle window still open (see coalesce.lua), or a debounce key's job while it waits in
+-- `xdelayed` (once it is an entry of a stream it no longer changes: the next job takes the
+-- key).
+local function entry_coalesce_holder(mode, key)
+  if mode == 't' then
+    return coalesce_holder(mode, key)
+  end
+  local id = redis.call('HGET', DEBOUNCE, key)
+  local s = id and redis.call('HGET', delayed_key(id), 's')
+  if s == 's' or s == 'p' then
+    return id
+  end
+  return nil
+end
+
+-- Folds a debounced job into the waiting job `holder`: the new job's `j` after its id (its
+-- run_at, `m` and payload) and its version (among its other fields, ARGV[from..last]) replace
+-- the holder's, which then waits until that run_at.
+local function fold_into(holder, j, from, last)
+  local key = delayed_key(holder)
+  local folded = holder .. string.sub(j, ID_LEN + 1)
+  redis.call('HSET', key, 'j', folded)
+  local version = nil
+  for f = from, last, 2 do
+    if ARGV[f] == 'v' then
+      version = ARGV[f + 1]
+    end
+  end
+  if version then
+    redis.call('HSET', key, 'v', version)
+  else
+    redis.call('HDEL', key, 'v')
+  end
+  redis.call('ZADD', XDELAYED, run_at_of({ 'j', folded }), holder)
+end
+
 -- Stores the jobs of ARGV[first..]: per job its shape, its `j` (the job's id leads it, its run_at
 -- follows, see streams/packed.rs), then its entry's other fields, names and values. The shape is ''
 -- for a job due now, of the default priority and without other fields, else
--- `<run_at>|<priority>|<n>|<u>`: its run_at when it is not due yet (else ''), its priority when it
--- is not the default (else ''), the number n of values after `j`, and `u` when the first of them is
--- its unique key's (`u` and the key; else ''). A job due now is an entry of its priority's stream,
--- a later one waits in `xdelayed`, scheduled; a job whose unique key another active job holds is
--- not stored. Returns {id, holder} for each job not stored so, flat. Wakes the queue's workers when
--- no entry waited for them (`q`): a worker sleeps only after a fetch found none; but not when every
--- job went to `x` while a blocked read of it is under way (`xwaiting`, see wait.lua): the `XADD`
--- serves the read, and a worker whose read took jobs fetches before it sleeps again.
+-- `<run_at>|<priority>|<n>|<u>|<coalesce>`: its run_at when it is not due yet (else ''), its
+-- priority when it is not the default (else ''), the number n of values after `j`, `u` when the
+-- first of them is its unique key's (`u` and the key; else ''), and how it coalesces with an
+-- earlier job of its key (`t` throttle or `d` debounce, the window in microseconds, `:`, the key;
+-- else ''). A job due now is an entry of its priority's stream, a later one waits in `xdelayed`,
+-- scheduled. A job whose unique key another active job holds, or whose coalesce key's job answers
+-- for it (a throttle window's first job, a debounce key's job while it waits, into which it folds:
+-- see `fold_into`), is not stored. Returns {id, holder} for each job not stored so, flat. Wakes the
+-- queue's workers when no entry waited for them (`q`): a worker sleeps only after a fetch found
+-- none; but not when every job went to `x` while a blocked read of it is under way (`xwaiting`, see
+-- wait.lua): the `XADD` serves the read, and a worker whose read took jobs fetches before it sleeps
+-- again.
 local function store_entries(first)
   local seen, ids, n, ready, later, i = {}, {}, 0, 0, 0, first
   local duplicates = {}
@@ -646,9 +697,18 @@ local function store_entries(first)
       ready = ready + 1
       i = i + 2
     else
-      local run_at, priority, count, keyed = string.match(shape, '^([^|]*)|([^|]*)|(%d+)|(u?)$')
+      local run_at, priority, count, keyed, spec =
+        string.match(shape, '^([^|]*)|([^|]*)|(%d+)|(u?)|(.*)$')
       local p, last = nil, i + 1 + tonumber(count)
-      local holder = keyed ~= '' and hold_unique(ARGV[i + 3], id)
+      local mode, window, coalesce_key = coalesce_of(spec)
+      local holder = mode and entry_coalesce_holder(mode, coalesce_key)
+      if holder then
+        if mode == 'd' then
+          fold_into(holder, j, i + 2, last)
+        end
+      elseif keyed ~= '' then
+        holder = hold_unique(ARGV[i + 3], id)
+      end
       if holder then
         duplicates[#duplicates + 1] = id
         duplicates[#duplicates + 1] = holder
@@ -673,6 +733,9 @@ local function store_entries(first)
           redis.call('ZADD', XDELAYED, run_at, id)
           ids[n + 2] = 'd'
           later = later + 1
+        end
+        if mode then
+          hold_key(mode, coalesce_key, window, id)
         end
         n = n + 2
       end
