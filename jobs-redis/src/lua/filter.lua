@@ -28,7 +28,8 @@ local function read_filter(i)
 end
 
 -- Whether a job matches filter `f` (not nil): its status code `s`, its `m` (whose last part is
--- its name), its created_at and finished_at (text, the latter nil while it is active), and
+-- its name), its created_at and finished_at (text, the latter nil while it is active; a
+-- created_at that is not a number matches no bound on it), and
 -- `tagged(tag)`, whether it carries a tag. The rule of both layouts (streams/keys.lua reads a
 -- job's parts from its entry).
 local function job_matches(f, s, m, created, finished, tagged)
@@ -40,6 +41,9 @@ local function job_matches(f, s, m, created, finished, tagged)
     return false
   end
   created = tonumber(created)
+  if (f.created_after or f.created_before) and not created then
+    return false
+  end
   if (f.created_after and created < f.created_after)
     or (f.created_before and created >= f.created_before) then
     return false

@@ -20,23 +20,44 @@ impl RedisBackend {
             .await
     }
 
-    /// The records of jobs `ids` of `queue` that exist, read at once.
+    /// The records of jobs `ids` of `queue` that exist, read at once, for a page of a list. A
+    /// job whose stored fields cannot be taken apart (a corrupt entry, which a read by id
+    /// reports) is left out of the page with a warning, so that the others show; it can still
+    /// be deleted, by id or by filter.
     pub(crate) async fn read_entries(
         &self,
         queue: &str,
         ids: &[String],
     ) -> Result<Vec<JobRecord>, Error> {
-        let read = try_join_all(ids.iter().map(|id| self.read_in(queue, id))).await?;
-        Ok(read.into_iter().flatten().collect())
+        let replies = try_join_all(ids.iter().map(|id| self.read_reply(queue, id))).await?;
+        let mut records = Vec::with_capacity(ids.len());
+        for (id, reply) in ids.iter().zip(replies) {
+            match reply.map(|reply| record(reply, id, queue)) {
+                Some(Ok(found)) => records.push(found),
+                Some(Err(e)) => {
+                    tracing::warn!(job = id, queue, error = %e, "a job left out of a list: its stored fields cannot be read");
+                }
+                None => {}
+            }
+        }
+        Ok(records)
     }
 
     /// Job `id`'s record, if `queue` holds it.
     async fn read_in(&self, queue: &str, id: &str) -> Result<Option<JobRecord>, Error> {
+        self.read_reply(queue, id)
+            .await?
+            .map(|reply| record(reply, id, queue))
+            .transpose()
+    }
+
+    /// read.lua's reply for job `id` of `queue`: `None` when the queue does not hold it.
+    async fn read_reply(&self, queue: &str, id: &str) -> Result<Option<Value>, Error> {
         let mut inv = self.timeless_invocation(&SCRIPTS.xread, queue);
         inv.arg(id);
         match self.run(&inv).await? {
             Value::Nil => Ok(None),
-            reply => record(reply, id, queue).map(Some),
+            reply => Ok(Some(reply)),
         }
     }
 }

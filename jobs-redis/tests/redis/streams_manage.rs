@@ -8,7 +8,7 @@ use jobs_core::{
 };
 use jobs_redis::{redis, RedisBackend};
 
-use crate::streams::{counts, done, leased, ready, store};
+use crate::streams::{add_raw_entry, counts, done, leased, ready, store};
 use crate::support::{at, fetch, keys_like, raw_connection, t0};
 
 /// Job `id`'s record.
@@ -404,4 +404,73 @@ async fn every_ending_frees_a_unique_key() {
             .unwrap();
         assert_eq!((holders, keyed_jobs), (0, 0), "{ending}: freed");
     }
+}
+
+/// Corrupt entries (their `j` cut short, not JSON, not UTF-8, or not a packed job at all) die
+/// alone at the fetch; a list of the queue's jobs, filtered or not, still shows the others (and
+/// those it can read), and a delete by filter removes them all.
+#[tokio::test]
+async fn corrupt_jobs_leave_a_list_readable_and_go_with_a_delete() {
+    let (prefix, backend) = store().await;
+    let healthy = ready("s");
+    let healthy_id = healthy.id;
+    backend
+        .enqueue(EnqueueParams {
+            jobs: vec![healthy],
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    let base = format!("{{{prefix}:s}}:");
+    let mut conn = raw_connection().await;
+    let meta = "3|f5||bad";
+    let run_at = t0().timestamp_micros();
+    let packed = |id: JobId, length: usize, payload: &[u8]| {
+        let mut j = format!("{}{run_at}:{length}:{meta}", id.0.simple()).into_bytes();
+        j.extend_from_slice(payload);
+        j
+    };
+    let ids: Vec<JobId> = (0..4).map(|_| JobId::new()).collect();
+    let corrupt = [
+        packed(ids[0], 99, b"{}"),
+        packed(ids[1], meta.len(), b"not json {"),
+        packed(ids[2], meta.len(), b"\"\xff\xfe\""),
+        format!("{}garbage", ids[3].0.simple()).into_bytes(),
+    ];
+    for (id, j) in ids.iter().zip(corrupt) {
+        add_raw_entry(&mut conn, &base, *id, j).await;
+    }
+    let got = backend.fetch(fetch(&["s"], 10, at(1))).await.unwrap();
+    assert_eq!(
+        got.iter().map(|j| j.record.id).collect::<Vec<_>>(),
+        [healthy_id]
+    );
+    assert_eq!(counts(&backend).await.dead, 4);
+
+    for filter in [
+        JobFilter::new(),
+        JobFilter::new().status(JobStatus::Dead),
+        JobFilter::new().created_after(at(0)),
+        JobFilter::new().name("bad"),
+        JobFilter::new().tag("t"),
+    ] {
+        let page = backend.jobs(&filter, PageRequest::default()).await;
+        assert!(page.is_ok(), "{filter:?}: {page:?}");
+    }
+    let listed: Vec<JobId> = backend
+        .jobs(&JobFilter::new(), PageRequest::default())
+        .await
+        .unwrap()
+        .jobs
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert!(listed.contains(&healthy_id));
+    assert!(
+        listed.contains(&ids[1]),
+        "a payload that is not JSON still reads"
+    );
+    let dead = JobFilter::new().status(JobStatus::Dead);
+    assert_eq!(backend.delete_all(&dead).await.unwrap(), 4);
+    assert_eq!(counts(&backend).await.dead, 0);
 }

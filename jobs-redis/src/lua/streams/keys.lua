@@ -602,14 +602,16 @@ local function state_matches(state, f)
     return true
   end
   local fields = state.fields
-  local j = field_of(fields, 'j')
   -- `j`: the id, the run_at, `:`, the length of `m`, `:`, `m`, the payload (streams/packed.rs).
-  local run_at, len, from = string.match(j, '^(%-?%d+):(%d+):()', ID_LEN + 1)
-  local m = string.sub(j, from, from + tonumber(len) - 1)
+  -- A corrupt one matches no name and no creation time.
+  local run_at, len, from = string.match(field_of(fields, 'j') or '', '^(%-?%d+):(%d+):()',
+    ID_LEN + 1)
+  local m = run_at and string.sub(field_of(fields, 'j'), from, from + tonumber(len) - 1) or ''
   local finished = state.ended and string.match(state.ended, '^[^|]*|[^|]*|([^|]*)|')
   return job_matches(f, state.status, m, field_of(fields, 'c') or run_at, finished,
     function(tag)
-      for _, t in ipairs(cjson.decode(field_of(fields, 'tg') or '[]')) do
+      local ok, tags = pcall(cjson.decode, field_of(fields, 'tg') or '[]')
+      for _, t in ipairs(ok and type(tags) == 'table' and tags or {}) do
         if t == tag then
           return true
         end
