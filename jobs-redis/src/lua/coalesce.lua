@@ -26,8 +26,9 @@ local function job_flow(text)
 end
 
 -- The id of the job that already answers for coalesce key `key` in mode `mode`, or nil: the
--- kept job of a throttle window still open, or the job of a debounce key while it waits.
-local function coalesce_holder(mode, key)
+-- kept job of a throttle window still open, or the job of a debounce key while it waits (its
+-- status `s` in the hash `waiting_in(id)` names; nil: its job hash).
+local function coalesce_holder(mode, key, waiting_in)
   if mode == 't' then
     local held = redis.call('GET', BASE .. 'th:' .. key)
     local until_s, id = string.match(held or '', '^(%d+):(.*)$')
@@ -37,7 +38,7 @@ local function coalesce_holder(mode, key)
     return nil
   end
   local id = redis.call('HGET', DEBOUNCE, key)
-  local s = id and redis.call('HGET', job_key(id), 's')
+  local s = id and redis.call('HGET', (waiting_in or job_key)(id), 's')
   if s == 'p' or s == 's' then
     return id
   end

@@ -53,6 +53,19 @@ async fn side_keys(prefix: &str) -> Vec<String> {
     keys
 }
 
+/// Queue `s`'s counts: pending, scheduled, running, completed, dead, cancelled.
+async fn by_status(backend: &RedisBackend) -> [u64; 6] {
+    let c = counts(backend).await;
+    [
+        c.pending,
+        c.scheduled,
+        c.running,
+        c.completed,
+        c.dead,
+        c.cancelled,
+    ]
+}
+
 /// One job in each status this layout stores: pending, scheduled, running, completed, dead,
 /// cancelled before it ran and cancelled while it ran; in that order.
 async fn one_of_each(backend: &RedisBackend) -> Vec<JobId> {
@@ -121,18 +134,7 @@ async fn each_status_reads_back_and_a_delete_leaves_nothing_of_it() {
             "{status} lists {id}"
         );
     }
-    let c = counts(&backend).await;
-    assert_eq!(
-        (
-            c.pending,
-            c.scheduled,
-            c.running,
-            c.completed,
-            c.dead,
-            c.cancelled
-        ),
-        (1, 1, 1, 1, 1, 2)
-    );
+    assert_eq!(by_status(&backend).await, [1, 1, 1, 1, 1, 2]);
     assert_eq!(backend.delete_all(&JobFilter::new()).await.unwrap(), 7);
     for id in &ids {
         assert!(backend
@@ -141,18 +143,7 @@ async fn each_status_reads_back_and_a_delete_leaves_nothing_of_it() {
             .unwrap()
             .is_none());
     }
-    let c = counts(&backend).await;
-    assert_eq!(
-        (
-            c.pending,
-            c.scheduled,
-            c.running,
-            c.completed,
-            c.dead,
-            c.cancelled
-        ),
-        (0, 0, 0, 0, 0, 0)
-    );
+    assert_eq!(by_status(&backend).await, [0, 0, 0, 0, 0, 0]);
     assert_eq!(
         held(&prefix).await,
         [0; 7],

@@ -630,22 +630,6 @@ local function coalesce_of(spec)
   return mode, tonumber(window), key
 end
 
--- The job that answers for coalesce key `key` in mode `mode`, or nil: the kept job of a
--- throttle window still open (see coalesce.lua), or a debounce key's job while it waits in
--- `xdelayed` (once it is an entry of a stream it no longer changes: the next job takes the
--- key).
-local function entry_coalesce_holder(mode, key)
-  if mode == 't' then
-    return coalesce_holder(mode, key)
-  end
-  local id = redis.call('HGET', DEBOUNCE, key)
-  local s = id and redis.call('HGET', delayed_key(id), 's')
-  if s == 's' or s == 'p' then
-    return id
-  end
-  return nil
-end
-
 -- Folds a debounced job into the waiting job `holder`: the new job's `j` after its id (its
 -- run_at, `m` and payload) and its version (among its other fields, ARGV[from..last]) replace
 -- the holder's, which then waits until that run_at.
@@ -703,7 +687,9 @@ local function store_entries(first)
         string.match(shape, '^([^|]*)|([^|]*)|(%d+)|(u?)|(.*)$')
       local p, last = nil, i + 1 + tonumber(count)
       local mode, window, coalesce_key = coalesce_of(spec)
-      local holder = mode and entry_coalesce_holder(mode, coalesce_key)
+      -- A debounce key's job waits while it is in `xdelayed`: once it is an entry of a
+      -- stream, which cannot change, the next job takes the key.
+      local holder = mode and coalesce_holder(mode, coalesce_key, delayed_key)
       if holder then
         if mode == 'd' then
           fold_into(holder, j, i + 2, last)
