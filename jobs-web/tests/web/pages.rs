@@ -19,10 +19,10 @@ on_every_store!(
     dead_lists_only_dead_jobs,
     schedules_and_workers_show
 );
-// a_job_shows_everything stores a unique key, which the layout on streams does not yet.
 on_redis_streams!(
     overview_counts_each_queue,
     lists_filter_and_page,
+    a_job_shows_everything,
     dead_lists_only_dead_jobs,
     schedules_and_workers_show
 );
