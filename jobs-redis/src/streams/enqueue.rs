@@ -1,5 +1,5 @@
 //! Storing jobs as stream entries: each queue's jobs in calls of up to [`CHUNK`], one `XADD`
-//! per job, one `HSET` of the id map and one count per call.
+//! per job, one `HSET` of the id map and one count per call; and the jobs of cron ticks.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -96,8 +96,9 @@ fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
 }
 
 impl RedisBackend {
-    /// Stores the job of a cron tick (see [`Backend::enqueue_cron`](jobs_core::Backend::enqueue_cron)), unless this tick or a
-    /// later one of its schedule already was.
+    /// Stores the job of a cron tick (see
+    /// [`Backend::enqueue_cron`](jobs_core::Backend::enqueue_cron)), unless this tick or a later
+    /// one of its schedule already was.
     pub(crate) async fn enqueue_tick_entry(
         &self,
         p: CronTickParams,
@@ -134,7 +135,8 @@ impl RedisBackend {
             })
         });
         let (_, answers) = try_join(self.register(&queues), try_join_all(calls)).await?;
-        // The jobs not stored, each with the active job holding its unique key.
+        // The jobs not stored, each with the job that answers for it: the active holder of its
+        // unique key, or its coalesce key's job.
         let held: HashMap<String, String> = answers.into_iter().flatten().collect();
         let holder = |id| (!held.is_empty()).then(|| held.get(&id_text(id))).flatten();
         p.jobs

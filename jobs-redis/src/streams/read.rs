@@ -35,7 +35,12 @@ impl RedisBackend {
             match reply.map(|reply| record(reply, id, queue)) {
                 Some(Ok(found)) => records.push(found),
                 Some(Err(e)) => {
-                    tracing::warn!(job = id, queue, error = %e, "a job left out of a list: its stored fields cannot be read");
+                    tracing::warn!(
+                        job = id,
+                        queue,
+                        error = %e,
+                        "a job left out of a list: its stored fields cannot be read"
+                    );
                 }
                 None => {}
             }
