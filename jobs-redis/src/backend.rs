@@ -501,7 +501,6 @@ impl Backend for RedisBackend {
     }
 
     async fn stored_versions(&self, p: StoredVersionsParams) -> Result<Vec<StoredVersion>, Error> {
-        self.hash_only("counting stored versions")?;
         self.count_versions(p).await
     }
 

@@ -100,6 +100,7 @@ scripts! {
     xadopt: "streams/adopt.lua",
     xpause: "streams/pause.lua",
     xcron: "streams/cron.lua",
+    xversions: "streams/versions.lua",
     xmanage: "streams/manage.lua",
     xscan: "streams/scan.lua",
 }

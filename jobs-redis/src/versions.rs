@@ -1,8 +1,10 @@
 //! The payload versions stored by waiting and running jobs, which a worker checks once at
 //! start: each queue's delayed, ready and running sets walked by the versions script, at most
 //! 1,000 jobs per call (one `HMGET` of status, `m` and `v` each, counted inside Redis), from a
-//! cursor the script hands back, so that a big backlog never blocks Redis for long. The
-//! queues are walked side by side, each in its own slot.
+//! cursor the script hands back, so that a big backlog never blocks Redis for long; in the
+//! streams layout its delayed jobs, and each stream's undelivered and pending entries
+//! (`streams/versions.lua`, with the same arguments and reply). The queues are walked side by
+//! side, each in its own slot.
 
 use std::collections::BTreeMap;
 
@@ -51,7 +53,8 @@ impl RedisBackend {
         let mut counts = Counts::new();
         let (mut set, mut score, mut member) = (1, String::new(), String::new());
         while set != 0 {
-            let mut inv = self.timeless_invocation(&SCRIPTS.versions, queue);
+            let script = self.script(&SCRIPTS.versions, &SCRIPTS.xversions);
+            let mut inv = self.timeless_invocation(script, queue);
             inv.arg(set).arg(&score).arg(&member);
             for name in names {
                 inv.arg(name);

@@ -39,6 +39,8 @@ mod streams_fetch;
 mod streams_manage;
 #[path = "redis/streams_pickup.rs"]
 mod streams_pickup;
+#[path = "redis/streams_versions.rs"]
+mod streams_versions;
 #[path = "redis/tags.rs"]
 mod tags;
 #[path = "redis/urls.rs"]
@@ -114,6 +116,7 @@ mod streams_conformance {
         tags_read_back_as_enqueued,
         versions_are_stored_with_each_job,
         versions_published_are_listed_by_name_and_version,
+        versions_stored_are_counted_for_waiting_and_running_jobs,
         worker_cron_enqueues_each_tick_once_across_workers,
         worker_dead_after_max_attempts,
         worker_dropped_mid_run_runs_nothing_more,
@@ -126,7 +129,9 @@ mod streams_conformance {
         worker_publishes_each_jobs_events,
         worker_records_its_cron_schedules,
         worker_records_its_heartbeat,
+        worker_publishes_its_types_for_enqueues_by_name,
         worker_refuses_to_start_listing_every_problem,
+        worker_refuses_to_start_without_an_upgrade_path,
         worker_reruns_jobs_of_a_dead_worker,
         worker_reruns_jobs_of_a_gone_worker_at_once,
         worker_retries_follow_backoff,

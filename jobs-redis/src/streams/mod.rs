@@ -42,9 +42,10 @@
 //! entry is deleted, so that no read delivers it); one cancelled while it ran keeps its entry,
 //! acknowledged, so that its worker's lease no longer holds. Unique keys, throttle and debounce
 //! (into a job while it waits in `xdelayed`) and cron ticks are kept as the hash layout keeps
-//! them. Every other operation, and a job that needs what is not built (key limits, a workflow
-//! step), is refused with [`Error::Invalid`] naming it: queue limits, stored versions. Fetches take
-//! every job, whatever its name and version. A stream hands out its entries in the order they were
+//! them; the stored versions are counted over the delayed jobs and each stream's undelivered and
+//! pending entries. Every other operation, and a job that needs what is not built (key limits, a
+//! workflow step), is refused with [`Error::Invalid`] naming it: queue limits. Fetches take every
+//! job, whatever its name and version. A stream hands out its entries in the order they were
 //! added: among jobs of one priority that were due when enqueued, one with an earlier run_at does
 //! not go first; a fetch across queues takes from each in turn. A dead job's entry stays until it
 //! is retried or deleted.

@@ -1,0 +1,100 @@
+-- Counts the waiting and running jobs of some names by payload version (stored_versions), with
+-- versions.lua's arguments and reply, a bounded number of jobs per call: walks `xdelayed`, then
+-- each stream of the queue (in the order of `streams`) twice, its entries not yet delivered and
+-- its pending ones. ARGV[4] the step to resume (1: `xdelayed`; 2k and 2k+1: stream k's
+-- undelivered and pending entries), ARGV[5] where it goes on ('': from its start; the `ZSCAN`
+-- cursor, or the last entry counted), ARGV[6] unused, ARGV[7..] the names. Returns {next step
+-- (0: done), where it goes on, '', counts}, `counts` being name, version, count, ... of the jobs
+-- examined. A job that moves during the walk may be counted twice or not at all; on a queue at
+-- rest the counts are exact.
+
+-- At most this many jobs are examined per call.
+local VERSIONS_BUDGET = 1000
+
+local names = {}
+for i = 7, #ARGV do
+  names[ARGV[i]] = true
+end
+local counts, order = {}, {}
+
+-- Counts the job of `fields` (an entry's, or a delayed job's) when its name is asked for. A job
+-- whose `j` or version does not read is corrupt: a fetch fails it, unrun.
+local function count(fields)
+  local j = field_of(fields, 'j') or ''
+  local len, from = string.match(j, '^%-?%d+:(%d+):()', ID_LEN + 1)
+  local m = len and string.sub(j, from, from + tonumber(len) - 1)
+  local name = m and string.match(m, '^[^|]*|[^|]*|[^|]*|(.*)$')
+  local version = tonumber(field_of(fields, 'v') or '1')
+  if name and names[name] and version then
+    local key = name .. '|' .. int(version)
+    if not counts[key] then
+      counts[key] = { name, int(version), 0 }
+      order[#order + 1] = key
+    end
+    counts[key][3] = counts[key][3] + 1
+  end
+end
+
+local step, cursor = tonumber(ARGV[4]), ARGV[5]
+local all = streams()
+local left = VERSIONS_BUDGET
+while step <= 2 * #all + 1 and left > 0 do
+  local next_cursor = nil
+  if step == 1 then
+    local got = redis.call('ZSCAN', XDELAYED, cursor == '' and '0' or cursor, 'COUNT', left)
+    for k = 1, #got[2], 2 do
+      local fields = redis.call('HGETALL', delayed_key(got[2][k]))
+      local s = field_of(fields, 's')
+      if s == 's' or s == 'p' then
+        count(fields)
+      end
+    end
+    left = left - #got[2] / 2
+    if got[1] ~= '0' then
+      next_cursor = got[1]
+    end
+  else
+    local stream = all[math.floor(step / 2)]
+    local entries = {}
+    if redis.call('EXISTS', stream) == 0 then
+      -- A priority's streams not made yet, or `x` before the queue's first job: nothing.
+    elseif step % 2 == 0 then
+      -- Not delivered yet: after the group's last delivered entry (held back while paused).
+      local from = cursor
+      if from == '' then
+        from = (stream == XSTREAM and redis.call('GET', XHELD)) or last_delivered(stream) or '0-0'
+      end
+      entries = redis.call('XRANGE', stream, '(' .. from, '+', 'COUNT', left)
+    else
+      local held = redis.call('XPENDING', stream, 'g', cursor == '' and '-' or '(' .. cursor, '+',
+        left)
+      for _, h in ipairs(held) do
+        local got = redis.call('XRANGE', stream, h[1], h[1])[1]
+        entries[#entries + 1] = got or { h[1], {} }
+      end
+    end
+    for _, e in ipairs(entries) do
+      count(e[2])
+    end
+    left = left - #entries
+    if left <= 0 and #entries > 0 then
+      next_cursor = entries[#entries][1]
+    end
+  end
+  if next_cursor then
+    cursor = next_cursor
+  else
+    step, cursor = step + 1, ''
+  end
+end
+local out = {}
+for _, key in ipairs(order) do
+  local c = counts[key]
+  out[#out + 1] = c[1]
+  out[#out + 1] = c[2]
+  out[#out + 1] = int(c[3])
+end
+if step > 2 * #all + 1 then
+  step = 0
+end
+return { step, cursor, '', out }
