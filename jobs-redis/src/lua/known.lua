@@ -1,6 +1,7 @@
 -- The jobs a worker runs (fetch, peek): the names it knows, each up to a payload version. A
 -- job of another name, or stored at a newer version, stays where it is, for a worker that knows
--- it (during a rolling deploy, a newer release's jobs wait for newer workers).
+-- it (during a rolling deploy, a newer release's jobs wait for newer workers). And the tally of
+-- the versions stored, which a worker checks at start (versions.lua, streams/versions.lua).
 
 -- At most this many ready jobs are examined per call when some are of unknown names.
 local KNOWN_SCAN = 1000
@@ -68,6 +69,43 @@ local function known_head(limit, known)
       end
     end
     from = from + window
+  end
+  return out
+end
+
+-- A tally of stored jobs by name and version (versions.lua, streams/versions.lua): `asked`, the
+-- names ARGV[from..] as a set, and the counts in the order first met.
+local function version_tally(from)
+  local tally = { asked = {}, counts = {}, order = {} }
+  for i = from, #ARGV do
+    tally.asked[ARGV[i]] = true
+  end
+  return tally
+end
+
+-- Counts a job of `name` (nil when it does not read) at `version` (nil when it does not read)
+-- in `tally`, when its name is asked for.
+local function tally_job(tally, name, version)
+  if name and tally.asked[name] and version then
+    local key = name .. '|' .. int(version)
+    local c = tally.counts[key]
+    if not c then
+      c = { name, int(version), 0 }
+      tally.counts[key] = c
+      tally.order[#tally.order + 1] = key
+    end
+    c[3] = c[3] + 1
+  end
+end
+
+-- The counts of `tally` as name, version, count, ... in the order first met.
+local function tally_counts(tally)
+  local out = {}
+  for _, key in ipairs(tally.order) do
+    local c = tally.counts[key]
+    out[#out + 1] = c[1]
+    out[#out + 1] = c[2]
+    out[#out + 1] = int(c[3])
   end
   return out
 end

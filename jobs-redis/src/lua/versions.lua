@@ -33,12 +33,8 @@ local function rank_after(set, score, member)
   return lo
 end
 
-local names = {}
-for i = 7, #ARGV do
-  names[ARGV[i]] = true
-end
+local tally = version_tally(7)
 local waiting = { p = true, s = true, r = true }
-local counts, order = {}, {}
 local set_index, score, member = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local left = VERSIONS_BUDGET
 while set_index <= #SETS and left > 0 do
@@ -56,14 +52,8 @@ while set_index <= #SETS and left > 0 do
     local v = redis.call('HMGET', job_key(id), 's', 'm', 'v')
     local name = v[2] and string.match(v[2], '^[^|]*|[^|]*|[^|]*|(.*)$')
     -- A job whose name or version does not read is corrupt: a fetch fails it, unrun.
-    local version = tonumber(v[3] or '1')
-    if waiting[v[1] or ''] and name and names[name] and version then
-      local key = name .. '|' .. int(version)
-      if not counts[key] then
-        counts[key] = { name, int(version), 0 }
-        order[#order + 1] = key
-      end
-      counts[key][3] = counts[key][3] + 1
+    if waiting[v[1] or ''] then
+      tally_job(tally, name, tonumber(v[3] or '1'))
     end
   end
   left = left - #got / 2
@@ -73,14 +63,7 @@ while set_index <= #SETS and left > 0 do
     score, member = got[#got], got[#got - 1]
   end
 end
-local out = {}
-for _, key in ipairs(order) do
-  local c = counts[key]
-  out[#out + 1] = c[1]
-  out[#out + 1] = c[2]
-  out[#out + 1] = int(c[3])
-end
 if set_index > #SETS then
   set_index = 0
 end
-return { set_index, score, member, out }
+return { set_index, score, member, tally_counts(tally) }

@@ -11,11 +11,7 @@
 -- At most this many jobs are examined per call.
 local VERSIONS_BUDGET = 1000
 
-local names = {}
-for i = 7, #ARGV do
-  names[ARGV[i]] = true
-end
-local counts, order = {}, {}
+local tally = version_tally(7)
 
 -- Counts the job of `fields` (an entry's, or a delayed job's) when its name is asked for. A job
 -- whose `j` or version does not read is corrupt: a fetch fails it, unrun.
@@ -24,15 +20,7 @@ local function count(fields)
   local len, from = string.match(j, '^%-?%d+:(%d+):()', ID_LEN + 1)
   local m = len and string.sub(j, from, from + tonumber(len) - 1)
   local name = m and string.match(m, '^[^|]*|[^|]*|[^|]*|(.*)$')
-  local version = tonumber(field_of(fields, 'v') or '1')
-  if name and names[name] and version then
-    local key = name .. '|' .. int(version)
-    if not counts[key] then
-      counts[key] = { name, int(version), 0 }
-      order[#order + 1] = key
-    end
-    counts[key][3] = counts[key][3] + 1
-  end
+  tally_job(tally, name, tonumber(field_of(fields, 'v') or '1'))
 end
 
 local step, cursor = tonumber(ARGV[4]), ARGV[5]
@@ -87,14 +75,7 @@ while step <= 2 * #all + 1 and left > 0 do
     step, cursor = step + 1, ''
   end
 end
-local out = {}
-for _, key in ipairs(order) do
-  local c = counts[key]
-  out[#out + 1] = c[1]
-  out[#out + 1] = c[2]
-  out[#out + 1] = int(c[3])
-end
 if step > 2 * #all + 1 then
   step = 0
 end
-return { step, cursor, '', out }
+return { step, cursor, '', tally_counts(tally) }
