@@ -36,8 +36,7 @@ local function job_matches(f, s, m, created, finished, tagged)
   if f.status and s ~= f.status then
     return false
   end
-  -- The name is the last part of `m`: max attempts|backoff|timeout|name.
-  if f.name and string.match(m, '^[^|]*|[^|]*|[^|]*|(.*)$') ~= f.name then
+  if f.name and meta_name(m) ~= f.name then
     return false
   end
   created = tonumber(created)

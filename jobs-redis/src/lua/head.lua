@@ -162,9 +162,20 @@ local function ready_of(k)
   return READY
 end
 
+-- The last of four `|`-separated parts of `text` (which may itself hold `|`), or nil when it
+-- has fewer.
+local function fourth_part(text)
+  return string.match(text, '^[^|]*|[^|]*|[^|]*|(.*)$')
+end
+
 -- The key of key limits `k` (the `k` field: `concurrency|rate limit|rate period ms|key`).
 local function key_of(k)
-  return string.match(k, '^[^|]*|[^|]*|[^|]*|(.*)$')
+  return fourth_part(k)
+end
+
+-- The job's name in its `m` field (`max attempts|backoff|timeout|name`).
+local function meta_name(m)
+  return fourth_part(m)
 end
 
 local function recount(from, to)

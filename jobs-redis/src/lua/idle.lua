@@ -39,7 +39,7 @@ end
 -- The name and version of the job whose arguments start at ARGV[s] and end at ARGV[last] (see
 -- store.lua): `m` is the third of its values, `v` (absent while 1) among the fields after them.
 local function name_version(s, last)
-  local name = string.match(ARGV[s + 7], '^[^|]*|[^|]*|[^|]*|(.*)$')
+  local name = meta_name(ARGV[s + 7])
   local version = 1
   for f = s + 8, last - 1, 2 do
     if ARGV[f] == 'v' then

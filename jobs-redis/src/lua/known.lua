@@ -30,7 +30,7 @@ local function takes(known, fields)
   for f = 1, #fields, 2 do
     local field = fields[f]
     if field == 'm' then
-      name = string.match(fields[f + 1], '^[^|]*|[^|]*|[^|]*|(.*)$')
+      name = meta_name(fields[f + 1])
       if name == nil then
         return true
       end

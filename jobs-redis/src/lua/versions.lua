@@ -50,7 +50,7 @@ while set_index <= #SETS and left > 0 do
       id = string.sub(id, 15)
     end
     local v = redis.call('HMGET', job_key(id), 's', 'm', 'v')
-    local name = v[2] and string.match(v[2], '^[^|]*|[^|]*|[^|]*|(.*)$')
+    local name = v[2] and meta_name(v[2])
     -- A job whose name or version does not read is corrupt: a fetch fails it, unrun.
     if waiting[v[1] or ''] then
       tally_job(tally, name, tonumber(v[3] or '1'))

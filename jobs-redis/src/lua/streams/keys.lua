@@ -322,6 +322,16 @@ local function with_run_at(j, run_at)
   return string.sub(j, 1, ID_LEN) .. run_at .. string.sub(j, colon)
 end
 
+-- The run_at and `m` packed in `j` (see streams/packed.rs: the id, the run_at, `:`, the length of
+-- `m`, `:`, `m`, the payload), or nil when `j` is malformed.
+local function unpack_j(j)
+  local run_at, len, from = string.match(j, '^(%-?%d+):(%d+):()', ID_LEN + 1)
+  if not run_at then
+    return nil
+  end
+  return run_at, string.sub(j, from, from + tonumber(len) - 1)
+end
+
 -- The most attempts of the job of an entry's fields: the start of its `m`, inside `j`; nil
 -- when `j` is malformed.
 local function max_attempts_of(fields)
@@ -602,13 +612,10 @@ local function state_matches(state, f)
     return true
   end
   local fields = state.fields
-  -- `j`: the id, the run_at, `:`, the length of `m`, `:`, `m`, the payload (streams/packed.rs).
-  -- A corrupt one matches no name and no creation time.
-  local run_at, len, from = string.match(field_of(fields, 'j') or '', '^(%-?%d+):(%d+):()',
-    ID_LEN + 1)
-  local m = run_at and string.sub(field_of(fields, 'j'), from, from + tonumber(len) - 1) or ''
+  -- A corrupt `j` matches no name and no creation time.
+  local run_at, m = unpack_j(field_of(fields, 'j') or '')
   local finished = state.ended and string.match(state.ended, '^[^|]*|[^|]*|([^|]*)|')
-  return job_matches(f, state.status, m, field_of(fields, 'c') or run_at, finished,
+  return job_matches(f, state.status, m or '', field_of(fields, 'c') or run_at, finished,
     function(tag)
       local ok, tags = pcall(cjson.decode, field_of(fields, 'tg') or '[]')
       for _, t in ipairs(ok and type(tags) == 'table' and tags or {}) do

@@ -16,11 +16,8 @@ local tally = version_tally(7)
 -- Counts the job of `fields` (an entry's, or a delayed job's) when its name is asked for. A job
 -- whose `j` or version does not read is corrupt: a fetch fails it, unrun.
 local function count(fields)
-  local j = field_of(fields, 'j') or ''
-  local len, from = string.match(j, '^%-?%d+:(%d+):()', ID_LEN + 1)
-  local m = len and string.sub(j, from, from + tonumber(len) - 1)
-  local name = m and string.match(m, '^[^|]*|[^|]*|[^|]*|(.*)$')
-  tally_job(tally, name, tonumber(field_of(fields, 'v') or '1'))
+  local _, m = unpack_j(field_of(fields, 'j') or '')
+  tally_job(tally, m and meta_name(m), tonumber(field_of(fields, 'v') or '1'))
 end
 
 local step, cursor = tonumber(ARGV[4]), ARGV[5]
