@@ -363,17 +363,11 @@ impl std::fmt::Debug for RedisBackend {
 #[async_trait]
 impl Backend for RedisBackend {
     async fn enqueue(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
-        match self.layout() {
-            Layout::Hash => self.enqueue_batch(p).await,
-            Layout::Streams => self.enqueue_entries(p).await,
-        }
+        self.enqueue_batch(p).await
     }
 
     async fn enqueue_cron(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {
-        match self.layout() {
-            Layout::Hash => self.enqueue_tick(p).await,
-            Layout::Streams => self.enqueue_tick_entry(p).await,
-        }
+        self.enqueue_tick(p).await
     }
 
     async fn fetch(&self, p: FetchParams) -> Result<Vec<LeasedJob>, Error> {
@@ -452,7 +446,6 @@ impl Backend for RedisBackend {
     }
 
     async fn set_limits(&self, p: SetLimitsParams) -> Result<(), Error> {
-        self.hash_only("a queue's limits")?;
         self.store_limits(p).await
     }
 

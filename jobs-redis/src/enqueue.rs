@@ -18,10 +18,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::future::{try_join3, try_join_all};
-use jobs_core::{first_holders, CronTickParams, EnqueueParams, Enqueued, Error, JobId, NewJob};
+use jobs_core::{
+    first_holders, CronTickParams, EnqueueParams, Enqueued, Error, JobId, NewJob, Timestamp,
+};
+use redis::Cmd;
 
+use crate::marker::Layout;
 use crate::record::{job_arg_count, micros, parse_id, push_job};
 use crate::scripts::SCRIPTS;
+use crate::streams::enqueue::{push_entry, refuse_unbuilt};
 use crate::RedisBackend;
 
 /// Jobs stored per script call, so a huge batch never blocks Redis for long.
@@ -66,6 +71,9 @@ impl RedisBackend {
     pub(crate) async fn enqueue_batch(&self, p: EnqueueParams) -> Result<Vec<Enqueued>, Error> {
         let p = &p;
         let jobs = &p.jobs;
+        if self.layout() == Layout::Streams {
+            jobs.iter().try_for_each(refuse_unbuilt)?;
+        }
         let Some(first) = jobs.first() else {
             return Ok(Vec::new());
         };
@@ -181,10 +189,15 @@ impl RedisBackend {
         members: &'a [usize],
         mode: Mode,
     ) -> Result<(&'a str, &'a [usize], Answer), Error> {
-        let mut inv = self.invocation(&SCRIPTS.enqueue, queue, p.now);
+        let mut inv = self.invocation(
+            self.script(&SCRIPTS.enqueue, &SCRIPTS.xenqueue),
+            queue,
+            p.now,
+        );
         inv.arg(mode.code());
+        let push = self.job_pusher();
         for &i in members {
-            push_job(&mut inv, &p.jobs[i], p.now);
+            push(&mut inv, &p.jobs[i], p.now);
         }
         let (code, max_depth, held): Reply = self.run(&inv).await?;
         Ok((queue, members, answer(queue, &code, &max_depth, held)?))
@@ -228,9 +241,13 @@ impl RedisBackend {
 
     pub(crate) async fn enqueue_tick(&self, p: CronTickParams) -> Result<Option<JobId>, Error> {
         let job: &NewJob = &p.job;
-        let mut inv = self.invocation(&SCRIPTS.cron, &job.queue, p.now);
+        if self.layout() == Layout::Streams {
+            refuse_unbuilt(job)?;
+        }
+        let script = self.script(&SCRIPTS.cron, &SCRIPTS.xcron);
+        let mut inv = self.invocation(script, &job.queue, p.now);
         inv.arg(&p.schedule).arg(micros(p.tick));
-        push_job(&mut inv, job, p.now);
+        self.job_pusher()(&mut inv, job, p.now);
         let (_, (), (code, max_depth, stored)) = try_join3(
             self.register(&[job.queue.as_str()]),
             self.mark_keyed(std::slice::from_ref(job)),
@@ -244,6 +261,14 @@ impl RedisBackend {
             });
         }
         (!stored.is_empty()).then(|| parse_id(&stored)).transpose()
+    }
+
+    /// How this backend's layout sends a job to its enqueue scripts.
+    fn job_pusher(&self) -> fn(&mut Cmd, &NewJob, Timestamp) {
+        match self.layout() {
+            Layout::Hash => push_job,
+            Layout::Streams => push_entry,
+        }
     }
 
     /// Adds queues to the registry (and to those known here). A queue this backend registered

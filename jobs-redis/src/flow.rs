@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jobs_core::{
-    Coalesce, Error, FetchParams, KeyLimits, NewJob, PlacesParams, QueueFlow, QueueLimits, Rate,
-    SetLimitsParams,
+    Coalesce, Error, FetchParams, KeyLimits, LeaseRef, NewJob, PlacesParams, QueueFlow,
+    QueueLimits, Rate, SetLimitsParams,
 };
 
 use crate::ids::{id_text, token_text};
@@ -78,21 +78,33 @@ pub(crate) fn job_flow(job: &NewJob) -> String {
     }
 }
 
+/// The fetching worker's leases of `queue` whose attempts have ended.
+pub(crate) fn ended_leases<'a>(
+    p: &'a FetchParams,
+    queue: &'a str,
+) -> impl Iterator<Item = LeaseRef> + 'a {
+    p.ended
+        .iter()
+        .filter(move |e| e.queue == queue)
+        .map(|e| e.lease)
+}
+
 /// What a fetch from `queue` must enforce, with how many leases it may reserve beyond the
-/// queue's concurrency (a fetch of that queue alone) and the fetching worker's ended leases of
-/// the queue, as flow.lua reads it: empty when `p.flow` does not list the queue.
-pub(crate) fn fetch_flow(p: &FetchParams, queue: &str) -> String {
+/// queue's concurrency (a fetch of that queue alone) and, when `with_ended`, the fetching
+/// worker's ended leases of the queue, as flow.lua reads it (the layout on streams sends those
+/// as arguments of their own): empty when `p.flow` does not list the queue.
+pub(crate) fn fetch_flow(p: &FetchParams, queue: &str, with_ended: bool) -> String {
     let Some(f) = p.flow.iter().find(|f| f.queue == queue) else {
         return String::new();
     };
     let mut ended = String::new();
-    for e in p.ended.iter().filter(|e| e.queue == queue) {
+    for lease in ended_leases(p, queue).filter(|_| with_ended) {
         if !ended.is_empty() {
             ended.push(' ');
         }
-        ended.push_str(&id_text(e.lease.id));
+        ended.push_str(&id_text(lease.id));
         ended.push(':');
-        ended.push_str(&token_text(e.lease.token));
+        ended.push_str(&token_text(lease.token));
     }
     let l = &f.limits;
     let concurrency = l.concurrency.map_or(String::new(), |n| n.to_string());

@@ -234,7 +234,7 @@ impl RedisBackend {
             .arg(&p.worker)
             .arg(limit)
             .arg(token_prefix(base))
-            .arg(fetch_flow(p, queue))
+            .arg(fetch_flow(p, queue, true))
             .arg(offer)
             .arg(self.delivery_channel())
             .arg(p.lease_for.as_micros() as u64);
@@ -305,7 +305,9 @@ impl RedisBackend {
     /// `p` takes.
     async fn peek(&self, queue: &str, p: &FetchParams) -> Result<Vec<(i64, String)>, Error> {
         let mut inv = self.invocation(&SCRIPTS.peek, queue, p.now);
-        inv.arg(p.limit).arg(&p.worker).arg(fetch_flow(p, queue));
+        inv.arg(p.limit)
+            .arg(&p.worker)
+            .arg(fetch_flow(p, queue, true));
         push_known(&mut inv, p);
         let flat: Vec<String> = self.run(&inv).await?;
         flat.chunks_exact(2)
@@ -443,7 +445,7 @@ impl RedisBackend {
 
 /// One item's lease as the scripts read it: its id and token in the hash layout; its fetch
 /// call, its entry and its id in the streams layout.
-fn push_lease(inv: &mut Cmd, layout: Layout, lease: LeaseRef) {
+pub(crate) fn push_lease(inv: &mut Cmd, layout: Layout, lease: LeaseRef) {
     match layout {
         Layout::Hash => inv.arg(IdArg(lease.id.0)).arg(IdArg(lease.token.0)),
         Layout::Streams => {

@@ -63,7 +63,7 @@ if limit > #taken and keyed_waiting() then
   count_key_starts(picked)
 end
 if flow and flow.rate and #taken > 0 then
-  log_starts(STARTS, #taken, flow.period)
+  log_starts(STARTS, ARGV[7], #taken, flow.period)
 end
 -- Promoted jobs left over: idle workers share them.
 if promoted > 0 and not none_ready() then

@@ -95,10 +95,10 @@ local function started(log, period)
 end
 
 -- Logs `n` starts now in `log`, whose rate has a period of `period` ms (the entry's member is
--- the fetch's token prefix, ARGV[7], and the count).
-local function log_starts(log, n, period)
+-- `tag`, which no other fetch's starts share, and the count).
+local function log_starts(log, tag, n, period)
   local top, total = log_total(log)
-  redis.call('ZADD', log, NOW_S, ARGV[7] .. ':' .. n)
+  redis.call('ZADD', log, NOW_S, tag .. ':' .. n)
   set_total(log, top, total + n)
   redis.call('PEXPIRE', log, int(period + 60000))
 end
@@ -142,18 +142,26 @@ local function reserving(flow)
   return flow and flow.reserve > 0 and flow.concurrency and not flow.rate and not keyed_waiting()
 end
 
--- How many of `limit` jobs the queue's limits `flow` (nil: none) let start now.
-local function queue_room(limit, flow)
+-- How many of `limit` jobs the queue's limits `flow` (nil: none) let start now, `running()`
+-- the queue's running jobs that its concurrency counts (asked only when it has one).
+local function room_under(limit, flow, running)
   local room = limit
   if flow and flow.concurrency then
-    local running = redis.call('ZCARD', RUNNING) - left_out().total - reserved_count()
-      + places_count()
-    room = math.min(room, flow.concurrency - running)
+    room = math.min(room, flow.concurrency - running())
   end
   if flow and flow.rate then
     room = math.min(room, flow.rate - started(STARTS, flow.period))
   end
   return math.max(room, 0)
+end
+
+-- How many of `limit` jobs the queue's limits `flow` (nil: none) let start now: the running
+-- set counts, less the jobs under the worker's ended leases and the reserved ones, plus the
+-- places that promoted jobs hold.
+local function queue_room(limit, flow)
+  return room_under(limit, flow, function()
+    return redis.call('ZCARD', RUNNING) - left_out().total - reserved_count() + places_count()
+  end)
 end
 
 -- A reader of sorted set `set` in order, `window` members at a time.
@@ -269,6 +277,6 @@ local function count_key_starts(taken)
     redis.call('HINCRBY', KRUN, key, n)
   end
   for key, r in pairs(rated) do
-    log_starts(KSTARTS .. key, r[1], r[2])
+    log_starts(KSTARTS .. key, ARGV[7], r[1], r[2])
   end
 end

@@ -11,8 +11,10 @@ use std::sync::Arc;
 use jobs_core::{later, Error, Failure, FetchParams, Lease, LeaseRef, LeasedJob, Timestamp};
 use redis::{Cmd, RedisError, Value};
 
-use crate::leases::{distinct, leased_record, until_decoded};
+use crate::flow::{ended_leases, fetch_flow};
+use crate::leases::{distinct, leased_record, push_lease, until_decoded};
 use crate::library;
+use crate::marker::Layout;
 use crate::names::Names;
 use crate::queues::queue_tag;
 use crate::record::{micros, parse_id, stored_time, Stored};
@@ -104,7 +106,11 @@ impl RedisBackend {
                     .arg(call.to_string());
                 inv
             };
-            let (begin, end) = (script(&SCRIPTS.xfetch), script(&SCRIPTS.xfetched));
+            let (mut begin, end) = (script(&SCRIPTS.xfetch), script(&SCRIPTS.xfetched));
+            begin.arg(fetch_flow(p, queue, false));
+            for lease in ended_leases(p, queue) {
+                push_lease(&mut begin, Layout::Streams, lease);
+            }
             let mut pipe = redis::pipe();
             pipe.atomic()
                 .ignore_errors()

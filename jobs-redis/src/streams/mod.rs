@@ -50,7 +50,7 @@
 //! not go first; a fetch across queues takes from each in turn. A dead job's entry stays until it
 //! is retried or deleted.
 
-mod enqueue;
+pub(crate) mod enqueue;
 mod fetch;
 mod list;
 pub(crate) mod packed;

@@ -72,6 +72,10 @@ impl RedisBackend {
                 .arg(&p.worker)
                 .arg(call.to_string());
             match self.run::<String>(&inv).await {
+                Ok(answer) if answer == "limited" => {
+                    readers.keep_idle(conn);
+                    return Ok(());
+                }
                 Ok(_) => break call,
                 Err(e) if e.to_string().contains("TAKEN") => continue,
                 Err(e) => {

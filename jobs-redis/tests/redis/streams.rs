@@ -5,7 +5,7 @@
 use jobs_core::{
     Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Error, ErrorKind,
     ErrorReport, FailParams, Failure, FinishedParams, JobId, JobStatus, LeaseRef, LeaseToken,
-    LeasedJob, PruneParams, QueueLimits, ReadParams, SetLimitsParams, Timestamp,
+    LeasedJob, PlacesParams, PruneParams, ReadParams, Timestamp,
 };
 use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
@@ -149,16 +149,14 @@ async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
     assert!(message.contains("key limits"), "{message}");
     assert!(message.contains("layout `streams`"), "{message}");
     let e = backend
-        .set_limits(SetLimitsParams {
+        .hold_places(PlacesParams {
+            worker: "w".into(),
             queue: "s".into(),
-            limits: QueueLimits {
-                max_depth: Some(10),
-                ..QueueLimits::default()
-            },
+            places: 1,
         })
         .await
         .unwrap_err();
-    assert!(invalid(e).contains("a queue's limits"));
+    assert!(invalid(e).contains("holding places under a concurrency"));
     let mut conn = raw_connection().await;
     assert_eq!(
         keys_like(&mut conn, &prefix, "*").await,

@@ -658,6 +658,37 @@ local function fold_into(holder, j, from, last)
   redis.call('ZADD', XDELAYED, run_at_of({ 'j', folded }), holder)
 end
 
+-- How many of the jobs of ARGV[first..] (as `store_entries` reads them) it would store: those
+-- for which no active job holds the unique key, no throttle window's first job or waiting
+-- debounced job answers, and no earlier job of the call took the coalesce key.
+local function new_entries(first)
+  local new, taken, i = 0, {}, first
+  while i <= #ARGV do
+    local shape = ARGV[i]
+    if shape == '' then
+      new = new + 1
+      i = i + 2
+    else
+      local run_at, count, keyed, spec = string.match(shape, '^([^|]*)|[^|]*|(%d+)|(u?)|(.*)$')
+      local mode, _, key = coalesce_of(spec)
+      local held = mode and (taken[mode .. key] or coalesce_holder(mode, key, delayed_key))
+      if not held and keyed ~= '' then
+        local holder = redis.call('HGET', UNIQUE, ARGV[i + 3])
+        held = holder and holder ~= string.sub(ARGV[i + 1], 1, ID_LEN)
+      end
+      if not held then
+        new = new + 1
+        -- A debounced job takes folds only while it waits in `xdelayed`.
+        if mode == 't' or (mode == 'd' and run_at ~= '') then
+          taken[mode .. key] = true
+        end
+      end
+      i = i + 2 + tonumber(count)
+    end
+  end
+  return new
+end
+
 -- Stores the jobs of ARGV[first..]: per job its shape, its `j` (the job's id leads it, its run_at
 -- follows, see streams/packed.rs), then its entry's other fields, names and values. The shape is ''
 -- for a job due now, of the default priority and without other fields, else
@@ -668,14 +699,28 @@ end
 -- else ''). A job due now is an entry of its priority's stream, a later one waits in `xdelayed`,
 -- scheduled. A job whose unique key another active job holds, or whose coalesce key's job answers
 -- for it (a throttle window's first job, a debounce key's job while it waits, into which it folds:
--- see `fold_into`), is not stored. Returns {id, holder} for each job not stored so, flat. Wakes the
+-- see `fold_into`), is not stored. `mode` says what to do when the queue has a max depth, as
+-- store.lua's modes do ('s', 'p' or 'c'); a bounded queue's depth counts only the jobs that
+-- would be stored (see `new_entries`). Returns store.lua's answer: its code, the max depth and a
+-- {index in the call (from 1), holder} pair for each job not stored so. Wakes the
 -- queue's workers when no entry waited for them (`q`): a worker sleeps only after a fetch found
 -- none; but not when every job went to `x` while a blocked read of it is under way (`xwaiting`, see
 -- wait.lua): the `XADD` serves the read, and a worker whose read took jobs fetches before it sleeps
 -- again.
-local function store_entries(first)
+local function store_entries(first, mode)
+  local md = redis.call('HGET', LIMITS, 'md')
+  if md and mode == 'p' then
+    return answer('bounded', md, {})
+  end
+  if md and overfills(md, new_entries(first)) then
+    return answer('full', md, {})
+  end
+  if mode == 'c' then
+    return answer('ok', md, {})
+  end
   local seen, ids, n, ready, later, i = {}, {}, 0, 0, 0, first
-  local duplicates = {}
+  -- The call's index of the job at ARGV[i], and the jobs not stored.
+  local index, duplicates = 0, {}
   -- The ready jobs of another stream than `x`, which no blocked read takes.
   local elsewhere = 0
   local woken = (tonumber(redis.call('HGET', COUNTS, 'q')) or 0) > 0
@@ -683,6 +728,7 @@ local function store_entries(first)
   while i <= #ARGV do
     local shape, j = ARGV[i], ARGV[i + 1]
     local id = string.sub(j, 1, ID_LEN)
+    index = index + 1
     if shape == '' then
       -- Most jobs: due now, of the default priority, `j` alone; the loop's fast path.
       ids[n + 1], ids[n + 2] = id, redis.call('XADD', XSTREAM, '*', 'j', j)
@@ -705,8 +751,7 @@ local function store_entries(first)
         holder = hold_unique(ARGV[i + 3], id)
       end
       if holder then
-        duplicates[#duplicates + 1] = id
-        duplicates[#duplicates + 1] = holder
+        duplicates[#duplicates + 1] = { index, holder }
       else
         if priority ~= '' then
           p = priority
@@ -747,5 +792,5 @@ local function store_entries(first)
   recount_by('q', ready)
   recount_by('p', ready)
   recount_by('s', later)
-  return duplicates
+  return answer('ok', md, duplicates)
 end

@@ -3,8 +3,14 @@
 -- that a job the read takes runs under it at once, and a rescue finds the lease should the
 -- worker go before adopt.lua writes what the read took; lists the read in `xwaiting`; and
 -- makes sure `x` and its group exist for the read. Fails with `TAKEN` when another call holds
--- the id, which the caller draws again.
+-- the id, which the caller draws again. Returns 'ok', or 'limited', reserving nothing, when the
+-- queue has a concurrency or a rate (`lm`, see flow.rs): only a fetch starts its jobs, within
+-- them (a worker that knows of them reads none so; this holds for one that learned of them
+-- since it fetched).
 local expiry, worker, call = ARGV[4], ARGV[5], ARGV[6]
+if redis.call('HGET', LIMITS, 'lm') then
+  return 'limited'
+end
 local lease = call_lease(call)
 if redis.call('HSETNX', lease, 'w', worker) == 0 then
   return redis.error_reply('TAKEN the fetch call id is in use')
