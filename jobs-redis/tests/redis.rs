@@ -196,5 +196,3 @@ mod streams_processes {
             paused_queue_starts_nothing_across_processes,
     );
 }
-    jobs_core::conformance!(crate::support::streams_backend);
-}
