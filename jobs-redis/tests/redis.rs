@@ -81,6 +81,7 @@ mod streams_conformance {
         fail_stores_each_error_kind_and_chain,
         fetch_holds_a_queues_concurrency,
         fetch_holds_a_queues_rate,
+        fetch_leaves_ended_leases_out_of_a_queues_concurrency,
         fetch_racing_never_hands_out_a_job_twice,
         fetch_reserves_beyond_a_queues_concurrency,
         fetch_waits_for_run_at,

@@ -413,9 +413,10 @@ caught! {
         fetch_holds_a_queues_rate,
         fetch_racing_holds_the_limits;
     ended_lease_checks_catch_a_fetch_that_counts_them: CountsEndedLeases =>
-        fetch_leaves_ended_leases_out_of_concurrency;
+        fetch_leaves_ended_leases_out_of_a_queues_concurrency,
+        fetch_leaves_ended_leases_out_of_a_keys_concurrency;
     ended_lease_checks_catch_a_fetch_that_trusts_stale_ones: TrustsEndedLeases =>
-        fetch_leaves_ended_leases_out_of_concurrency;
+        fetch_leaves_ended_leases_out_of_a_queues_concurrency;
     key_checks_catch_a_store_that_forgets_key_limits: ForgetsKeyLimits =>
         flow_stores_limits_per_queue,
         fetch_holds_each_keys_limits;

@@ -1,7 +1,7 @@
 //! Pickup by blocked reads on the streams layout (`jobs-redis/src/streams/pickup.rs`): a worker
 //! whose fetch found nothing gets the next job in the enqueue's own turn, leased to it, without
 //! fetching again, and without a wake-up of the other workers; a paused queue's jobs go to no read
-//! until it is resumed; ended deliveries end the read, and so does a fetch that takes jobs; a
+//! until it is resumed, nor a queue's with a concurrency or a rate; ended deliveries end the read, and so does a fetch that takes jobs; a
 //! reserved lease that lapsed (its worker gone) holds no job and is dropped by the rescue; a
 //! corrupt job a read takes dies alone.
 
@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use jobs_core::{
     Backend, EndDeliveriesParams, EnqueueParams, FetchParams, JobId, JobStatus, LeasedJob, NewJob,
-    PauseParams, ReadParams, RescueParams, RescueTarget, SubscribeParams, Wakeup,
+    PauseParams, QueueLimits, ReadParams, RescueParams, RescueTarget, SetLimitsParams,
+    SubscribeParams, Wakeup,
 };
 use jobs_redis::RedisBackend;
 
@@ -207,6 +208,32 @@ async fn a_paused_queue_gives_no_job_to_a_read_until_resumed() {
     got.extend(backend.fetch(fetch(&["s"], 10, t0())).await.unwrap());
     let ids: Vec<JobId> = got.iter().map(|j| j.record.id).collect();
     assert_eq!(ids, [before, held, after]);
+}
+
+#[tokio::test]
+async fn a_queue_with_a_concurrency_gives_no_job_to_a_read() {
+    let (_, backend) = store().await;
+    let wakeup = subscribe(&backend).await;
+    backend
+        .set_limits(SetLimitsParams {
+            queue: "s".into(),
+            limits: QueueLimits::default().concurrency(1),
+        })
+        .await
+        .unwrap();
+    // A worker that has not read the limits yet offers places: its fetch starts no read, so
+    // that only a fetch, which counts the running jobs, starts the queue's jobs.
+    assert!(backend.fetch(offering(4)).await.unwrap().is_empty());
+    let ids = [enqueue_one(&backend).await, enqueue_one(&backend).await];
+    assert!(
+        delivered_within(&wakeup, Duration::from_millis(400))
+            .await
+            .is_empty(),
+        "a job of a limited queue reached a blocked read"
+    );
+    for id in ids {
+        assert_eq!(status(&backend, id).await, JobStatus::Pending);
+    }
 }
 
 #[tokio::test]

@@ -397,10 +397,10 @@ fn ids_of(jobs: &[LeasedJob]) -> Vec<JobId> {
     jobs.iter().map(|j| j.record.id).collect()
 }
 
-/// A running job under one of the fetching worker's ended leases counts against no
-/// concurrency (a queue's or a key's), as long as it runs under that very lease: a stale token,
-/// a job whose completion was written meanwhile, or a lease listed twice frees no second place.
-pub async fn fetch_leaves_ended_leases_out_of_concurrency(b: AnyBackend) {
+/// A running job under one of the fetching worker's ended leases counts against no queue's
+/// concurrency, as long as it runs under that very lease: a stale token, a job whose completion
+/// was written meanwhile, or a lease listed twice frees no second place.
+pub async fn fetch_leaves_ended_leases_out_of_a_queues_concurrency(b: AnyBackend) {
     limit(&b, QUEUE, QueueLimits::default().concurrency(2)).await;
     let ids = put_many(&b, (0..6).map(|_| new_job("capped")), t0()).await;
     let first = fetch_ended(&b, QUEUE, &[], 10, t0()).await;
@@ -433,7 +433,11 @@ pub async fn fetch_leaves_ended_leases_out_of_concurrency(b: AnyBackend) {
         "a completed job's lease frees no second place"
     );
     assert_eq!(record(&b, ids[4]).await.attempt, 0, "no attempt spent");
+}
 
+/// A running job under one of the fetching worker's ended leases counts against no key's
+/// concurrency, as long as it runs under that very lease.
+pub async fn fetch_leaves_ended_leases_out_of_a_keys_concurrency(b: AnyBackend) {
     let keyed_ids = put_many(
         &b,
         (0..3).map(|_| {
