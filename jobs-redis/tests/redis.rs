@@ -35,6 +35,8 @@ mod restart;
 mod streams;
 #[path = "redis/streams_fetch.rs"]
 mod streams_fetch;
+#[path = "redis/streams_keys.rs"]
+mod streams_keys;
 #[path = "redis/streams_manage.rs"]
 mod streams_manage;
 #[path = "redis/streams_pickup.rs"]
@@ -81,11 +83,15 @@ mod streams_conformance {
         fail_stores_each_error_kind_and_chain,
         fetch_holds_a_queues_concurrency,
         fetch_holds_a_queues_rate,
+        fetch_holds_each_keys_limits,
+        fetch_leaves_ended_leases_out_of_a_keys_concurrency,
         fetch_leaves_ended_leases_out_of_a_queues_concurrency,
+        fetch_racing_holds_the_limits,
         fetch_racing_never_hands_out_a_job_twice,
         fetch_reserves_beyond_a_queues_concurrency,
         fetch_waits_for_run_at,
         finished_since_counts_recent_finishes,
+        flow_stores_limits_per_queue,
         lease_complete_repeated_after_it_applied_is_accepted,
         lease_of_a_stale_holder_is_fenced,
         list_by_status_follows_a_job_through_its_statuses,
@@ -123,6 +129,7 @@ mod streams_conformance {
         versions_are_stored_with_each_job,
         versions_published_are_listed_by_name_and_version,
         versions_stored_are_counted_for_waiting_and_running_jobs,
+        worker_counts_a_committing_job_until_it_is_completed,
         worker_cron_enqueues_each_tick_once_across_workers,
         worker_dead_after_max_attempts,
         worker_dropped_mid_run_runs_nothing_more,
@@ -131,6 +138,7 @@ mod streams_conformance {
         worker_hands_places_under_a_queues_concurrency_on,
         worker_holds_a_queues_concurrency_across_workers,
         worker_holds_a_queues_rate,
+        worker_holds_each_keys_concurrency,
         worker_leaves_a_job_of_an_unknown_name_waiting,
         worker_listing_lapses_when_the_worker_dies,
         worker_never_runs_a_job_twice_across_two_workers,

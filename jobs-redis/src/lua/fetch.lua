@@ -60,7 +60,7 @@ if limit > #taken and keyed_waiting() then
   end
   zrem_all(READY, members[READY])
   zrem_all(KREADY, members[KREADY])
-  count_key_starts(picked)
+  count_key_starts(picked, ARGV[7])
 end
 if flow and flow.rate and #taken > 0 then
   log_starts(STARTS, ARGV[7], #taken, flow.period)

@@ -260,8 +260,8 @@ local function flow_head(room, known)
 end
 
 -- Counts the starts of the jobs `flow_head` picked and this fetch took: the running jobs of
--- each key, and the starts of each key's rate.
-local function count_key_starts(taken)
+-- each key, and the starts of each key's rate (logged under `tag`, see `log_starts`).
+local function count_key_starts(taken, tag)
   local running, rated = {}, {}
   for _, job in ipairs(taken) do
     local key, period = job[5], job[6]
@@ -277,6 +277,6 @@ local function count_key_starts(taken)
     redis.call('HINCRBY', KRUN, key, n)
   end
   for key, r in pairs(rated) do
-    log_starts(KSTARTS .. key, ARGV[7], r[1], r[2])
+    log_starts(KSTARTS .. key, tag, r[1], r[2])
   end
 end

@@ -36,17 +36,23 @@ impl RedisBackend {
         let expires = later(p.now, p.lease_for);
         let mut all = Vec::new();
         for queue in &queues {
-            if all.len() >= p.limit {
-                break;
-            }
-            let leased = self
-                .lease_entries(queue, p.limit - all.len(), &p, expires)
-                .await?;
-            // The first queue's jobs are the answer as they are, not copied into it.
-            if all.is_empty() {
-                all = leased;
-            } else {
-                all.extend(leased);
+            // A call takes a run of one stream: where jobs with key limits may wait, one of
+            // them or of the queue's entries, so calls follow until one takes nothing.
+            let keyed = p.flow.iter().any(|f| f.queue == *queue && f.keyed);
+            while all.len() < p.limit {
+                let leased = self
+                    .lease_entries(queue, p.limit - all.len(), &p, expires)
+                    .await?;
+                let more = keyed && !leased.is_empty();
+                // The first queue's jobs are the answer as they are, not copied into it.
+                if all.is_empty() {
+                    all = leased;
+                } else {
+                    all.extend(leased);
+                }
+                if !more {
+                    break;
+                }
             }
         }
         // A worker that took jobs offers no idle place any more; one that found none of its

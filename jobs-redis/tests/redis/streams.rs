@@ -2,6 +2,7 @@
 //! its store's name, what it refuses while it is being built, its fence, and the keys a drain
 //! leaves behind.
 
+use jobs_core::workflow::{Step, StepRole, WorkflowId};
 use jobs_core::{
     Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Error, ErrorKind,
     ErrorReport, FailParams, Failure, FinishedParams, JobId, JobStatus, LeaseRef, LeaseToken,
@@ -132,21 +133,26 @@ async fn a_store_is_named_streams_and_refused_by_the_other_layout() {
 #[tokio::test]
 async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
     let (prefix, backend) = store().await;
-    let mut limited = ready("s");
-    limited.key_limits = Some(jobs_core::KeyLimits {
-        key: "tenant-1".into(),
-        concurrency: Some(1),
-        rate: None,
-    });
+    let mut step = ready("s");
+    step.step = Some(Box::new(Step {
+        workflow: WorkflowId::new(),
+        index: 0,
+        role: StepRole::Step { stage: 0 },
+        group: false,
+        slots: 0,
+        input: None,
+        on_complete: Vec::new(),
+        on_dead: Vec::new(),
+    }));
     let e = backend
         .enqueue(EnqueueParams {
-            jobs: vec![ready("s"), limited],
+            jobs: vec![ready("s"), step],
             now: t0(),
         })
         .await
         .unwrap_err();
     let message = invalid(e);
-    assert!(message.contains("key limits"), "{message}");
+    assert!(message.contains("workflow steps"), "{message}");
     assert!(message.contains("layout `streams`"), "{message}");
     let e = backend
         .hold_places(PlacesParams {

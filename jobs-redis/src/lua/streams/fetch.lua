@@ -26,21 +26,39 @@ if redis.call('HGET', BASE .. 'limits', 'pz') == '1' then
   return {}
 end
 local flow = read_flow(8)
--- The running jobs less those still under one of the worker's ended leases (each once):
--- their handlers run no more.
-local limit = room_under(asked, flow, function()
-  local ended = 0
-  if #ARGV >= 9 then
-    local seen = {}
-    for n, c in ipairs(fenced(9, 3)) do
-      local id = ARGV[9 + 3 * n - 1]
-      if c and not seen[id] then
-        seen[id] = true
-        ended = ended + 1
+
+-- The worker's ended leases (ARGV[9..]) under which their jobs still run, as flow.lua's
+-- `left_out` counts them: in total and per key. The fence tells them, where the hash layout
+-- reads each job's lease; set as `left_out`'s answer for this call.
+local function ended_under_leases()
+  local out, seen = { total = 0, keys = {} }, {}
+  if #ARGV < 9 then
+    return out
+  end
+  for n, c in ipairs(fenced(9, 3)) do
+    local i = 9 + 3 * (n - 1)
+    local id = ARGV[i + 2]
+    if c and not seen[id] then
+      seen[id] = true
+      out.total = out.total + 1
+      local got = c.stream == XKSTREAM and redis.call('XRANGE', XKSTREAM, ARGV[i + 1], ARGV[i + 1])[1]
+      local k = got and field_of(got[2], 'k')
+      if k then
+        local key = key_of(k)
+        out.keys[key] = (out.keys[key] or 0) + 1
       end
     end
   end
-  return (tonumber(redis.call('HGET', COUNTS, 'r')) or 0) - ended
+  return out
+end
+
+if flow then
+  uncounted = ended_under_leases()
+end
+-- The running jobs less those still under one of the worker's ended leases: their handlers
+-- run no more.
+local limit = room_under(asked, flow, function()
+  return (tonumber(redis.call('HGET', COUNTS, 'r')) or 0) - left_out().total
 end)
 if limit == 0 then
   hide_x()
@@ -53,32 +71,144 @@ if redis.call('HSETNX', lease, 'w', worker) == 0 then
 end
 promote_due(limit)
 local rated = flow and flow.rate
-if limit == asked and not rated and next_is_x() then
+-- Jobs with key limits wait in `xkready` (a worker that knows of the queue's limits looks).
+local keyed = flow and redis.call('EXISTS', XKREADY) == 1
+if limit == asked and not rated and not keyed and next_is_x() then
   redis.call('HSET', lease, 'o', last_delivered(XSTREAM), 'n', pending_count(XSTREAM, worker))
   return finish('plain')
 end
-hide_x()
-local entries, from = {}, nil
-for _, stream in ipairs(streams()) do
-  if stream == XSTREAM then
-    stream = XHIDDEN
+
+-- The first entry not yet delivered of the queue's streams, in the order fetches read them:
+-- {stream, its undelivered entries from there (at most `limit`), its priority, the entry's
+-- `ready_member`}, or nil when every stream is read to its end.
+local function plain_head()
+  for _, stream in ipairs(streams()) do
+    -- `x` is hidden by now.
+    local read = stream == XSTREAM and XHIDDEN or stream
+    local waiting = redis.call('XRANGE', read, '(' .. last_delivered(read), '+', 'COUNT', limit)
+    if #waiting > 0 then
+      local p = string.match(string.sub(stream, #BASE + 1), '^xr?:(%-?%d+)$')
+      return { stream = stream, waiting = waiting, p = tonumber(p) or DEFAULT_PRIORITY }
+    end
   end
-  local read = redis.call('XREADGROUP', 'GROUP', 'g', worker, 'COUNT', limit,
-    'STREAMS', stream, '>')
-  if read then
-    entries, from = read[1][2], stream
-    break
+  return nil
+end
+
+-- The `ready_member` of an entry, to place it among the jobs of `xkready`.
+local function member_of(entry)
+  local j = field_of(entry[2], 'j') or ''
+  return ready_member(unpack_j(j) or 0, string.sub(j, 1, ID_LEN))
+end
+
+-- The jobs of `xkready` that their keys let start now, in order, of those before `bound`
+-- (a priority and a member; nil: no bound), at most `limit`, each {member, priority, fields,
+-- false, key, key rate period} as flow.lua's `count_key_starts` reads them; when none comes
+-- before the bound, the first one after it, as {priority, member}. Looks past at most
+-- FLOW_SCAN jobs their keys hold back.
+local function keyed_head(bound)
+  local picked, keys, held, from = {}, {}, 0, 0
+  while #picked < limit and held < FLOW_SCAN do
+    local window = redis.call('ZRANGE', XKREADY, from, from + 99, 'WITHSCORES')
+    if #window == 0 then
+      return picked, nil
+    end
+    from = from + 100
+    for m = 1, #window, 2 do
+      local member, p = window[m], window[m + 1]
+      local after = bound and not before(member, p, bound[2], bound[1])
+      if after and #picked > 0 then
+        return picked, nil
+      end
+      local fields = redis.call('HGETALL', delayed_key(string.sub(member, 15)))
+      local k = field_of(fields, 'k')
+      local key, period = nil, nil
+      if k then
+        key, period = key_room(keys, k)
+      end
+      if not key then
+        held = held + 1
+      elseif after then
+        return picked, { p, member }
+      else
+        picked[#picked + 1] = { member, p, fields, false, key, period }
+        if #picked == limit then
+          break
+        end
+      end
+    end
+  end
+  return picked, nil
+end
+
+-- Leases the jobs `picked` (see `keyed_head`): each an entry of `xk`, read by the worker at
+-- once, counted against its key. Returns the entries.
+local function take_keyed(picked)
+  ensure_group(XKSTREAM)
+  local members = {}
+  for n, job in ipairs(picked) do
+    local id = string.sub(job[1], 15)
+    local entry = redis.call('XADD', XKSTREAM, '*', unpack(with_j_first(job[3], { s = true }, {})))
+    redis.call('HSET', XIDS, id, 'k' .. entry)
+    redis.call('DEL', delayed_key(id))
+    members[n] = job[1]
+  end
+  zrem_all(XKREADY, members)
+  recount_by('q', #picked)
+  local read = redis.call('XREADGROUP', 'GROUP', 'g', worker, 'COUNT', #picked,
+    'STREAMS', XKSTREAM, '>')
+  return read[1][2]
+end
+
+hide_x()
+local entries, from, picked = {}, nil, {}
+if keyed then
+  -- The jobs go in their merged order: a run of keyed jobs before the first entry not yet
+  -- delivered, or a run of entries before the first keyed job that may start.
+  local head = plain_head()
+  local bound = head and { head.p, member_of(head.waiting[1]) }
+  local next_keyed
+  picked, next_keyed = keyed_head(bound)
+  if #picked > 0 then
+    entries, from = take_keyed(picked), XKSTREAM
+  elseif head then
+    local count = 0
+    for _, entry in ipairs(head.waiting) do
+      if next_keyed and not before(member_of(entry), head.p, next_keyed[2], next_keyed[1]) then
+        break
+      end
+      count = count + 1
+    end
+    local stream = head.stream == XSTREAM and XHIDDEN or head.stream
+    entries = redis.call('XREADGROUP', 'GROUP', 'g', worker, 'COUNT', count,
+      'STREAMS', stream, '>')[1][2]
+    from = head.stream
+  end
+else
+  for _, stream in ipairs(streams()) do
+    if stream == XSTREAM then
+      stream = XHIDDEN
+    end
+    local read = redis.call('XREADGROUP', 'GROUP', 'g', worker, 'COUNT', limit,
+      'STREAMS', stream, '>')
+    if read then
+      entries, from = read[1][2], stream
+      break
+    end
+  end
+  if from == XHIDDEN then
+    from = XSTREAM
   end
 end
 if not from then
   redis.call('DEL', lease)
   return finish({})
 end
-if from == XHIDDEN then
-  from = XSTREAM
-end
+local tag = call .. '-' .. entries[1][1]
 record_lease(lease, call, worker, expiry, from, entries[1][1], entries[#entries][1], #entries)
+if from == XKSTREAM then
+  count_key_starts(picked, tag)
+end
 if rated then
-  log_starts(STARTS, call .. '-' .. entries[1][1], #entries, flow.period)
+  log_starts(STARTS, tag, #entries, flow.period)
 end
 return finish(entries)

@@ -42,6 +42,14 @@
 --              delivered, which a resume sets the group back to (see pause.lua); the group's
 --              last delivered entry is then `x`'s last, so that no read, blocked or not,
 --              takes an entry of a paused queue
+--   xkready    zset, score the priority, member run_at (14 hex digits) and id (head.lua's
+--              `ready_member`): the jobs with key limits that are due, each a `d:<id>` hash
+--              (status pending), in the order fetches take them (see fetch.lua); a fetch adds
+--              those their keys let start to `xk` and leases them at once
+--   xk         stream of the jobs with key limits a fetch took, with group `g` as `x`'s: its
+--              entries are pending for their workers from the call that added them (the id
+--              map names them `k<entry>`); no fetch reads it otherwise, and a job that leaves
+--              running goes back to `xkready`, so that it keeps its place
 --   xkeyed     hash, job id -> the unique key it holds, for each active job that holds one
 --              (head.lua's `unique` maps the key back), so that a write that ends jobs finds
 --              their keys without reading their entries
@@ -49,7 +57,7 @@
 -- and head.lua's `counts` (with `q`, the entries not yet delivered, beside the statuses), `done`,
 -- `dead`, `unique` (each unique key held, to its job) and `e:<id>` (the errors of each attempt).
 local XSTREAM, XRETURNED, XHIDDEN, XLEVELS, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS, XHELD
-local XWAITING, XKEYED
+local XWAITING, XKEYED, XKSTREAM, XKREADY
 
 -- The range of a reserved call's lease before its read (see `lease:<c>` above): its first entry
 -- after its last, which `XPENDING` and `covers` read as no entry.
@@ -75,6 +83,8 @@ on_base(function()
   XHELD = BASE .. 'xheld'
   XWAITING = BASE .. 'xwaiting'
   XKEYED = BASE .. 'xkeyed'
+  XKSTREAM = BASE .. 'xk'
+  XKREADY = BASE .. 'xkready'
 end)
 
 -- The key of fetch call `call`'s lease.
@@ -124,10 +134,27 @@ local function covers(c, stream, entry)
     and not entry_before(c.last, entry)
 end
 
+-- The value of `name` in a flat field/value list.
+local function field_of(fields, name)
+  for k = 1, #fields, 2 do
+    if fields[k] == name then
+      return fields[k + 1]
+    end
+  end
+  return nil
+end
+
 -- Acknowledges the entries of each stream of `acks` (stream -> entry ids), a few hundred at a
--- time.
+-- time: their jobs leave running, so a job with key limits (an entry of `xk`) no longer counts
+-- against its key's concurrency.
 local function ack_all(acks)
   for stream, entries in pairs(acks) do
+    if stream == XKSTREAM then
+      for _, entry in ipairs(entries) do
+        local got = redis.call('XRANGE', stream, entry, entry)[1]
+        stop_running(got and field_of(got[2], 'k'))
+      end
+    end
     for from = 1, #entries, 500 do
       redis.call('XACK', stream, 'g', unpack(entries, from, math.min(from + 499, #entries)))
     end
@@ -186,9 +213,25 @@ local function hold_if_paused()
   end
 end
 
+-- Makes job `id`, whose key limits (`k`) are among its fields `kept` (`j` first, without `s`),
+-- pending in `xkready`, its fields kept in `d:<id>`.
+local function make_keyed_ready(id, kept)
+  local p = tonumber(field_of(kept, 'pr')) or DEFAULT_PRIORITY
+  local run_at = string.match(kept[2], '^(%-?%d+):', ID_LEN + 1)
+  redis.call('HSET', delayed_key(id), 's', 'p', unpack(kept))
+  redis.call('ZADD', XKREADY, p, ready_member(run_at, id))
+  redis.call('HSET', XIDS, id, 'd')
+end
+
 -- Adds job `id` to priority `p`'s stream of returned jobs when `ahead`, else its queue's, with
--- its fields `kept` (`j` first); points the id map at the entry.
+-- its fields `kept` (`j` first); points the id map at the entry. A job with key limits waits in
+-- `xkready` instead, in its place whatever `ahead` says (see `make_keyed_ready`). Returns whether
+-- it added an entry.
 local function add_entry(id, p, kept, ahead)
+  if field_of(kept, 'k') then
+    make_keyed_ready(id, kept)
+    return false
+  end
   local queued, returned, prefix = level(p)
   if ahead then
     prefix = prefix .. 'r'
@@ -199,6 +242,7 @@ local function add_entry(id, p, kept, ahead)
   if queued == XSTREAM then
     hold_if_paused()
   end
+  return true
 end
 
 -- The stream and the entry id of an id map's value (for a job with an entry).
@@ -208,8 +252,11 @@ local function located(current)
   if not p then
     rest = current
   end
-  if string.sub(rest, 1, 1) == 'r' then
+  local kind = string.sub(rest, 1, 1)
+  if kind == 'r' then
     return returned, string.sub(rest, 2)
+  elseif kind == 'k' then
+    return XKSTREAM, string.sub(rest, 2)
   end
   return queued, rest
 end
@@ -237,14 +284,14 @@ local function streams()
   return all
 end
 
--- The value of `name` in a flat field/value list.
-local function field_of(fields, name)
-  for k = 1, #fields, 2 do
-    if fields[k] == name then
-      return fields[k + 1]
-    end
+-- Every stream whose entries may be pending for a worker: those of `streams`, then `xk` once a
+-- job with key limits was taken.
+local function held_streams()
+  local all = streams()
+  if redis.call('EXISTS', XKSTREAM) == 1 then
+    all[#all + 1] = XKSTREAM
   end
-  return nil
+  return all
 end
 
 -- The last entry of `stream` its group delivered ('0-0' before the first).
@@ -358,7 +405,7 @@ end
 -- Makes job `id` pending again, or scheduled (`status` 's'), with `attempts` attempts made
 -- and run_at `run_at`: a new entry when it is due (of `xr` when `ahead`, so that it keeps its
 -- place), else in `xdelayed`. `fields` are its entry's, or its `d:<id>` hash's (in any order).
--- Returns whether it was added to a stream.
+-- Returns whether it is ready now (an entry, or in `xkready`).
 local function requeue(id, fields, attempts, run_at, status, ahead)
   local kept = with_j_first(fields, { a = true, s = true, c = true }, {})
   -- An entry without `c` was created at its run_at, which changes now.
@@ -370,8 +417,9 @@ local function requeue(id, fields, attempts, run_at, status, ahead)
   end
   kept[2] = with_run_at(kept[2], run_at)
   if tonumber(run_at) <= NOW then
-    recount_by('q', 1)
-    add_entry(id, field_of(fields, 'pr'), kept, ahead)
+    if add_entry(id, field_of(fields, 'pr'), kept, ahead) then
+      recount_by('q', 1)
+    end
     return true
   end
   redis.call('HSET', delayed_key(id), 's', status, unpack(kept))
@@ -380,21 +428,34 @@ local function requeue(id, fields, attempts, run_at, status, ahead)
   return false
 end
 
--- Adds up to `limit` delayed jobs that are due to the stream, as pending.
+-- Takes job `id`, which waits in `d:<id>` with fields `fields`, out of `xdelayed`, or out of
+-- `xkready` for a job with key limits.
+local function unready(id, fields)
+  redis.call('ZREM', XDELAYED, id)
+  if field_of(fields, 'k') then
+    local run_at = run_at_of({ 'j', field_of(fields, 'j') }) or 0
+    redis.call('ZREM', XKREADY, ready_member(run_at, id))
+  end
+end
+
+-- Adds up to `limit` delayed jobs that are due to their streams (or to `xkready`), as pending.
 local function promote_due(limit)
   local due = redis.call('ZRANGE', XDELAYED, '-inf', NOW_S, 'BYSCORE', 'LIMIT', 0, limit)
+  local entries = 0
   for _, id in ipairs(due) do
     local key = delayed_key(id)
     local fields = redis.call('HGETALL', key)
-    add_entry(id, field_of(fields, 'pr'), with_j_first(fields, { s = true }, {}), false)
-    redis.call('DEL', key)
+    if add_entry(id, field_of(fields, 'pr'), with_j_first(fields, { s = true }, {}), false) then
+      redis.call('DEL', key)
+      entries = entries + 1
+    end
     if field_of(fields, 's') == 's' then
       recount('s', 'p')
     end
   end
   if #due > 0 then
     redis.call('ZREM', XDELAYED, unpack(due))
-    recount_by('q', #due)
+    recount_by('q', entries)
   end
 end
 
@@ -669,7 +730,7 @@ local function new_entries(first)
       new = new + 1
       i = i + 2
     else
-      local run_at, count, keyed, spec = string.match(shape, '^([^|]*)|[^|]*|(%d+)|(u?)|(.*)$')
+      local run_at, count, keyed, spec = string.match(shape, '^([^|]*)|[^|]*|(%d+)|(u?)k?|(.*)$')
       local mode, _, key = coalesce_of(spec)
       local held = mode and (taken[mode .. key] or coalesce_holder(mode, key, delayed_key))
       if not held and keyed ~= '' then
@@ -692,9 +753,10 @@ end
 -- Stores the jobs of ARGV[first..]: per job its shape, its `j` (the job's id leads it, its run_at
 -- follows, see streams/packed.rs), then its entry's other fields, names and values. The shape is ''
 -- for a job due now, of the default priority and without other fields, else
--- `<run_at>|<priority>|<n>|<u>|<coalesce>`: its run_at when it is not due yet (else ''), its
+-- `<run_at>|<priority>|<n>|<u><k>|<coalesce>`: its run_at when it is not due yet (else ''), its
 -- priority when it is not the default (else ''), the number n of values after `j`, `u` when the
--- first of them is its unique key's (`u` and the key; else ''), and how it coalesces with an
+-- first of them is its unique key's (`u` and the key; else ''), `k` when it has key limits
+-- (among those values, as `k`; a job due now then waits in `xkready`), and how it coalesces with an
 -- earlier job of its key (`t` throttle or `d` debounce, the window in microseconds, `:`, the key;
 -- else ''). A job due now is an entry of its priority's stream, a later one waits in `xdelayed`,
 -- scheduled. A job whose unique key another active job holds, or whose coalesce key's job answers
@@ -721,8 +783,9 @@ local function store_entries(first, mode)
   local seen, ids, n, ready, later, i = {}, {}, 0, 0, 0, first
   -- The call's index of the job at ARGV[i], and the jobs not stored.
   local index, duplicates = 0, {}
-  -- The ready jobs of another stream than `x`, which no blocked read takes.
-  local elsewhere = 0
+  -- The ready jobs of another stream than `x`, which no blocked read takes, and those with key
+  -- limits, which wait in `xkready` for a fetch.
+  local elsewhere, keyed_ready = 0, 0
   local woken = (tonumber(redis.call('HGET', COUNTS, 'q')) or 0) > 0
   ensure_level(nil)
   while i <= #ARGV do
@@ -736,8 +799,8 @@ local function store_entries(first, mode)
       ready = ready + 1
       i = i + 2
     else
-      local run_at, priority, count, keyed, spec =
-        string.match(shape, '^([^|]*)|([^|]*)|(%d+)|(u?)|(.*)$')
+      local run_at, priority, count, keyed, limited, spec =
+        string.match(shape, '^([^|]*)|([^|]*)|(%d+)|(u?)(k?)|(.*)$')
       local p, last = nil, i + 1 + tonumber(count)
       local mode, window, coalesce_key = coalesce_of(spec)
       -- A debounce key's job waits while it is in `xdelayed`: once it is an entry of a
@@ -761,7 +824,11 @@ local function store_entries(first, mode)
           end
         end
         ids[n + 1] = id
-        if run_at == '' then
+        if run_at == '' and limited ~= '' then
+          make_keyed_ready(id, { 'j', j, unpack(ARGV, i + 2, last) })
+          ids[n + 2] = 'd'
+          keyed_ready = keyed_ready + 1
+        elseif run_at == '' then
           local queued, _, prefix = level(p)
           ids[n + 2] = prefix .. redis.call('XADD', queued, '*', 'j', j, unpack(ARGV, i + 2, last))
           ready = ready + 1
@@ -785,12 +852,13 @@ local function store_entries(first, mode)
   bulk('HSET', XIDS, ids, 1000)
   if ready > 0 then
     hold_if_paused()
-    if not woken and (elsewhere > 0 or redis.call('HLEN', XWAITING) == 0) then
-      wake()
-    end
+  end
+  if not woken and (keyed_ready > 0
+      or (ready > 0 and (elsewhere > 0 or redis.call('HLEN', XWAITING) == 0))) then
+    wake()
   end
   recount_by('q', ready)
-  recount_by('p', ready)
+  recount_by('p', ready + keyed_ready)
   recount_by('s', later)
   return answer('ok', md, duplicates)
 end

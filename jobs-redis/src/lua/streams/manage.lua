@@ -21,7 +21,7 @@ local woken = false
 -- pending; returns when the job started ('' when its lease is gone).
 local function let_go_of(state)
   local c = running_lease(state.stream, state.entry)
-  redis.call('XACK', state.stream, 'g', state.entry)
+  ack_all({ [state.stream] = { state.entry } })
   if c then
     drop_ended({ [c.call] = c })
     return c.started
@@ -29,8 +29,8 @@ local function let_go_of(state)
   return ''
 end
 
--- Takes job `id` (see `job_state`) out of where it is kept: its entry or `d:<id>`, `xdelayed`,
--- the dead set or `done`; and out of the counts.
+-- Takes job `id` (see `job_state`) out of where it is kept: its entry or `d:<id>`, `xdelayed`
+-- or `xkready`, the dead set or `done`; and out of the counts.
 local function remove(id, state)
   local s = state.status
   if state.entry then
@@ -42,7 +42,7 @@ local function remove(id, state)
     redis.call('XDEL', state.stream, state.entry)
   else
     redis.call('DEL', delayed_key(id))
-    redis.call('ZREM', XDELAYED, id)
+    unready(id, state.fields)
   end
   if s == 'd' then
     redis.call('ZREM', DEAD, id)
@@ -82,7 +82,7 @@ for i = 11, #ARGV do
           redis.call('HSET', delayed_key(id), unpack(state.fields))
           redis.call('HSET', XIDS, id, 'd')
         else
-          redis.call('ZREM', XDELAYED, id)
+          unready(id, state.fields)
         end
         if s ~= 'r' then
           redis.call('HSET', delayed_key(id), 's', 'x')

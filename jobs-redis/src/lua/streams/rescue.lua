@@ -5,12 +5,12 @@
 -- left. A gone worker's calls are dropped and it leaves the groups. Returns the jobs' ids.
 local limit = tonumber(ARGV[4])
 local rescued = {}
-local all = streams()
+local all = held_streams()
 
 -- Ends the attempt of the job at pending entry `entry` of `stream`, started at `started`.
 local function lapse(stream, entry, started)
   local fields = entry_fields(stream, entry)
-  redis.call('XACK', stream, 'g', entry)
+  ack_all({ [stream] = { entry } })
   if not fields then
     return
   end

@@ -1,9 +1,9 @@
 -- Counts the waiting and running jobs of some names by payload version (stored_versions), with
--- versions.lua's arguments and reply, a bounded number of jobs per call: walks `xdelayed`, then
--- each stream of the queue (in the order of `streams`) twice, its entries not yet delivered and
--- its pending ones. ARGV[4] the step to resume (1: `xdelayed`; 2k and 2k+1: stream k's
--- undelivered and pending entries), ARGV[5] where it goes on ('': from its start; the `ZSCAN`
--- cursor, or the last entry counted), ARGV[6] unused, ARGV[7..] the names. Returns {next step
+-- versions.lua's arguments and reply, a bounded number of jobs per call: walks `xdelayed` and
+-- `xkready`, then each stream of the queue (in the order of `held_streams`) twice, its entries
+-- not yet delivered and its pending ones. ARGV[4] the step to resume (1: `xdelayed`, 2:
+-- `xkready`; 2k+1 and 2k+2: stream k's undelivered and pending entries), ARGV[5] where it goes
+-- on ('': from its start; the `ZSCAN` cursor, or the last entry counted), ARGV[6] unused, ARGV[7..] the names. Returns {next step
 -- (0: done), where it goes on, '', counts}, `counts` being name, version, count, ... of the jobs
 -- examined. A job that moves during the walk may be counted twice or not at all; on a queue at
 -- rest the counts are exact.
@@ -21,14 +21,19 @@ local function count(fields)
 end
 
 local step, cursor = tonumber(ARGV[4]), ARGV[5]
-local all = streams()
+local all = held_streams()
 local left = VERSIONS_BUDGET
-while step <= 2 * #all + 1 and left > 0 do
+while step <= 2 * #all + 2 and left > 0 do
   local next_cursor = nil
-  if step == 1 then
-    local got = redis.call('ZSCAN', XDELAYED, cursor == '' and '0' or cursor, 'COUNT', left)
+  if step <= 2 then
+    -- Members of `xdelayed` are ids; those of `xkready`, ids after their run_at (14 digits).
+    local set, from = XDELAYED, 1
+    if step == 2 then
+      set, from = XKREADY, 15
+    end
+    local got = redis.call('ZSCAN', set, cursor == '' and '0' or cursor, 'COUNT', left)
     for k = 1, #got[2], 2 do
-      local fields = redis.call('HGETALL', delayed_key(got[2][k]))
+      local fields = redis.call('HGETALL', delayed_key(string.sub(got[2][k], from)))
       local s = field_of(fields, 's')
       if s == 's' or s == 'p' then
         count(fields)
@@ -39,11 +44,11 @@ while step <= 2 * #all + 1 and left > 0 do
       next_cursor = got[1]
     end
   else
-    local stream = all[math.floor(step / 2)]
+    local stream = all[math.floor((step - 1) / 2)]
     local entries = {}
     if redis.call('EXISTS', stream) == 0 then
       -- A priority's streams not made yet, or `x` before the queue's first job: nothing.
-    elseif step % 2 == 0 then
+    elseif step % 2 == 1 then
       -- Not delivered yet: after the group's last delivered entry (held back while paused).
       local from = cursor
       if from == '' then
@@ -72,7 +77,7 @@ while step <= 2 * #all + 1 and left > 0 do
     step, cursor = step + 1, ''
   end
 end
-if step > 2 * #all + 1 then
+if step > 2 * #all + 2 then
   step = 0
 end
 return { step, cursor, '', tally_counts(tally) }
