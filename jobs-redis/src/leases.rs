@@ -96,7 +96,7 @@ fn completion_mark(token: LeaseToken) -> [u8; 16] {
 
 /// Appends the jobs a fetch takes, as known.lua reads them: a name and its newest version
 /// each (nothing: every job).
-fn push_known(inv: &mut Cmd, p: &FetchParams) {
+pub(crate) fn push_known(inv: &mut Cmd, p: &FetchParams) {
     for known in p.known.iter().flatten() {
         inv.arg(&known.name).arg(known.version);
     }
@@ -121,20 +121,26 @@ pub(crate) fn leased_record<S: AsRef<str>>(
     Ok(record)
 }
 
-/// Runs `once` (one fetch call: the jobs it leased that decode, and how many did not, which it
-/// failed as dead) until it leases a job or every job it took decoded, so that an empty answer
-/// still means an empty queue.
+/// The most fetch calls [`until_decoded`] makes: should every call keep taking only jobs that
+/// do not reach the worker, its next fetch goes on.
+const MOST_CALLS: usize = 64;
+
+/// Runs `once` (one fetch call: the jobs it leased that reach the worker, and how many it took
+/// that did not: failed as dead, or set aside) until it leases a job or every job it took
+/// reached the worker, so that an empty answer still means an empty queue; at most
+/// [`MOST_CALLS`] calls.
 pub(crate) async fn until_decoded<F, Fut>(mut once: F) -> Result<Vec<LeasedJob>, Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(Vec<LeasedJob>, usize), Error>>,
 {
-    loop {
-        let (leased, failed) = once().await?;
-        if !leased.is_empty() || failed == 0 {
+    for _ in 1..MOST_CALLS {
+        let (leased, missed) = once().await?;
+        if !leased.is_empty() || missed == 0 {
             return Ok(leased);
         }
     }
+    Ok(once().await?.0)
 }
 
 /// The queues a fetch names, each once, in the order it names them.
@@ -398,7 +404,7 @@ impl RedisBackend {
     /// Runs `script` per queue over the items leased in it, [`CHUNK`] items a call: the shared
     /// arguments, `head`'s, then per item its lease's and what `item` adds. Returns which items
     /// were accepted.
-    async fn under_leases<T>(
+    pub(crate) async fn under_leases<T>(
         &self,
         script: &'static Function,
         now: Timestamp,

@@ -98,6 +98,7 @@ scripts! {
     xread: "streams/read.lua",
     xwait: "streams/wait.lua",
     xadopt: "streams/adopt.lua",
+    xaside: "streams/aside.lua",
     xpause: "streams/pause.lua",
     xcron: "streams/cron.lua",
     xversions: "streams/versions.lua",

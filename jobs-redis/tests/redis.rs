@@ -33,10 +33,10 @@ mod presence;
 mod restart;
 #[path = "redis/streams.rs"]
 mod streams;
+#[path = "redis/streams_apart.rs"]
+mod streams_apart;
 #[path = "redis/streams_fetch.rs"]
 mod streams_fetch;
-#[path = "redis/streams_keys.rs"]
-mod streams_keys;
 #[path = "redis/streams_manage.rs"]
 mod streams_manage;
 #[path = "redis/streams_pickup.rs"]
@@ -127,6 +127,7 @@ mod streams_conformance {
         tags_forget_deleted_and_pruned_jobs,
         tags_read_back_as_enqueued,
         versions_are_stored_with_each_job,
+        versions_newer_than_known_stay_waiting,
         versions_published_are_listed_by_name_and_version,
         versions_stored_are_counted_for_waiting_and_running_jobs,
         worker_counts_a_committing_job_until_it_is_completed,
@@ -165,6 +166,7 @@ mod streams_conformance {
         worker_takes_jobs_enqueued_while_idle_until_it_stops,
         worker_takes_nothing_from_a_paused_queue,
         worker_times_out_slow_attempts,
+        worker_upgrades_a_job_stored_at_an_older_version,
         worker_waits_out_a_limit_another_fills,
         workers_deregister_forgets_a_worker,
         workers_expire_without_heartbeats,

@@ -6,14 +6,16 @@
 -- At most this many ready jobs are examined per call when some are of unknown names.
 local KNOWN_SCAN = 1000
 
--- The pairs ARGV[from..] (name, newest version) as a table name -> version, or nil when there
--- are none (every job is taken; a fetch that knows no job is not sent).
-local function known_jobs(from)
-  if #ARGV < from then
+-- The pairs ARGV[from..last] (name, newest version; `last` nil: to the end) as a table name ->
+-- version, or nil when there are none (every job is taken; a fetch that knows no job is not
+-- sent).
+local function known_jobs(from, last)
+  last = last or #ARGV
+  if last < from then
     return nil
   end
   local known = {}
-  for i = from, #ARGV - 1, 2 do
+  for i = from, last - 1, 2 do
     local version = tonumber(ARGV[i + 1])
     if not known[ARGV[i]] or known[ARGV[i]] < version then
       known[ARGV[i]] = version

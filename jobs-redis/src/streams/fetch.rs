@@ -8,11 +8,13 @@
 
 use std::sync::Arc;
 
-use jobs_core::{later, Error, Failure, FetchParams, Lease, LeaseRef, LeasedJob, Timestamp};
+use jobs_core::{
+    later, Error, Failure, FetchParams, KnownJob, Lease, LeaseRef, LeasedJob, Timestamp,
+};
 use redis::{Cmd, RedisError, Value};
 
 use crate::flow::{ended_leases, fetch_flow};
-use crate::leases::{distinct, leased_record, push_lease, until_decoded};
+use crate::leases::{distinct, leased_record, push_known, push_lease, until_decoded};
 use crate::library;
 use crate::marker::Layout;
 use crate::names::Names;
@@ -81,12 +83,18 @@ impl RedisBackend {
     ) -> Result<Vec<LeasedJob>, Error> {
         until_decoded(|| async {
             let (call, reply) = self.lease_call(queue, limit, p, expires).await?;
-            let (leased, corrupt) = leased_jobs(reply, call, queue, &p.worker, p.now, expires)?;
-            let failed = corrupt.len();
-            if failed > 0 {
-                self.fail_corrupt(corrupt, p.now).await;
-            }
-            Ok((leased, failed))
+            let lease = LeaseOf {
+                call,
+                queue,
+                worker: &p.worker,
+                started: p.now,
+                expires,
+            };
+            let taken = leased_jobs(reply, &lease, p.known.as_deref())?;
+            // Set aside or failed, jobs of the batch that did not reach the worker: fetch again.
+            let missed = taken.corrupt.len() + taken.aside.len();
+            self.let_go_of(taken.corrupt, taken.aside, p.now).await;
+            Ok((taken.leased, missed))
         })
         .await
     }
@@ -113,7 +121,10 @@ impl RedisBackend {
                 inv
             };
             let (mut begin, end) = (script(&SCRIPTS.xfetch), script(&SCRIPTS.xfetched));
-            begin.arg(fetch_flow(p, queue, false));
+            begin
+                .arg(fetch_flow(p, queue, false))
+                .arg(2 * p.known.as_ref().map_or(0, Vec::len));
+            push_known(&mut begin, p);
             for lease in ended_leases(p, queue) {
                 push_lease(&mut begin, Layout::Streams, lease);
             }
@@ -197,23 +208,42 @@ pub(crate) fn read_entries(read: Value) -> Result<Value, Error> {
     }
 }
 
-/// The jobs of a fetch's reply, leased to `worker` from `started` until `expires`, and a
-/// failure for each that does not decode.
+/// The lease of a read's entries: its fetch call, its queue, the worker and its times.
+pub(crate) struct LeaseOf<'a> {
+    pub call: CallId,
+    pub queue: &'a str,
+    pub worker: &'a str,
+    pub started: Timestamp,
+    pub expires: Timestamp,
+}
+
+/// The jobs a read leased, sorted by what becomes of them.
+pub(crate) struct Taken {
+    /// Those the worker runs.
+    pub leased: Vec<LeasedJob>,
+    /// A failure for each that does not decode.
+    pub corrupt: Vec<Failure>,
+    /// The leases of those of a name, or at a version, the worker does not run.
+    pub aside: Vec<LeaseRef>,
+}
+
+/// The jobs of a read's reply, leased under `lease`, of which those `known` admits (see
+/// [`KnownJob::admits`]) reach the worker.
 pub(crate) fn leased_jobs(
     reply: Value,
-    call: CallId,
-    queue: &str,
-    worker: &str,
-    started: Timestamp,
-    expires: Timestamp,
-) -> Result<(Vec<LeasedJob>, Vec<Failure>), Error> {
-    let started = stored_time(started);
-    let expires = stored_time(expires);
-    let worker: Arc<str> = worker.into();
-    let tag = queue_tag(queue);
-    let mut names = Names::new(queue);
-    let mut leased = Vec::new();
-    let mut corrupt = Vec::new();
+    lease: &LeaseOf,
+    known: Option<&[KnownJob]>,
+) -> Result<Taken, Error> {
+    let started = stored_time(lease.started);
+    let expires = stored_time(lease.expires);
+    let worker: Arc<str> = lease.worker.into();
+    let (call, tag) = (lease.call, queue_tag(lease.queue));
+    let mut names = Names::new(lease.queue);
+    let mut taken = Taken {
+        leased: Vec::new(),
+        corrupt: Vec::new(),
+        aside: Vec::new(),
+    };
     for value in &items(reply)? {
         let entry = match entry(value) {
             Ok(entry) => entry,
@@ -226,7 +256,7 @@ pub(crate) fn leased_jobs(
                     id: parse_id(id)?,
                     token: token(call, tag, at)?,
                 };
-                corrupt.push(Failure::undecodable(lease, &e));
+                taken.corrupt.push(Failure::undecodable(lease, &e));
                 continue;
             }
         };
@@ -250,12 +280,18 @@ pub(crate) fn leased_jobs(
             leased_record(&stored, id, &mut names, lease, Some(started))
         });
         match decoded {
-            Ok(record) => leased.push(LeasedJob {
-                record,
+            Ok(record) if KnownJob::admits(known, &record.name, record.version) => {
+                taken.leased.push(LeasedJob {
+                    record,
+                    token,
+                    reserved: false,
+                });
+            }
+            Ok(record) => taken.aside.push(LeaseRef {
+                id: record.id,
                 token,
-                reserved: false,
             }),
-            Err(e) => corrupt.push(Failure::undecodable(
+            Err(e) => taken.corrupt.push(Failure::undecodable(
                 LeaseRef {
                     id: parse_id(id)?,
                     token,
@@ -264,5 +300,31 @@ pub(crate) fn leased_jobs(
             )),
         }
     }
-    Ok((leased, corrupt))
+    Ok(taken)
+}
+
+impl RedisBackend {
+    /// Lets go of the jobs a read took that do not reach the worker: fails `corrupt` ones as
+    /// dead, and sets `aside` ones apart for a worker that runs them (`lua/streams/aside.lua`).
+    /// Should that fail, their leases lapse and they run again after the rescue.
+    pub(crate) async fn let_go_of(
+        &self,
+        corrupt: Vec<Failure>,
+        aside: Vec<LeaseRef>,
+        now: Timestamp,
+    ) {
+        if !corrupt.is_empty() {
+            self.fail_corrupt(corrupt, now).await;
+        }
+        if aside.is_empty() {
+            return;
+        }
+        let set = self
+            .under_leases(&SCRIPTS.xaside, now, &aside, |l| *l, |_| {}, |_, _| {})
+            .await;
+        if let Err(e) = set {
+            let ids: Vec<_> = aside.iter().map(|l| l.id).collect();
+            tracing::warn!(?ids, error = %e, "could not set aside jobs this worker does not run; their leases will lapse");
+        }
+    }
 }

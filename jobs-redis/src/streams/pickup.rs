@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use jobs_core::{later, Error, Failure, FetchParams, Timestamp};
+use jobs_core::{later, Error, Failure, FetchParams, KnownJob, LeaseRef, Timestamp};
 use redis::{AsyncConnectionConfig, Client, Value};
 use tokio::sync::watch;
 
@@ -24,7 +24,7 @@ use crate::backend::Inner;
 use crate::deliveries::Recipient;
 use crate::record::micros;
 use crate::scripts::SCRIPTS;
-use crate::streams::fetch::{leased_jobs, read_entries};
+use crate::streams::fetch::{leased_jobs, read_entries, LeaseOf};
 use crate::streams::readers::{Armed, ReadConn};
 use crate::streams::reply::bounds;
 use crate::streams::token::CallId;
@@ -43,6 +43,8 @@ struct Read {
     call: CallId,
     /// How many jobs it takes at most.
     count: usize,
+    /// The jobs the worker runs (`None`: every job); it sets the others aside.
+    known: Option<Vec<KnownJob>>,
     lease_for: Duration,
     /// The worker's clock when the read began, and the moment it did.
     armed_at: (Timestamp, Instant),
@@ -89,6 +91,7 @@ impl RedisBackend {
             queue: queue.to_string(),
             call,
             count: p.deliver,
+            known: p.known.clone(),
             lease_for: p.lease_for,
             armed_at: (p.now, Instant::now()),
             block,
@@ -233,11 +236,11 @@ async fn read_once(
         let entries = read_entries(reply)?;
         Ok(bounds(&entries)?.map(|range| (range, entries)))
     });
-    let mut corrupt = Vec::new();
+    let (mut corrupt, mut aside) = (Vec::new(), Vec::new());
     let range = match taken {
         Ok(Some((range, entries))) => {
             match hand_over(inner, &read, entries, started, expires) {
-                Ok(failures) => corrupt = failures,
+                Ok(missed) => (corrupt, aside) = missed,
                 Err(e) => {
                     tracing::warn!(queue = %read.queue, error = %e, "a worker's blocked read took jobs it cannot read; they are rescued when their lease lapses");
                 }
@@ -262,9 +265,7 @@ async fn read_once(
     if let Err(e) = backend.run::<i64>(&adopt).await {
         tracing::warn!(queue = %read.queue, error = %e, "could not write the lease of a blocked read's jobs; they are rescued when their worker is gone");
     }
-    if !corrupt.is_empty() {
-        backend.fail_corrupt(corrupt, started).await;
-    }
+    backend.let_go_of(corrupt, aside, started).await;
     if !failed {
         backend.inner().readers.keep_idle(conn);
     }
@@ -279,26 +280,26 @@ impl Read {
     }
 }
 
-/// Hands the jobs of a read's `entries`, leased from `started` until `expires`, to the
-/// worker's subscription (or back to the store when it has none here); a failure for each that
-/// does not decode.
+/// Hands the jobs of a read's `entries`, leased from `started` until `expires`, that the
+/// worker runs to its subscription (or back to the store when it has none here); a failure
+/// for each that does not decode, and the leases of those the worker does not run.
 fn hand_over(
     inner: Arc<Inner>,
     read: &Read,
     entries: Value,
     started: Timestamp,
     expires: Timestamp,
-) -> Result<Vec<Failure>, Error> {
-    let (leased, corrupt) = leased_jobs(
-        entries,
-        read.call,
-        &read.queue,
-        &read.worker,
+) -> Result<(Vec<Failure>, Vec<LeaseRef>), Error> {
+    let lease = LeaseOf {
+        call: read.call,
+        queue: &read.queue,
+        worker: &read.worker,
         started,
         expires,
-    )?;
-    for job in leased {
+    };
+    let taken = leased_jobs(entries, &lease, read.known.as_deref())?;
+    for job in taken.leased {
         Recipient::take(inner.clone(), &read.worker, job);
     }
-    Ok(corrupt)
+    Ok((taken.corrupt, taken.aside))
 }

@@ -12,11 +12,15 @@
 -- takes from one stream, so that its entries are the range from its first to its last there,
 -- which no other call's overlaps. ARGV[4..]: lease expiry, worker, limit, the call's id (see
 -- streams/token.rs), the queue's limits as flow.lua's `read_flow` reads them ('' when the
--- worker knows of none; their last part, the worker's ended leases, empty), then those ended
--- leases of the queue, each its fetch call, entry and job id. The limits lower the call's
--- limit to what they let start; the `XREADGROUP`, whose count is the asked one, reads only when
--- that is the whole limit and the queue has no rate (whose starts this script logs). Fails
--- with `TAKEN` when another call holding leases has the same id, which the caller draws again.
+-- worker knows of none; their last part, the worker's ended leases, empty), the number k of
+-- arguments that name the jobs the worker runs, those k (known.lua's pairs; none: every job),
+-- then the worker's ended leases of the queue, each its fetch call, entry and job id. The
+-- limits lower the call's limit to what they let start; the `XREADGROUP`, whose count is the
+-- asked one, reads only when that is the whole limit, the queue has no rate (whose starts this
+-- script logs) and no job waits apart (`xapart`: with key limits, or set aside). The jobs the
+-- worker runs are looked for only there: the caller sets aside those it read but does not run
+-- (aside.lua). Fails with `TAKEN` when another call holding leases has the same id, which the
+-- caller draws again.
 local expiry, worker, asked, call = ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
 if not x_exists() then
   return {}
@@ -26,22 +30,26 @@ if redis.call('HGET', BASE .. 'limits', 'pz') == '1' then
   return {}
 end
 local flow = read_flow(8)
+local known_last = 9 + tonumber(ARGV[9])
+local known = known_jobs(10, known_last)
+-- The first argument of the ended leases.
+local ENDED = known_last + 1
 
--- The worker's ended leases (ARGV[9..]) under which their jobs still run, as flow.lua's
+-- The worker's ended leases (ARGV[ENDED..]) under which their jobs still run, as flow.lua's
 -- `left_out` counts them: in total and per key. The fence tells them, where the hash layout
 -- reads each job's lease; set as `left_out`'s answer for this call.
 local function ended_under_leases()
   local out, seen = { total = 0, keys = {} }, {}
-  if #ARGV < 9 then
+  if #ARGV < ENDED then
     return out
   end
-  for n, c in ipairs(fenced(9, 3)) do
-    local i = 9 + 3 * (n - 1)
+  for n, c in ipairs(fenced(ENDED, 3)) do
+    local i = ENDED + 3 * (n - 1)
     local id = ARGV[i + 2]
     if c and not seen[id] then
       seen[id] = true
       out.total = out.total + 1
-      local got = c.stream == XKSTREAM and redis.call('XRANGE', XKSTREAM, ARGV[i + 1], ARGV[i + 1])[1]
+      local got = c.stream == XASTREAM and redis.call('XRANGE', XASTREAM, ARGV[i + 1], ARGV[i + 1])[1]
       local k = got and field_of(got[2], 'k')
       if k then
         local key = key_of(k)
@@ -71,9 +79,9 @@ if redis.call('HSETNX', lease, 'w', worker) == 0 then
 end
 promote_due(limit)
 local rated = flow and flow.rate
--- Jobs with key limits wait in `xkready` (a worker that knows of the queue's limits looks).
-local keyed = flow and redis.call('EXISTS', XKREADY) == 1
-if limit == asked and not rated and not keyed and next_is_x() then
+-- Jobs with key limits, and those set aside, wait in `xapart`.
+local apart = redis.call('EXISTS', XAPART) == 1
+if limit == asked and not rated and not apart and next_is_x() then
   redis.call('HSET', lease, 'o', last_delivered(XSTREAM), 'n', pending_count(XSTREAM, worker))
   return finish('plain')
 end
@@ -94,21 +102,32 @@ local function plain_head()
   return nil
 end
 
--- The `ready_member` of an entry, to place it among the jobs of `xkready`.
+-- The `ready_member` of an entry, to place it among the jobs of `xapart`.
 local function member_of(entry)
   local j = field_of(entry[2], 'j') or ''
   return ready_member(unpack_j(j) or 0, string.sub(j, 1, ID_LEN))
 end
 
--- The jobs of `xkready` that their keys let start now, in order, of those before `bound`
--- (a priority and a member; nil: no bound), at most `limit`, each {member, priority, fields,
--- false, key, key rate period} as flow.lua's `count_key_starts` reads them; when none comes
--- before the bound, the first one after it, as {priority, member}. Looks past at most
--- FLOW_SCAN jobs their keys hold back.
-local function keyed_head(bound)
-  local picked, keys, held, from = {}, {}, 0, 0
-  while #picked < limit and held < FLOW_SCAN do
-    local window = redis.call('ZRANGE', XKREADY, from, from + 99, 'WITHSCORES')
+-- Whether the worker runs the job of `fields` (a `d:<id>` hash's), as known.lua's `takes` says.
+local function runs(fields)
+  if not known then
+    return true
+  end
+  local _, m = unpack_j(field_of(fields, 'j') or '')
+  local v = field_of(fields, 'v')
+  return takes(known, { 'm', m or '', 'v', v or '1' })
+end
+
+-- The jobs of `xapart` the worker runs and that their keys (if they have key limits) let start
+-- now, in order, of those before `bound` (a priority and a member; nil: no bound), at most
+-- `limit`, each {member, priority, fields, false, key, key rate period} as flow.lua's
+-- `count_key_starts` reads them; when none comes before the bound, the first one after it, as
+-- {priority, member}. Looks past at most FLOW_SCAN jobs their keys hold back and KNOWN_SCAN of
+-- names or versions the worker does not run.
+local function apart_head(bound)
+  local picked, keys, held, unknown, from = {}, {}, 0, 0, 0
+  while #picked < limit and held < FLOW_SCAN and unknown < KNOWN_SCAN do
+    local window = redis.call('ZRANGE', XAPART, from, from + 99, 'WITHSCORES')
     if #window == 0 then
       return picked, nil
     end
@@ -121,12 +140,17 @@ local function keyed_head(bound)
       end
       local fields = redis.call('HGETALL', delayed_key(string.sub(member, 15)))
       local k = field_of(fields, 'k')
-      local key, period = nil, nil
-      if k then
+      local free, key, period = true, nil, nil
+      if #fields == 0 or not runs(fields) then
+        free = false
+        unknown = unknown + 1
+      elseif k then
         key, period = key_room(keys, k)
+        free = key ~= nil
+        held = held + (free and 0 or 1)
       end
-      if not key then
-        held = held + 1
+      if not free then
+        -- Looked past.
       elseif after then
         return picked, { p, member }
       else
@@ -140,40 +164,40 @@ local function keyed_head(bound)
   return picked, nil
 end
 
--- Leases the jobs `picked` (see `keyed_head`): each an entry of `xk`, read by the worker at
+-- Leases the jobs `picked` (see `apart_head`): each an entry of `xa`, read by the worker at
 -- once, counted against its key. Returns the entries.
-local function take_keyed(picked)
-  ensure_group(XKSTREAM)
+local function take_apart(picked)
+  ensure_group(XASTREAM)
   local members = {}
   for n, job in ipairs(picked) do
     local id = string.sub(job[1], 15)
-    local entry = redis.call('XADD', XKSTREAM, '*', unpack(with_j_first(job[3], { s = true }, {})))
-    redis.call('HSET', XIDS, id, 'k' .. entry)
+    local entry = redis.call('XADD', XASTREAM, '*', unpack(with_j_first(job[3], { s = true }, {})))
+    redis.call('HSET', XIDS, id, 'a' .. entry)
     redis.call('DEL', delayed_key(id))
     members[n] = job[1]
   end
-  zrem_all(XKREADY, members)
+  zrem_all(XAPART, members)
   recount_by('q', #picked)
   local read = redis.call('XREADGROUP', 'GROUP', 'g', worker, 'COUNT', #picked,
-    'STREAMS', XKSTREAM, '>')
+    'STREAMS', XASTREAM, '>')
   return read[1][2]
 end
 
 hide_x()
 local entries, from, picked = {}, nil, {}
-if keyed then
-  -- The jobs go in their merged order: a run of keyed jobs before the first entry not yet
-  -- delivered, or a run of entries before the first keyed job that may start.
+if apart then
+  -- The jobs go in their merged order: a run of jobs from `xapart` before the first entry not
+  -- yet delivered, or a run of entries before the first job from `xapart` that may start.
   local head = plain_head()
   local bound = head and { head.p, member_of(head.waiting[1]) }
-  local next_keyed
-  picked, next_keyed = keyed_head(bound)
+  local next_apart
+  picked, next_apart = apart_head(bound)
   if #picked > 0 then
-    entries, from = take_keyed(picked), XKSTREAM
+    entries, from = take_apart(picked), XASTREAM
   elseif head then
     local count = 0
     for _, entry in ipairs(head.waiting) do
-      if next_keyed and not before(member_of(entry), head.p, next_keyed[2], next_keyed[1]) then
+      if next_apart and not before(member_of(entry), head.p, next_apart[2], next_apart[1]) then
         break
       end
       count = count + 1
@@ -205,7 +229,7 @@ if not from then
 end
 local tag = call .. '-' .. entries[1][1]
 record_lease(lease, call, worker, expiry, from, entries[1][1], entries[#entries][1], #entries)
-if from == XKSTREAM then
+if from == XASTREAM then
   count_key_starts(picked, tag)
 end
 if rated then

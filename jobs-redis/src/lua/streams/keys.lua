@@ -42,14 +42,16 @@
 --              delivered, which a resume sets the group back to (see pause.lua); the group's
 --              last delivered entry is then `x`'s last, so that no read, blocked or not,
 --              takes an entry of a paused queue
---   xkready    zset, score the priority, member run_at (14 hex digits) and id (head.lua's
---              `ready_member`): the jobs with key limits that are due, each a `d:<id>` hash
---              (status pending), in the order fetches take them (see fetch.lua); a fetch adds
---              those their keys let start to `xk` and leases them at once
---   xk         stream of the jobs with key limits a fetch took, with group `g` as `x`'s: its
+--   xapart     zset, score the priority, member run_at (14 hex digits) and id (head.lua's
+--              `ready_member`): the due jobs that wait apart from the streams, each a `d:<id>`
+--              hash (status pending), in the order fetches take them (see fetch.lua): those
+--              with key limits, and those a worker set aside, having read them but not running
+--              their name or version (see aside.lua); a fetch adds those it takes to `xa` and
+--              leases them at once
+--   xa         stream of the jobs a fetch took from `xapart`, with group `g` as `x`'s: its
 --              entries are pending for their workers from the call that added them (the id
---              map names them `k<entry>`); no fetch reads it otherwise, and a job that leaves
---              running goes back to `xkready`, so that it keeps its place
+--              map names them `a<entry>`); no fetch reads it otherwise, and a job with key
+--              limits that leaves running goes back to `xapart`, so that it keeps its place
 --   xkeyed     hash, job id -> the unique key it holds, for each active job that holds one
 --              (head.lua's `unique` maps the key back), so that a write that ends jobs finds
 --              their keys without reading their entries
@@ -57,7 +59,7 @@
 -- and head.lua's `counts` (with `q`, the entries not yet delivered, beside the statuses), `done`,
 -- `dead`, `unique` (each unique key held, to its job) and `e:<id>` (the errors of each attempt).
 local XSTREAM, XRETURNED, XHIDDEN, XLEVELS, XIDS, XDELAYED, XRES, XLEASES, XPROGRESS, XHELD
-local XWAITING, XKEYED, XKSTREAM, XKREADY
+local XWAITING, XKEYED, XASTREAM, XAPART
 
 -- The range of a reserved call's lease before its read (see `lease:<c>` above): its first entry
 -- after its last, which `XPENDING` and `covers` read as no entry.
@@ -83,8 +85,8 @@ on_base(function()
   XHELD = BASE .. 'xheld'
   XWAITING = BASE .. 'xwaiting'
   XKEYED = BASE .. 'xkeyed'
-  XKSTREAM = BASE .. 'xk'
-  XKREADY = BASE .. 'xkready'
+  XASTREAM = BASE .. 'xa'
+  XAPART = BASE .. 'xapart'
 end)
 
 -- The key of fetch call `call`'s lease.
@@ -145,11 +147,11 @@ local function field_of(fields, name)
 end
 
 -- Acknowledges the entries of each stream of `acks` (stream -> entry ids), a few hundred at a
--- time: their jobs leave running, so a job with key limits (an entry of `xk`) no longer counts
+-- time: their jobs leave running, so a job with key limits (an entry of `xa`) no longer counts
 -- against its key's concurrency.
 local function ack_all(acks)
   for stream, entries in pairs(acks) do
-    if stream == XKSTREAM then
+    if stream == XASTREAM then
       for _, entry in ipairs(entries) do
         local got = redis.call('XRANGE', stream, entry, entry)[1]
         stop_running(got and field_of(got[2], 'k'))
@@ -213,23 +215,23 @@ local function hold_if_paused()
   end
 end
 
--- Makes job `id`, whose key limits (`k`) are among its fields `kept` (`j` first, without `s`),
--- pending in `xkready`, its fields kept in `d:<id>`.
-local function make_keyed_ready(id, kept)
+-- Makes job `id`, with fields `kept` (`j` first, without `s`), pending in `xapart`, its fields
+-- kept in `d:<id>`: a job with key limits (`k`), or one set aside.
+local function wait_apart(id, kept)
   local p = tonumber(field_of(kept, 'pr')) or DEFAULT_PRIORITY
   local run_at = string.match(kept[2], '^(%-?%d+):', ID_LEN + 1)
   redis.call('HSET', delayed_key(id), 's', 'p', unpack(kept))
-  redis.call('ZADD', XKREADY, p, ready_member(run_at, id))
+  redis.call('ZADD', XAPART, p, ready_member(run_at, id))
   redis.call('HSET', XIDS, id, 'd')
 end
 
 -- Adds job `id` to priority `p`'s stream of returned jobs when `ahead`, else its queue's, with
 -- its fields `kept` (`j` first); points the id map at the entry. A job with key limits waits in
--- `xkready` instead, in its place whatever `ahead` says (see `make_keyed_ready`). Returns whether
+-- `xapart` instead, in its place whatever `ahead` says (see `wait_apart`). Returns whether
 -- it added an entry.
 local function add_entry(id, p, kept, ahead)
   if field_of(kept, 'k') then
-    make_keyed_ready(id, kept)
+    wait_apart(id, kept)
     return false
   end
   local queued, returned, prefix = level(p)
@@ -255,8 +257,8 @@ local function located(current)
   local kind = string.sub(rest, 1, 1)
   if kind == 'r' then
     return returned, string.sub(rest, 2)
-  elseif kind == 'k' then
-    return XKSTREAM, string.sub(rest, 2)
+  elseif kind == 'a' then
+    return XASTREAM, string.sub(rest, 2)
   end
   return queued, rest
 end
@@ -284,12 +286,12 @@ local function streams()
   return all
 end
 
--- Every stream whose entries may be pending for a worker: those of `streams`, then `xk` once a
+-- Every stream whose entries may be pending for a worker: those of `streams`, then `xa` once a
 -- job with key limits was taken.
 local function held_streams()
   local all = streams()
-  if redis.call('EXISTS', XKSTREAM) == 1 then
-    all[#all + 1] = XKSTREAM
+  if redis.call('EXISTS', XASTREAM) == 1 then
+    all[#all + 1] = XASTREAM
   end
   return all
 end
@@ -405,7 +407,7 @@ end
 -- Makes job `id` pending again, or scheduled (`status` 's'), with `attempts` attempts made
 -- and run_at `run_at`: a new entry when it is due (of `xr` when `ahead`, so that it keeps its
 -- place), else in `xdelayed`. `fields` are its entry's, or its `d:<id>` hash's (in any order).
--- Returns whether it is ready now (an entry, or in `xkready`).
+-- Returns whether it is ready now (an entry, or in `xapart`).
 local function requeue(id, fields, attempts, run_at, status, ahead)
   local kept = with_j_first(fields, { a = true, s = true, c = true }, {})
   -- An entry without `c` was created at its run_at, which changes now.
@@ -429,16 +431,16 @@ local function requeue(id, fields, attempts, run_at, status, ahead)
 end
 
 -- Takes job `id`, which waits in `d:<id>` with fields `fields`, out of `xdelayed`, or out of
--- `xkready` for a job with key limits.
+-- `xapart` for a job with key limits.
 local function unready(id, fields)
   redis.call('ZREM', XDELAYED, id)
   if field_of(fields, 'k') then
     local run_at = run_at_of({ 'j', field_of(fields, 'j') }) or 0
-    redis.call('ZREM', XKREADY, ready_member(run_at, id))
+    redis.call('ZREM', XAPART, ready_member(run_at, id))
   end
 end
 
--- Adds up to `limit` delayed jobs that are due to their streams (or to `xkready`), as pending.
+-- Adds up to `limit` delayed jobs that are due to their streams (or to `xapart`), as pending.
 local function promote_due(limit)
   local due = redis.call('ZRANGE', XDELAYED, '-inf', NOW_S, 'BYSCORE', 'LIMIT', 0, limit)
   local entries = 0
@@ -756,7 +758,7 @@ end
 -- `<run_at>|<priority>|<n>|<u><k>|<coalesce>`: its run_at when it is not due yet (else ''), its
 -- priority when it is not the default (else ''), the number n of values after `j`, `u` when the
 -- first of them is its unique key's (`u` and the key; else ''), `k` when it has key limits
--- (among those values, as `k`; a job due now then waits in `xkready`), and how it coalesces with an
+-- (among those values, as `k`; a job due now then waits in `xapart`), and how it coalesces with an
 -- earlier job of its key (`t` throttle or `d` debounce, the window in microseconds, `:`, the key;
 -- else ''). A job due now is an entry of its priority's stream, a later one waits in `xdelayed`,
 -- scheduled. A job whose unique key another active job holds, or whose coalesce key's job answers
@@ -784,7 +786,7 @@ local function store_entries(first, mode)
   -- The call's index of the job at ARGV[i], and the jobs not stored.
   local index, duplicates = 0, {}
   -- The ready jobs of another stream than `x`, which no blocked read takes, and those with key
-  -- limits, which wait in `xkready` for a fetch.
+  -- limits, which wait in `xapart` for a fetch.
   local elsewhere, keyed_ready = 0, 0
   local woken = (tonumber(redis.call('HGET', COUNTS, 'q')) or 0) > 0
   ensure_level(nil)
@@ -825,7 +827,7 @@ local function store_entries(first, mode)
         end
         ids[n + 1] = id
         if run_at == '' and limited ~= '' then
-          make_keyed_ready(id, { 'j', j, unpack(ARGV, i + 2, last) })
+          wait_apart(id, { 'j', j, unpack(ARGV, i + 2, last) })
           ids[n + 2] = 'd'
           keyed_ready = keyed_ready + 1
         elseif run_at == '' then

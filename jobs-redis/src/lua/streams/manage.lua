@@ -30,7 +30,7 @@ local function let_go_of(state)
 end
 
 -- Takes job `id` (see `job_state`) out of where it is kept: its entry or `d:<id>`, `xdelayed`
--- or `xkready`, the dead set or `done`; and out of the counts.
+-- or `xapart`, the dead set or `done`; and out of the counts.
 local function remove(id, state)
   local s = state.status
   if state.entry then

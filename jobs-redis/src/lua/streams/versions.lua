@@ -1,8 +1,8 @@
 -- Counts the waiting and running jobs of some names by payload version (stored_versions), with
 -- versions.lua's arguments and reply, a bounded number of jobs per call: walks `xdelayed` and
--- `xkready`, then each stream of the queue (in the order of `held_streams`) twice, its entries
+-- `xapart`, then each stream of the queue (in the order of `held_streams`) twice, its entries
 -- not yet delivered and its pending ones. ARGV[4] the step to resume (1: `xdelayed`, 2:
--- `xkready`; 2k+1 and 2k+2: stream k's undelivered and pending entries), ARGV[5] where it goes
+-- `xapart`; 2k+1 and 2k+2: stream k's undelivered and pending entries), ARGV[5] where it goes
 -- on ('': from its start; the `ZSCAN` cursor, or the last entry counted), ARGV[6] unused, ARGV[7..] the names. Returns {next step
 -- (0: done), where it goes on, '', counts}, `counts` being name, version, count, ... of the jobs
 -- examined. A job that moves during the walk may be counted twice or not at all; on a queue at
@@ -26,10 +26,10 @@ local left = VERSIONS_BUDGET
 while step <= 2 * #all + 2 and left > 0 do
   local next_cursor = nil
   if step <= 2 then
-    -- Members of `xdelayed` are ids; those of `xkready`, ids after their run_at (14 digits).
+    -- Members of `xdelayed` are ids; those of `xapart`, ids after their run_at (14 digits).
     local set, from = XDELAYED, 1
     if step == 2 then
-      set, from = XKREADY, 15
+      set, from = XAPART, 15
     end
     local got = redis.call('ZSCAN', set, cursor == '' and '0' or cursor, 'COUNT', left)
     for k = 1, #got[2], 2 do

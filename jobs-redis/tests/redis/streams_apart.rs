@@ -1,12 +1,15 @@
-//! Jobs with key limits in the layout on Redis Streams: they wait in `xkready` and a fetch takes
-//! those their keys let start as entries of `xk`; every way out of running gives the key's place
-//! back, a job handed back or rescued keeps its place, and one cancelled or deleted while it
-//! waits leaves no member behind; the stored versions count them where they wait.
+//! Jobs that wait apart from the streams in the layout on Redis Streams (`xapart`), and a fetch
+//! takes as entries of `xa`. Those with key limits: every way out of running gives the key's
+//! place back, a job handed back or rescued keeps its place, one cancelled or deleted while it
+//! waits leaves no member behind, and the stored versions count them where they wait. Those a
+//! worker read but does not run (another name, a newer version), by a fetch or a blocked read:
+//! set aside untouched, they wait for a worker that runs them, in their order.
 
 use jobs_core::{
     Backend, EnqueueParams, ErrorKind, ErrorReport, FailParams, Failure, FlowParams, JobId,
-    JobStatus, KeyLimits, LeasedJob, NewJob, Operations, ReadParams, Release, ReleaseParams,
-    RescueParams, RescueTarget, StoredVersion, StoredVersionsParams, Timestamp,
+    JobStatus, KeyLimits, KnownJob, LeasedJob, NewJob, Operations, ReadParams, Release,
+    ReleaseParams, RescueParams, RescueTarget, StoredVersion, StoredVersionsParams,
+    SubscribeParams, Timestamp,
 };
 use jobs_redis::{redis, RedisBackend};
 
@@ -57,11 +60,11 @@ async fn key_places(prefix: &str) -> Vec<(String, i64)> {
         .unwrap()
 }
 
-/// How many jobs wait in `xkready`.
+/// How many jobs wait in `xapart`.
 async fn waiting_keyed(prefix: &str) -> usize {
     let mut conn = raw_connection().await;
     redis::cmd("ZCARD")
-        .arg(format!("{{{prefix}:s}}:xkready"))
+        .arg(format!("{{{prefix}:s}}:xapart"))
         .query_async(&mut conn)
         .await
         .unwrap()
@@ -150,7 +153,7 @@ async fn every_way_out_of_running_gives_the_keys_place_back() {
         "rescued, it keeps its place"
     );
 
-    // Once due, the retried job waits in `xkready` again, behind the rescued one.
+    // Once due, the retried job waits in `xapart` again, behind the rescued one.
     assert_eq!(
         waiting_keyed(&prefix).await,
         2,
@@ -213,4 +216,126 @@ async fn keyed_jobs_are_counted_among_the_stored_versions() {
         jobs,
     });
     assert_eq!(counted, expected);
+}
+
+/// A job of queue `s` named `name`, stored at `version`.
+fn named(name: &str, version: u32) -> NewJob {
+    let mut job = ready("s");
+    job.name = name.into();
+    job.version = version;
+    job
+}
+
+/// Fetches up to 10 jobs of queue `s` at `now` as a worker that runs `known`.
+async fn take_known(
+    backend: &RedisBackend,
+    known: &[(&str, u32)],
+    now: Timestamp,
+) -> Vec<LeasedJob> {
+    let mut params = fetch(&["s"], 10, now);
+    params.known = Some(
+        known
+            .iter()
+            .map(|(name, version)| KnownJob {
+                name: (*name).into(),
+                version: *version,
+            })
+            .collect(),
+    );
+    backend.fetch(params).await.unwrap()
+}
+
+/// The status, attempts and errors of job `id`.
+async fn untouched(backend: &RedisBackend, id: JobId) -> (JobStatus, u32, usize) {
+    let r = backend
+        .read(ReadParams { id })
+        .await
+        .unwrap()
+        .expect("stored");
+    (r.status, r.attempt, r.errors.len())
+}
+
+#[tokio::test]
+async fn jobs_a_worker_does_not_run_wait_untouched_for_one_that_does() {
+    let (prefix, backend) = store().await;
+    let jobs = put(
+        &backend,
+        vec![
+            named("old", 1),
+            named("new", 1),
+            named("old", 1),
+            named("old", 2),
+            named("old", 1),
+        ],
+    )
+    .await;
+    // An older worker reads every entry, runs those of its name and version, and sets the
+    // others aside.
+    let old = take_known(&backend, &[("old", 1)], t0()).await;
+    assert_eq!(ids(&old), [jobs[0], jobs[2], jobs[4]]);
+    for id in [jobs[1], jobs[3]] {
+        assert_eq!(
+            untouched(&backend, id).await,
+            (JobStatus::Pending, 0, 0),
+            "set aside untouched"
+        );
+    }
+    assert_eq!(waiting_keyed(&prefix).await, 2);
+    let c = crate::streams::counts(&backend).await;
+    assert_eq!((c.pending, c.running), (2, 3));
+    assert!(
+        take_known(&backend, &[("old", 1)], at(1)).await.is_empty(),
+        "it looks past them"
+    );
+    let mut conn = raw_connection().await;
+    let taken: usize = redis::cmd("XLEN")
+        .arg(format!("{{{prefix}:s}}:xa"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(taken, 0, "without taking them from where they wait");
+    // A newer worker takes them, in their order, at their first attempt.
+    let new = take_known(&backend, &[("old", 2), ("new", 1)], at(2)).await;
+    assert_eq!(ids(&new), [jobs[1], jobs[3]]);
+    assert!(new.iter().all(|j| j.record.attempt == 1));
+    assert_eq!(waiting_keyed(&prefix).await, 0);
+}
+
+#[tokio::test]
+async fn a_blocked_read_sets_aside_the_jobs_its_worker_does_not_run() {
+    let (_, backend) = store().await;
+    let wakeup = backend
+        .subscribe(SubscribeParams {
+            queues: vec!["s".into()],
+            worker: Some("layout".into()),
+        })
+        .await
+        .unwrap();
+    let mut params = fetch(&["s"], 10, t0());
+    params.deliver = 4;
+    params.known = Some(vec![KnownJob {
+        name: "old".into(),
+        version: 1,
+    }]);
+    assert!(backend.fetch(params).await.unwrap().is_empty());
+    // One enqueue: the read takes both entries, hands over the one its worker runs and sets
+    // the newer one aside.
+    let both = put(&backend, vec![named("old", 2), named("old", 1)]).await;
+    let (newer, runs) = (both[0], both[1]);
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while got.is_empty() && tokio::time::Instant::now() < deadline {
+        let _ = tokio::time::timeout_at(deadline, wakeup.wait()).await;
+        got = wakeup.delivered();
+    }
+    assert_eq!(ids(&got), [runs], "only the job it runs reaches the worker");
+    // Set aside once the read's lease is written, after the hand-over.
+    let mut state = untouched(&backend, newer).await;
+    while state.0 == JobStatus::Running && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        state = untouched(&backend, newer).await;
+    }
+    assert_eq!(state, (JobStatus::Pending, 0, 0));
+    let new = take_known(&backend, &[("old", 2)], at(2)).await;
+    assert_eq!(ids(&new), [newer]);
 }
