@@ -551,7 +551,7 @@ fn cli() -> clap::Command {
                 .long("layout")
                 .default_value("hash")
                 .value_parser(["hash", "streams"])
-                .help("Redis only: how the store is laid out (streams: the layout being built, see docs/redis-streams.md; it runs every workload but W6 and W7)"),
+                .help("Redis only: how the store is laid out (streams: the layout being built, see docs/redis-streams.md; it runs every workload)"),
         )
         .arg(
             Arg::new("n")

@@ -4,7 +4,15 @@
 //! `XREADGROUP`, whose entries reach the client as Redis reads them (a script's reply is
 //! converted into Lua and back: about 1.7 µs per entry more), and fetched.lua writes the
 //! call's lease over what it read. Else (entries of another priority or returned ones first, a
-//! paused queue) fetch.lua reads and leases them itself and hides `x` from the `XREADGROUP`.
+//! paused queue, a queue whose limits let fewer jobs start than asked or that has a rate, jobs
+//! waiting apart in `xapart`) fetch.lua reads and leases them itself and hides `x` from the
+//! `XREADGROUP`. Where jobs with key limits may wait, calls follow one another until one takes
+//! nothing, as each takes a run of one stream.
+//!
+//! A read takes every entry, whatever its job's name and version: those the worker does not
+//! run (another name, a newer version, during a rolling deploy) are set aside
+//! (`lua/streams/aside.lua`), untouched, to wait apart for a worker that runs them, which
+//! fetch.lua looks for there by the names and versions it is given.
 
 use std::sync::Arc;
 

@@ -22,8 +22,13 @@
 //!   its lease is the hash `lease:<call>` (worker, start, expiry, the stream, its first and
 //!   last entry there, and each renewed entry's expiry) and a member of the sorted set
 //!   `leases`, written once per call, not per job;
-//! - the counts per status, the finished jobs' `done` set, the dead set and each job's errors
-//!   are the hash layout's.
+//! - a due job that waits apart from the streams (one with key limits, or one a worker read but
+//!   does not run: another name, a newer version) is the hash `d:<id>` (pending) and a member
+//!   of the sorted set `xapart`, in order of priority, run_at and id; a fetch takes those it may
+//!   start as entries of the stream `xa`, leased at once, in their merged order with the
+//!   streams' entries (a call takes a run of one or the other);
+//! - the counts per status, the finished jobs' `done` set, the dead set, each job's errors, the
+//!   queue's limits and starts, and each key's running jobs and starts are the hash layout's.
 //!
 //! A job costs its enqueue one `XADD` and a field of the id map; a fetch call one
 //! `XREADGROUP`, an `HSET` and a `ZADD`; a completion call one `HMGET` and one `XPENDING` for
@@ -43,9 +48,13 @@
 //! acknowledged, so that its worker's lease no longer holds. Unique keys, throttle and debounce
 //! (into a job while it waits in `xdelayed`) and cron ticks are kept as the hash layout keeps
 //! them; the stored versions are counted over the delayed jobs and each stream's undelivered and
-//! pending entries. Every other operation, and a job that needs what is not built (key limits, a
-//! workflow step), is refused with [`Error::Invalid`] naming it: queue limits. Fetches take every
-//! job, whatever its name and version. A stream hands out its entries in the order they were
+//! pending entries. Queue limits: a max depth (the enqueue calls are the hash layout's, see
+//! [`enqueue`]), a concurrency and a rate (a fetch takes what they let start; a blocked read is
+//! not started on such a queue), and key limits. A worker sets aside the jobs it read but does
+//! not run (see [`fetch`]); they wait apart, untouched, for one that runs them. Every other
+//! operation, and a job that needs what is not built (a workflow step), is refused with
+//! [`Error::Invalid`] naming it: holding places under a concurrency (a fetch does not reserve
+//! leases beyond it). A stream hands out its entries in the order they were
 //! added: among jobs of one priority that were due when enqueued, one with an earlier run_at does
 //! not go first; a fetch across queues takes from each in turn. A dead job's entry stays until it
 //! is retried or deleted.

@@ -53,7 +53,8 @@ struct Read {
 
 impl RedisBackend {
     /// Starts a blocked read for `p.worker` of `queue` (its fetch found nothing), unless one
-    /// is under way, or the worker offers no place, or the store is a cluster.
+    /// is under way, or the worker offers no place, or the store is a cluster, or the queue has
+    /// a concurrency or a rate (which only a fetch counts).
     pub(crate) async fn wait_for_jobs(&self, queue: &str, p: &FetchParams) -> Result<(), Error> {
         if p.deliver == 0 || self.is_cluster() {
             return Ok(());
