@@ -205,14 +205,6 @@ impl RedisBackend {
         }
     }
 
-    /// Refuses `what` on a backend of the streams layout, which does not handle it yet.
-    fn hash_only(&self, what: &str) -> Result<(), Error> {
-        match self.layout() {
-            Layout::Hash => Ok(()),
-            Layout::Streams => Err(crate::streams::not_built(what)),
-        }
-    }
-
     /// The hub of the workers' wake-ups and deliveries.
     pub(crate) fn wake_hub(&self) -> &WakeHub {
         self.inner.wake.hub()
@@ -382,11 +374,10 @@ impl Backend for RedisBackend {
     }
 
     fn reserves(&self) -> bool {
-        self.layout() == Layout::Hash
+        true
     }
 
     async fn hold_places(&self, p: PlacesParams) -> Result<(), Error> {
-        self.hash_only("holding places under a concurrency")?;
         self.store_places(p).await
     }
 

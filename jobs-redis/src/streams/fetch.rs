@@ -91,12 +91,14 @@ impl RedisBackend {
     ) -> Result<Vec<LeasedJob>, Error> {
         until_decoded(|| async {
             let (call, reply) = self.lease_call(queue, limit, p, expires).await?;
+            let (reply, counted) = counted_entries(reply)?;
             let lease = LeaseOf {
                 call,
                 queue,
                 worker: &p.worker,
                 started: p.now,
                 expires,
+                counted,
             };
             let taken = leased_jobs(reply, &lease, p.known.as_deref())?;
             // Set aside or failed, jobs of the batch that did not reach the worker: fetch again.
@@ -216,13 +218,33 @@ pub(crate) fn read_entries(read: Value) -> Result<Value, Error> {
     }
 }
 
-/// The lease of a read's entries: its fetch call, its queue, the worker and its times.
+/// The lease of a read's entries: its fetch call, its queue, the worker, its times, and how
+/// many of the entries count against the queue's concurrency (the others are reserved beyond
+/// it).
 pub(crate) struct LeaseOf<'a> {
     pub call: CallId,
     pub queue: &'a str,
     pub worker: &'a str,
     pub started: Timestamp,
     pub expires: Timestamp,
+    pub counted: usize,
+}
+
+/// A fetch's entries, and how many of them count against the queue's concurrency: fetch.lua
+/// answers `['counted', n, entries]` when it reserved some beyond it, else the entries, which
+/// all count.
+fn counted_entries(reply: Value) -> Result<(Value, usize), Error> {
+    match reply {
+        Value::Array(parts) if matches!(parts.first(), Some(Value::BulkString(tag)) if tag == b"counted") =>
+        {
+            let [_, counted, entries]: [Value; 3] = parts
+                .try_into()
+                .map_err(|r| Error::backend(format!("a fetch answered {r:?}")))?;
+            let counted = redis::from_redis_value(counted).map_err(Error::backend)?;
+            Ok((entries, counted))
+        }
+        entries => Ok((entries, usize::MAX)),
+    }
 }
 
 /// The jobs a read leased, sorted by what becomes of them.
@@ -245,14 +267,14 @@ pub(crate) fn leased_jobs(
     let started = stored_time(lease.started);
     let expires = stored_time(lease.expires);
     let worker: Arc<str> = lease.worker.into();
-    let (call, tag) = (lease.call, queue_tag(lease.queue));
+    let (call, tag, counted) = (lease.call, queue_tag(lease.queue), lease.counted);
     let mut names = Names::new(lease.queue);
     let mut taken = Taken {
         leased: Vec::new(),
         corrupt: Vec::new(),
         aside: Vec::new(),
     };
-    for value in &items(reply)? {
+    for (n, value) in items(reply)?.iter().enumerate() {
         let entry = match entry(value) {
             Ok(entry) => entry,
             // A value that is not text fails its job alone, where the ids can be read.
@@ -292,7 +314,7 @@ pub(crate) fn leased_jobs(
                 taken.leased.push(LeasedJob {
                     record,
                     token,
-                    reserved: false,
+                    reserved: n >= counted,
                 });
             }
             Ok(record) => taken.aside.push(LeaseRef {

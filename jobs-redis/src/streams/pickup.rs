@@ -297,6 +297,7 @@ fn hand_over(
         worker: &read.worker,
         started,
         expires,
+        counted: usize::MAX,
     };
     let taken = leased_jobs(entries, &lease, read.known.as_deref())?;
     for job in taken.leased {

@@ -6,7 +6,7 @@ use jobs_core::workflow::{Step, StepRole, WorkflowId};
 use jobs_core::{
     Backend, CompleteParams, Completion, CountsParams, EnqueueParams, Error, ErrorKind,
     ErrorReport, FailParams, Failure, FinishedParams, JobId, JobStatus, LeaseRef, LeaseToken,
-    LeasedJob, PlacesParams, PruneParams, ReadParams, Timestamp,
+    LeasedJob, PruneParams, ReadParams, Timestamp,
 };
 use jobs_redis::{redis, RedisBackend};
 use serde_json::value::RawValue;
@@ -154,15 +154,6 @@ async fn what_is_not_built_yet_is_refused_and_stores_nothing() {
     let message = invalid(e);
     assert!(message.contains("workflow steps"), "{message}");
     assert!(message.contains("layout `streams`"), "{message}");
-    let e = backend
-        .hold_places(PlacesParams {
-            worker: "w".into(),
-            queue: "s".into(),
-            places: 1,
-        })
-        .await
-        .unwrap_err();
-    assert!(invalid(e).contains("holding places under a concurrency"));
     let mut conn = raw_connection().await;
     assert_eq!(
         keys_like(&mut conn, &prefix, "*").await,

@@ -20,7 +20,9 @@
 -- script logs) and no job waits apart (`xapart`: with key limits, or set aside). The jobs the
 -- worker runs are looked for only there: the caller sets aside those it read but does not run
 -- (aside.lua). Fails with `TAKEN` when another call holding leases has the same id, which the
--- caller draws again.
+-- caller draws again. Returns 'plain' (the `XREADGROUP` reads), the entries leased, or, when
+-- some were leased beyond the queue's concurrency (reserved, see flow.lua), {'counted', how
+-- many of them count, the entries}.
 local expiry, worker, asked, call = ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
 if not x_exists() then
   return {}
@@ -63,12 +65,16 @@ end
 if flow then
   uncounted = ended_under_leases()
 end
--- The running jobs less those still under one of the worker's ended leases: their handlers
--- run no more.
-local limit = room_under(asked, flow, function()
-  return (tonumber(redis.call('HGET', COUNTS, 'r')) or 0) - left_out().total
+-- The running jobs that the concurrency counts, as flow.lua's `queue_room` counts them: less
+-- those still under one of the worker's ended leases (their handlers run no more) and the
+-- reserved ones, plus the places that promoted jobs hold.
+local counted = room_under(asked, flow, function()
+  return (tonumber(redis.call('HGET', COUNTS, 'r')) or 0) - left_out().total - reserved_count()
+    + places_count()
 end)
-if limit == 0 then
+-- A fetch of a queue with a concurrency alone may reserve leases beyond it (see flow.lua).
+local may_reserve = flow and flow.reserve > 0 and flow.concurrency and not flow.rate
+if counted == 0 and not may_reserve then
   hide_x()
   return {}
 end
@@ -77,11 +83,22 @@ if redis.call('HSETNX', lease, 'w', worker) == 0 then
   hide_x()
   return redis.error_reply('TAKEN the fetch call id is in use')
 end
-promote_due(limit)
+promote_due(asked)
 local rated = flow and flow.rate
 -- Jobs with key limits, and those set aside, wait in `xapart`.
 local apart = redis.call('EXISTS', XAPART) == 1
-if limit == asked and not rated and not apart and next_is_x() then
+-- The first `counted` jobs taken count against the limits; one that reserves, where no job
+-- waits apart, takes up to as many more again as its reserve allows, within what it asked for.
+local limit = counted
+if may_reserve and not apart then
+  limit = counted + math.min(flow.reserve + counted, asked - counted)
+end
+if limit == 0 then
+  redis.call('DEL', lease)
+  hide_x()
+  return finish({})
+end
+if counted == asked and not rated and not apart and next_is_x() then
   redis.call('HSET', lease, 'o', last_delivered(XSTREAM), 'n', pending_count(XSTREAM, worker))
   return finish('plain')
 end
@@ -234,5 +251,15 @@ if from == XASTREAM then
 end
 if rated then
   log_starts(STARTS, tag, #entries, flow.period)
+end
+if #entries > counted then
+  -- Leased beyond the concurrency: reserved, each until its lease's expiry.
+  local reserved = {}
+  for n = counted + 1, #entries do
+    reserved[#reserved + 1] = expiry
+    reserved[#reserved + 1] = reserved_member(from, entries[n][1])
+  end
+  bulk('ZADD', RESERVED, reserved, 1000)
+  return finish({ 'counted', counted, entries })
 end
 return finish(entries)

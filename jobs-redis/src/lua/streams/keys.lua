@@ -146,11 +146,23 @@ local function field_of(fields, name)
   return nil
 end
 
+-- The member of `reserved` (flow.lua) of entry `entry` of `stream`, leased beyond the queue's
+-- concurrency.
+local function reserved_member(stream, entry)
+  return string.sub(stream, #BASE + 1) .. '|' .. entry
+end
+
 -- Acknowledges the entries of each stream of `acks` (stream -> entry ids), a few hundred at a
 -- time: their jobs leave running, so a job with key limits (an entry of `xa`) no longer counts
--- against its key's concurrency.
+-- against its key's concurrency, and a reserved one is reserved no more.
 local function ack_all(acks)
+  local reserved = redis.call('EXISTS', RESERVED) == 1
   for stream, entries in pairs(acks) do
+    if reserved then
+      for _, entry in ipairs(entries) do
+        redis.call('ZREM', RESERVED, reserved_member(stream, entry))
+      end
+    end
     if stream == XASTREAM then
       for _, entry in ipairs(entries) do
         local got = redis.call('XRANGE', stream, entry, entry)[1]

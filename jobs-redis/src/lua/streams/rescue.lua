@@ -2,7 +2,8 @@
 -- gone workers) that those workers hold, whatever their leases; it records for the attempt
 -- the error report ARGV[5] (JSON, written by jobs-core): pending again at their own run_at,
 -- ahead of the jobs that became ready since (an entry of `xr`), or dead when no attempt is
--- left. A gone worker's calls are dropped and it leaves the groups. Returns the jobs' ids.
+-- left. A gone worker's calls and places under a concurrency are dropped and it leaves the
+-- groups. Returns the jobs' ids.
 local limit = tonumber(ARGV[4])
 local rescued = {}
 local all = held_streams()
@@ -48,6 +49,8 @@ end
 if #ARGV >= 6 then
   for i = 6, #ARGV do
     local worker = ARGV[i]
+    -- The places under a concurrency its promoted jobs held are free.
+    redis.call('HDEL', PLACES, worker)
     local calls = leases_of(worker)
     for _, held in ipairs(#rescued < limit and held_by(worker, limit - #rescued) or {}) do
       if #rescued == limit then
