@@ -50,12 +50,12 @@
 //! them; the stored versions are counted over the delayed jobs and each stream's undelivered and
 //! pending entries. Queue limits: a max depth (the enqueue calls are the hash layout's, see
 //! [`enqueue`]), a concurrency and a rate (a fetch takes what they let start; a blocked read is
-//! not started on such a queue), and key limits. A worker sets aside the jobs it read but does
-//! not run (see [`fetch`]); they wait apart, untouched, for one that runs them. Every other
-//! operation, and a job that needs what is not built (a workflow step), is refused with
-//! [`Error::Invalid`] naming it: holding places under a concurrency (a fetch does not reserve
-//! leases beyond it). A stream hands out its entries in the order they were
-//! added: among jobs of one priority that were due when enqueued, one with an earlier run_at does
+//! not started on such a queue; a fetch reserves leases beyond a concurrency as the hash
+//! layout's does, entries of the sorted set `reserved` until they leave running), and key
+//! limits. A worker sets aside the jobs it read but does not run (see [`fetch`]); they wait
+//! apart, untouched, for one that runs them. A job that needs what is not built (a workflow
+//! step) is refused with [`Error::Invalid`] naming it. A stream hands out its entries in the
+//! order they were added: among jobs of one priority that were due when enqueued, one with an earlier run_at does
 //! not go first; a fetch across queues takes from each in turn. A dead job's entry stays until it
 //! is retried or deleted.
 
