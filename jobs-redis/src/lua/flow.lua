@@ -186,16 +186,6 @@ local function before(m, s, m2, s2)
   return a < b or (a == b and m < m2)
 end
 
--- The value of `name` in a job's fields (as HGETALL gives them), or nil.
-local function field(fields, name)
-  for f = 1, #fields, 2 do
-    if fields[f] == name then
-      return fields[f + 1]
-    end
-  end
-  return nil
-end
-
 -- Whether one more job with key limits `k` (its `k` field) may start now, `keys` holding what
 -- this call read and granted of each key; if so, counts it as granted and returns its key and
 -- its rate's period (nil without a rate).
@@ -242,7 +232,7 @@ local function flow_head(room, known)
     end
     r.at = r.at + 2
     local fields = redis.call('HGETALL', job_key(string.sub(m, 15)))
-    local k = r == keyed and field(fields, 'k')
+    local k = r == keyed and field_of(fields, 'k')
     if known and not takes(known, fields) then
       unknown = unknown + 1
     elseif k then

@@ -149,6 +149,17 @@ local function int(n)
   return string.format('%d', n)
 end
 
+-- The value of `name` in a flat field/value list (as HGETALL gives a hash, or a stream entry's
+-- fields), or nil.
+local function field_of(fields, name)
+  for k = 1, #fields, 2 do
+    if fields[k] == name then
+      return fields[k + 1]
+    end
+  end
+  return nil
+end
+
 -- The ready-set member: the run_at as 14 hex digits, then the time-ordered id.
 local function ready_member(run_at, id)
   return string.format('%014x', math.max(tonumber(run_at), 0)) .. id

@@ -50,6 +50,22 @@ pub(crate) fn ready(queue: &str) -> jobs_core::NewJob {
     new
 }
 
+/// Enqueues `jobs` at t0; their ids, in order.
+pub(crate) async fn put(backend: &RedisBackend, jobs: Vec<jobs_core::NewJob>) -> Vec<JobId> {
+    let ids = jobs.iter().map(|j| j.id).collect();
+    backend
+        .enqueue(EnqueueParams { jobs, now: t0() })
+        .await
+        .unwrap();
+    ids
+}
+
+/// The status of job `id`.
+pub(crate) async fn status(backend: &RedisBackend, id: JobId) -> JobStatus {
+    let read = backend.read(ReadParams { id }).await.unwrap();
+    read.expect("stored").status
+}
+
 /// The counts of queue `s`.
 pub(crate) async fn counts(backend: &RedisBackend) -> jobs_core::QueueCounts {
     backend

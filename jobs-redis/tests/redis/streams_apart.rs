@@ -6,14 +6,13 @@
 //! set aside untouched, they wait for a worker that runs them, in their order.
 
 use jobs_core::{
-    Backend, EnqueueParams, ErrorKind, ErrorReport, FailParams, Failure, FlowParams, JobId,
-    JobStatus, KeyLimits, KnownJob, LeasedJob, NewJob, Operations, ReadParams, Release,
-    ReleaseParams, RescueParams, RescueTarget, StoredVersion, StoredVersionsParams,
-    SubscribeParams, Timestamp,
+    Backend, ErrorKind, ErrorReport, FailParams, Failure, FlowParams, JobId, JobStatus, KeyLimits,
+    KnownJob, LeasedJob, NewJob, Operations, ReadParams, Release, ReleaseParams, RescueParams,
+    RescueTarget, StoredVersion, StoredVersionsParams, SubscribeParams, Timestamp,
 };
 use jobs_redis::{redis, RedisBackend};
 
-use crate::streams::{done, ready, store};
+use crate::streams::{done, put, ready, status, store};
 use crate::support::{at, fetch, raw_connection, t0};
 
 /// A job of queue `s` that shares a concurrency of one with the other jobs of key `key`.
@@ -25,16 +24,6 @@ fn solo(key: &str) -> NewJob {
         rate: None,
     });
     job
-}
-
-/// Enqueues `jobs` at t0; their ids.
-async fn put(backend: &RedisBackend, jobs: Vec<NewJob>) -> Vec<JobId> {
-    let ids = jobs.iter().map(|j| j.id).collect();
-    backend
-        .enqueue(EnqueueParams { jobs, now: t0() })
-        .await
-        .unwrap();
-    ids
 }
 
 /// Fetches up to 10 jobs of queue `s` at `now` as a worker that knows the queue's flow.
@@ -68,11 +57,6 @@ async fn waiting_keyed(prefix: &str) -> usize {
         .query_async(&mut conn)
         .await
         .unwrap()
-}
-
-async fn status(backend: &RedisBackend, id: JobId) -> JobStatus {
-    let read = backend.read(ReadParams { id }).await.unwrap();
-    read.expect("stored").status
 }
 
 #[tokio::test]

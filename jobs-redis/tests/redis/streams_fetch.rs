@@ -10,20 +10,14 @@ use jobs_core::{
 };
 use jobs_redis::{redis, RedisBackend};
 
-use crate::streams::{counts, ready, store};
+use crate::streams::{counts, put, ready, store};
 use crate::support::{
     at, complete_all, fetch, fresh_prefix, keys_like, raw_connection, redis_cli, t0, Server,
 };
 
 /// Enqueues `n` jobs of queue `s`, due now; their ids, in order.
 async fn enqueue(backend: &RedisBackend, n: usize) -> Vec<JobId> {
-    let jobs: Vec<_> = (0..n).map(|_| ready("s")).collect();
-    let ids = jobs.iter().map(|j| j.id).collect();
-    backend
-        .enqueue(EnqueueParams { jobs, now: t0() })
-        .await
-        .unwrap();
-    ids
+    put(backend, (0..n).map(|_| ready("s")).collect()).await
 }
 
 /// Fetches up to `limit` jobs of queue `s` at `now`.

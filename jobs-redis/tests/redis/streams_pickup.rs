@@ -14,7 +14,7 @@ use jobs_core::{
 };
 use jobs_redis::RedisBackend;
 
-use crate::streams::{add_raw_entry, counts, ready, store};
+use crate::streams::{add_raw_entry, counts, ready, status, store};
 use crate::support::{complete_all, fetch, keys_like, raw_connection, t0};
 
 /// A fetch of queue `s` by worker `layout` that offers `places` idle places.
@@ -71,12 +71,6 @@ async fn delivered_within(wakeup: &Wakeup, within: Duration) -> Vec<LeasedJob> {
         got = wakeup.delivered();
     }
     got
-}
-
-/// The status of job `id`.
-async fn status(backend: &RedisBackend, id: JobId) -> JobStatus {
-    let read = backend.read(ReadParams { id }).await.unwrap();
-    read.expect("stored").status
 }
 
 #[tokio::test]

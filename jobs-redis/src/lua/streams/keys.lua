@@ -136,16 +136,6 @@ local function covers(c, stream, entry)
     and not entry_before(c.last, entry)
 end
 
--- The value of `name` in a flat field/value list.
-local function field_of(fields, name)
-  for k = 1, #fields, 2 do
-    if fields[k] == name then
-      return fields[k + 1]
-    end
-  end
-  return nil
-end
-
 -- The member of `reserved` (flow.lua) of entry `entry` of `stream`, leased beyond the queue's
 -- concurrency.
 local function reserved_member(stream, entry)
