@@ -1,5 +1,6 @@
 //! Storing jobs: batches per queue in one script call each, and cron ticks claimed and stored
-//! in one step.
+//! in one step. Both layouts store through these calls, each sending a job its own way
+//! ([`push_job`], or the streams layout's `push_entry`) to its own scripts.
 //!
 //! A queue with a max depth takes a batch's jobs in one call, which refuses them all when the
 //! new ones would overfill it (see store.lua). A batch of one queue that fits one call is sent

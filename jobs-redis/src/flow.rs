@@ -98,13 +98,15 @@ pub(crate) fn fetch_flow(p: &FetchParams, queue: &str, with_ended: bool) -> Stri
         return String::new();
     };
     let mut ended = String::new();
-    for lease in ended_leases(p, queue).filter(|_| with_ended) {
-        if !ended.is_empty() {
-            ended.push(' ');
+    if with_ended {
+        for lease in ended_leases(p, queue) {
+            if !ended.is_empty() {
+                ended.push(' ');
+            }
+            ended.push_str(&id_text(lease.id));
+            ended.push(':');
+            ended.push_str(&token_text(lease.token));
         }
-        ended.push_str(&id_text(lease.id));
-        ended.push(':');
-        ended.push_str(&token_text(lease.token));
     }
     let l = &f.limits;
     let concurrency = l.concurrency.map_or(String::new(), |n| n.to_string());

@@ -24,8 +24,9 @@ pub(crate) fn refuse_unbuilt(job: &NewJob) -> Result<(), Error> {
 /// field (most jobs), else `<run_at>|<priority>|<n>|<u><k>|<coalesce>`: its run_at when it is
 /// not due yet (else nothing), its priority when it is not the default (else nothing), the
 /// number of values that follow `j`, `u` when the first two of them are its unique key's (else
-/// nothing), `k` when it has key limits (else nothing), and how it coalesces with an earlier job of its key: `t` (throttle) or `d`
-/// (debounce), the window in microseconds, `:` and the key (else nothing).
+/// nothing), `k` when it has key limits (else nothing), and how it coalesces with an earlier
+/// job of its key: `t` (throttle) or `d` (debounce), the window in microseconds, `:` and the
+/// key (else nothing).
 pub(crate) fn push_entry(inv: &mut redis::Cmd, job: &NewJob, now: Timestamp) {
     let versioned = job.version != first_version();
     // The default priority is left out, and so is created_at when it is run_at (a job due when

@@ -51,7 +51,8 @@ local function ended_under_leases()
     if c and not seen[id] then
       seen[id] = true
       out.total = out.total + 1
-      local got = c.stream == XASTREAM and redis.call('XRANGE', XASTREAM, ARGV[i + 1], ARGV[i + 1])[1]
+      local entry = ARGV[i + 1]
+      local got = c.stream == XASTREAM and redis.call('XRANGE', XASTREAM, entry, entry)[1]
       local k = got and field_of(got[2], 'k')
       if k then
         local key = key_of(k)
@@ -104,8 +105,8 @@ if counted == asked and not rated and not apart and next_is_x() then
 end
 
 -- The first entry not yet delivered of the queue's streams, in the order fetches read them:
--- {stream, its undelivered entries from there (at most `limit`), its priority, the entry's
--- `ready_member`}, or nil when every stream is read to its end.
+-- {stream, its undelivered entries from there (at most `limit`), its priority}, or nil when
+-- every stream is read to its end.
 local function plain_head()
   for _, stream in ipairs(streams()) do
     -- `x` is hidden by now.

@@ -3,9 +3,9 @@
 -- `xapart`, then each stream of the queue (in the order of `held_streams`) twice, its entries
 -- not yet delivered and its pending ones. ARGV[4] the step to resume (1: `xdelayed`, 2:
 -- `xapart`; 2k+1 and 2k+2: stream k's undelivered and pending entries), ARGV[5] where it goes
--- on ('': from its start; the `ZSCAN` cursor, or the last entry counted), ARGV[6] unused, ARGV[7..] the names. Returns {next step
--- (0: done), where it goes on, '', counts}, `counts` being name, version, count, ... of the jobs
--- examined. A job that moves during the walk may be counted twice or not at all; on a queue at
+-- on ('': from its start; the `ZSCAN` cursor, or the last entry counted), ARGV[6] unused,
+-- ARGV[7..] the names. Returns {next step (0: done), where it goes on, '', counts}, `counts`
+-- being name, version, count, ... of the jobs examined. A job that moves during the walk may be counted twice or not at all; on a queue at
 -- rest the counts are exact.
 
 -- At most this many jobs are examined per call.
