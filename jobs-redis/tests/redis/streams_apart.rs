@@ -278,11 +278,17 @@ async fn jobs_a_worker_does_not_run_wait_untouched_for_one_that_does() {
         .await
         .unwrap();
     assert_eq!(taken, 0, "without taking them from where they wait");
-    // A newer worker takes them, in their order, at their first attempt.
-    let new = take_known(&backend, &[("old", 2), ("new", 1)], at(2)).await;
+    // A newer worker takes them, in their order, at their first attempt; not one cancelled
+    // while it waited.
+    let late = put(&backend, vec![named("new", 1)]).await[0];
+    assert!(take_known(&backend, &[("old", 1)], at(2)).await.is_empty());
+    backend.cancel(late).await.unwrap();
+    assert_eq!(waiting_keyed(&prefix).await, 2, "the cancelled job left");
+    let new = take_known(&backend, &[("old", 2), ("new", 1)], at(3)).await;
     assert_eq!(ids(&new), [jobs[1], jobs[3]]);
     assert!(new.iter().all(|j| j.record.attempt == 1));
     assert_eq!(waiting_keyed(&prefix).await, 0);
+    assert_eq!(status(&backend, late).await, JobStatus::Cancelled);
 }
 
 #[tokio::test]

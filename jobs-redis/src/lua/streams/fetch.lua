@@ -159,7 +159,8 @@ local function apart_head(bound)
       local fields = redis.call('HGETALL', delayed_key(string.sub(member, 15)))
       local k = field_of(fields, 'k')
       local free, key, period = true, nil, nil
-      if #fields == 0 or not runs(fields) then
+      -- A job no longer pending (gone, or cancelled since) is looked past too.
+      if field_of(fields, 's') ~= 'p' or not runs(fields) then
         free = false
         unknown = unknown + 1
       elseif k then

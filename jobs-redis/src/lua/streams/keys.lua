@@ -432,14 +432,12 @@ local function requeue(id, fields, attempts, run_at, status, ahead)
   return false
 end
 
--- Takes job `id`, which waits in `d:<id>` with fields `fields`, out of `xdelayed`, or out of
--- `xapart` for a job with key limits.
+-- Takes job `id`, which waits in `d:<id>` with fields `fields`, out of `xdelayed` or `xapart`
+-- (a job with key limits, or one set aside).
 local function unready(id, fields)
   redis.call('ZREM', XDELAYED, id)
-  if field_of(fields, 'k') then
-    local run_at = run_at_of({ 'j', field_of(fields, 'j') }) or 0
-    redis.call('ZREM', XAPART, ready_member(run_at, id))
-  end
+  local run_at = run_at_of({ 'j', field_of(fields, 'j') }) or 0
+  redis.call('ZREM', XAPART, ready_member(run_at, id))
 end
 
 -- Adds up to `limit` delayed jobs that are due to their streams (or to `xapart`), as pending.
