@@ -217,13 +217,18 @@ local function hold_if_paused()
   end
 end
 
+-- The run_at of the job of an entry's fields: the digits after the id in `j`, up to a `:`;
+-- nil when `j` is malformed.
+local function run_at_of(fields)
+  return string.match(fields[2], '^(%-?%d+):', ID_LEN + 1)
+end
+
 -- Makes job `id`, with fields `kept` (`j` first, without `s`), pending in `xapart`, its fields
 -- kept in `d:<id>`: a job with key limits (`k`), or one set aside.
 local function wait_apart(id, kept)
   local p = tonumber(field_of(kept, 'pr')) or DEFAULT_PRIORITY
-  local run_at = string.match(kept[2], '^(%-?%d+):', ID_LEN + 1)
   redis.call('HSET', delayed_key(id), 's', 'p', unpack(kept))
-  redis.call('ZADD', XAPART, p, ready_member(run_at, id))
+  redis.call('ZADD', XAPART, p, ready_member(run_at_of(kept), id))
   redis.call('HSET', XIDS, id, 'd')
 end
 
@@ -359,12 +364,6 @@ end
 -- The id of the job of an entry's fields (`j` first).
 local function job_of(fields)
   return string.sub(fields[2], 1, ID_LEN)
-end
-
--- The run_at of the job of an entry's fields: the digits after the id in `j`, up to a `:`;
--- nil when `j` is malformed.
-local function run_at_of(fields)
-  return string.match(fields[2], '^(%-?%d+):', ID_LEN + 1)
 end
 
 -- `j` with its run_at replaced by `run_at`.
